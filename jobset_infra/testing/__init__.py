@@ -1,0 +1,1 @@
+"""Fluent builders for tests, benchmarks and the sim (JobSets, Jobs, Nodes)."""

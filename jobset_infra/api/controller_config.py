@@ -1,0 +1,475 @@
+"""Configuration of `jobset-controller`: every flag and config-file field, with upstream's defaults.
+
+The config file keeps the shape of upstream's `config.jobset.x-k8s.io/v1alpha1` `Configuration`
+(camelCase keys, Go duration strings such as "15s"), so an existing upstream config file loads as
+is; our additions (`controller`, `placement`, `logging`) sit beside upstream's sections. Precedence
+is the upstream one: defaults < config file < flags given explicitly on the command line.
+
+Pure: parsing and rendering only; the runtime (`controller.runtime.main`) reads files and argv and
+passes their text here. Errors are `ControllerConfigError`s that name the key and say how to fix it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
+from typing import Annotated, Any, Self
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+# Upstream identifiers. They are mirrored here rather than imported from api.constants so this
+# module stays importable on its own by the platform component; tests/api pin them to upstream.
+CONFIG_API_VERSION = "config.jobset.x-k8s.io/v1alpha1"  # Configuration's group/version upstream
+CONFIG_KIND = "Configuration"  # upstream api/config/v1alpha1 kind
+LEADER_ELECTION_ID = "6d4f6a47.jobset.x-k8s.io"  # upstream default Lease name (defaults.go)
+DEFAULT_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"  # GKE's node-pool label: a TPU slice
+# Upstream feature gates and their defaults (pkg/features/features.go).
+KNOWN_FEATURE_GATES: Mapping[str, bool] = {
+    "InPlaceRestart": False,
+    "TLSOptions": True,
+    "RestartJob": False,
+    "ElasticJobSet": False,
+}
+# Upstream sections we accept so an upstream config file loads, but do not act on: we serve no
+# webhooks and the metrics endpoint is plain HTTP. The runtime logs a warning when they are set.
+IGNORED_UPSTREAM_SECTIONS = ("webhook", "internalCertManagement", "tls")
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class ControllerConfigError(ValueError):
+    """A config file or flag value is wrong; the message names the key and the fix."""
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a Go duration string ("1m30s", "500ms") or a plain number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like '15s', got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration like '15s', got {value!r}")
+    text = value.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"expected a duration like '15s', '1m30s' or '500ms', got {value!r}")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """The Go duration string for a number of seconds ("15s", "0.5s" -> "500ms")."""
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    millis = seconds * 1000
+    if millis == int(millis):
+        return f"{int(millis)}ms"
+    return f"{seconds}s"
+
+
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel
+    )
+
+
+class PlacementMode(StrEnum):
+    """How the controller places child Jobs of JobSets that ask for exclusive topology."""
+
+    AUTO = "auto"  # exclusive domains when domains are known, else affinity
+    EXCLUSIVE = "exclusive"  # always assign a free domain through a nodeSelector
+    AFFINITY = "affinity"  # upstream-like pod (anti-)affinity, no domain bookkeeping
+    OFF = "off"  # ignore the exclusive-topology annotation
+
+
+class LogFormat(StrEnum):
+    JSON = "json"
+    TEXT = "text"
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class ClientConnection(_Section):
+    """Client-side rate limit of requests to the API server (upstream: 500/500)."""
+
+    qps: float = Field(default=500.0, gt=0)
+    burst: int = Field(default=500, ge=1)
+
+
+class LeaderElection(_Section):
+    """Lease-based leader election; durations as in controller-runtime (15 s / 10 s / 2 s)."""
+
+    leader_elect: bool = False
+    resource_lock: str = "leases"
+    resource_name: str = LEADER_ELECTION_ID
+    resource_namespace: str = "jobset-system"
+    lease_duration: Seconds = 15.0
+    renew_deadline: Seconds = 10.0
+    retry_period: Seconds = 2.0
+
+    @field_validator("resource_lock")
+    @classmethod
+    def _only_leases(cls, value: str) -> str:
+        if value != "leases":
+            raise ValueError(f"only 'leases' is supported, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        # client-go rejects these too: a leader must renew before others may take over.
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError(
+                f"leaseDuration ({format_duration(self.lease_duration)}) must be greater than "
+                f"renewDeadline ({format_duration(self.renew_deadline)})"
+            )
+        if self.renew_deadline <= 1.2 * self.retry_period:
+            raise ValueError(
+                f"renewDeadline ({format_duration(self.renew_deadline)}) must be greater than "
+                f"1.2 x retryPeriod ({format_duration(self.retry_period)})"
+            )
+        return self
+
+
+class Metrics(_Section):
+    bind_address: str = ":8443"
+
+
+class Health(_Section):
+    health_probe_bind_address: str = ":8081"
+    readiness_endpoint_name: str = "/readyz"
+    liveness_endpoint_name: str = "/healthz"
+
+
+class ControllerTuning(_Section):
+    """Our knobs; upstream hard-codes 1 worker and a fan-out of 50."""
+
+    workers: int = Field(default=4, ge=1, le=256)
+    max_parallelism: int = Field(default=50, ge=1, le=1000)
+    expectations_timeout: Seconds = 300.0
+    cache_sync_timeout: Seconds = 120.0
+    watch_namespace: str = ""  # "" watches all namespaces
+    backoff_base: Seconds = 0.005
+    backoff_max: Seconds = 1000.0
+
+
+class PlacementDomain(_Section):
+    """A topology domain known before its Nodes exist (a node pool Pulumi made, maybe at zero)."""
+
+    name: str = Field(min_length=1)
+    topology_key: str = DEFAULT_TOPOLOGY_KEY
+    node_count: int = Field(ge=0)
+    labels: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, str] = Field(default_factory=dict)  # per node, e.g. google.com/tpu
+
+
+class Placement(_Section):
+    mode: PlacementMode = PlacementMode.AUTO
+    domains: tuple[PlacementDomain, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique_domains(self) -> Self:
+        seen: set[tuple[str, str]] = set()
+        for domain in self.domains:
+            key = (domain.topology_key, domain.name)
+            if key in seen:
+                raise ValueError(
+                    f"domain {domain.name!r} (topologyKey {domain.topology_key!r}) is declared "
+                    "twice; list each node pool once"
+                )
+            seen.add(key)
+        return self
+
+
+class Logging(_Section):
+    level: LogLevel = LogLevel.INFO
+    format: LogFormat = LogFormat.JSON
+
+
+class ControllerConfig(_Section):
+    """Everything `jobset-controller` can be told, by config file or flags."""
+
+    api_version: str = CONFIG_API_VERSION
+    kind: str = CONFIG_KIND
+    client_connection: ClientConnection = ClientConnection()
+    leader_election: LeaderElection = LeaderElection()
+    metrics: Metrics = Metrics()
+    health: Health = Health()
+    controller: ControllerTuning = ControllerTuning()
+    placement: Placement = Placement()
+    logging: Logging = Logging()
+    feature_gates: dict[str, bool] = Field(default_factory=dict)
+    # Accepted for compatibility with upstream config files, not acted on (see module docstring).
+    webhook: dict[str, Any] | None = None
+    internal_cert_management: dict[str, Any] | None = None
+    tls: dict[str, Any] | None = None
+
+    @field_validator("api_version")
+    @classmethod
+    def _api_version(cls, value: str) -> str:
+        if value != CONFIG_API_VERSION:
+            raise ValueError(f"must be {CONFIG_API_VERSION!r}, got {value!r}")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value != CONFIG_KIND:
+            raise ValueError(f"must be {CONFIG_KIND!r}, got {value!r}")
+        return value
+
+    @field_validator("feature_gates")
+    @classmethod
+    def _known_gates(cls, value: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(value) - set(KNOWN_FEATURE_GATES))
+        if unknown:
+            raise ValueError(
+                f"unknown feature gate(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(KNOWN_FEATURE_GATES))}"
+            )
+        if value.get("TLSOptions") is False:
+            raise ValueError("TLSOptions is GA and locked to true upstream; remove it")
+        return value
+
+    def feature_enabled(self, gate: str) -> bool:
+        """The effective value of a feature gate (explicit value, else upstream's default)."""
+        if gate not in KNOWN_FEATURE_GATES:
+            raise KeyError(f"unknown feature gate {gate!r}")
+        return self.feature_gates.get(gate, KNOWN_FEATURE_GATES[gate])
+
+    def ignored_upstream_sections(self) -> list[str]:
+        """Upstream sections present in the file that this controller does not act on."""
+        present = {
+            "webhook": self.webhook,
+            "internalCertManagement": self.internal_cert_management,
+            "tls": self.tls,
+        }
+        return [name for name, value in present.items() if value is not None]
+
+    # --- rendering -------------------------------------------------------------------------------
+
+    def to_file_dict(self) -> dict[str, Any]:
+        """The config file as a plain dict: camelCase keys, Go durations, defaults included."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for section, keys in _DURATION_FIELDS.items():
+            for key in keys:
+                data[section][key] = format_duration(data[section][key])
+        return data
+
+    def to_yaml(self) -> str:
+        """The config file text (what a ConfigMap carries and `--config` reads)."""
+        return yaml.safe_dump(self.to_file_dict(), sort_keys=False)
+
+    def to_args(self, config_path: str | None = None) -> list[str]:
+        """Container args. With `config_path`, everything lives in that file: only `--config`.
+
+        Without it, every setting is rendered as a flag; placement domains have no flag form, so
+        they need a config file (an error says so).
+        """
+        if config_path is not None:
+            return [f"--config={config_path}"]
+        if self.placement.domains:
+            raise ControllerConfigError(
+                "placement.domains cannot be passed as flags; render the config with to_yaml() "
+                "into a ConfigMap and call to_args(config_path=...)"
+            )
+        return [f"--{flag.name}={flag.render(self)}" for flag in FLAGS]
+
+    # --- parsing ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_yaml(cls, text: str, source: str = "config file") -> ControllerConfig:
+        """Parse a config file's text; errors name `source` and the offending key."""
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ControllerConfigError(f"{source}: not valid YAML: {err}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ControllerConfigError(f"{source}: expected a mapping at the top level")
+        return cls.from_dict(data, source)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "config") -> ControllerConfig:
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as err:
+            raise ControllerConfigError(_describe(err, source)) from None
+
+
+_DURATION_FIELDS: dict[str, tuple[str, ...]] = {
+    "leaderElection": ("leaseDuration", "renewDeadline", "retryPeriod"),
+    "controller": ("expectationsTimeout", "cacheSyncTimeout", "backoffBase", "backoffMax"),
+}
+
+
+def _describe(err: ValidationError, source: str) -> str:
+    lines = []
+    for problem in err.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            message = "unknown key; check the spelling (keys are camelCase, as upstream)"
+        lines.append(f"{source}: {key}: {message}")
+    return "\n".join(lines)
+
+
+# --- flags ----------------------------------------------------------------------------------------
+
+
+class Flag:
+    """One command-line flag bound to a config path (section, key) in camelCase."""
+
+    def __init__(self, name: str, path: tuple[str, str], help_text: str) -> None:
+        self.name = name
+        self.path = path
+        self.help = help_text
+
+    def value(self, config: ControllerConfig) -> Any:
+        section, key = self.path
+        return config.to_file_dict()[section][key]
+
+    def render(self, config: ControllerConfig) -> str:
+        value = self.value(config)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("kube-api-qps", ("clientConnection", "qps"), "client QPS to the API server (500)"),
+    Flag("kube-api-burst", ("clientConnection", "burst"), "client burst (500)"),
+    Flag("leader-elect", ("leaderElection", "leaderElect"), "enable Lease leader election"),
+    Flag("leader-elect-lease-duration", ("leaderElection", "leaseDuration"), "lease (15s)"),
+    Flag("leader-elect-renew-deadline", ("leaderElection", "renewDeadline"), "renew (10s)"),
+    Flag("leader-elect-retry-period", ("leaderElection", "retryPeriod"), "retry (2s)"),
+    Flag("leader-election-id", ("leaderElection", "resourceName"), "Lease name"),
+    Flag("leader-election-namespace", ("leaderElection", "resourceNamespace"), "Lease namespace"),
+    Flag("metrics-bind-address", ("metrics", "bindAddress"), "metrics address (:8443)"),
+    Flag(
+        "health-probe-bind-address",
+        ("health", "healthProbeBindAddress"),
+        "/healthz and /readyz address (:8081)",
+    ),
+    Flag("workers", ("controller", "workers"), "concurrent reconciles (4)"),
+    Flag("max-parallelism", ("controller", "maxParallelism"), "parallel creates/deletes (50)"),
+    Flag("watch-namespace", ("controller", "watchNamespace"), "namespace to watch ('' = all)"),
+    Flag("placement-mode", ("placement", "mode"), "auto | exclusive | affinity | off"),
+    Flag("log-level", ("logging", "level"), "debug | info | warning | error"),
+    Flag("log-format", ("logging", "format"), "json | text"),
+)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Register `--config`, `--feature-gates` and every flag in FLAGS (defaults left unset)."""
+    parser.add_argument("--config", default=None, help="path of a Configuration YAML file")
+    parser.add_argument(
+        "--feature-gates", default=None, help="comma-separated Gate=true|false pairs"
+    )
+    for flag in FLAGS:
+        parser.add_argument(f"--{flag.name}", default=None, help=flag.help)
+
+
+def merge_flags(
+    config: ControllerConfig, args: argparse.Namespace, source: str = "flags"
+) -> ControllerConfig:
+    """Overlay the flags given explicitly in `args` (parsed by `add_flags`) onto `config`."""
+    data = config.to_file_dict()
+    for flag in FLAGS:
+        raw = getattr(args, flag.name.replace("-", "_"), None)
+        if raw is not None:
+            section, key = flag.path
+            data[section][key] = _flag_value(flag, raw)
+    gates = getattr(args, "feature_gates", None)
+    if gates:
+        data["featureGates"] = {**data.get("featureGates", {}), **_parse_gates(gates)}
+    try:
+        return ControllerConfig.model_validate(data)
+    except ValidationError as err:
+        raise ControllerConfigError(_describe_flags(err, source)) from None
+
+
+def parse_config(
+    argv: Sequence[str], read_file: Callable[[str], str] | None = None
+) -> tuple[ControllerConfig, argparse.Namespace]:
+    """Parse argv (flags + optional `--config`); `read_file(path) -> str` is injected for tests."""
+    parser = argparse.ArgumentParser(prog="jobset-controller", add_help=True)
+    add_flags(parser)
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (else in-cluster)")
+    parser.add_argument("--master", default=None, help="API server URL overriding kubeconfig")
+    args = parser.parse_args(list(argv))
+    config = ControllerConfig()
+    if args.config:
+        reader = read_file or _read_text
+        try:
+            text = reader(args.config)
+        except OSError as err:
+            raise ControllerConfigError(
+                f"--config: cannot read {args.config}: {err.strerror or err}"
+            ) from None
+        config = ControllerConfig.from_yaml(text, source=args.config)
+    return merge_flags(config, args), args
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _flag_value(flag: Flag, raw: str) -> Any:
+    if flag.path == ("leaderElection", "leaderElect"):
+        lowered = raw.strip().lower()
+        if lowered not in {"true", "false", "1", "0"}:
+            raise ControllerConfigError(f"--{flag.name}: expected true or false, got {raw!r}")
+        return lowered in {"true", "1"}
+    return raw
+
+
+def _parse_gates(text: str) -> dict[str, bool]:
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.strip().lower() not in {"true", "false"}:
+            raise ControllerConfigError(
+                f"--feature-gates: {item!r} must look like Name=true or Name=false"
+            )
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
+def _describe_flags(err: ValidationError, source: str) -> str:
+    by_path = {flag.path: flag.name for flag in FLAGS}
+    lines = []
+    for problem in err.errors():
+        loc = tuple(str(part) for part in problem["loc"])
+        name = by_path.get((loc[0], loc[1])) if len(loc) >= 2 else None
+        key = f"--{name}" if name else ".".join(loc)
+        if loc and loc[0] == "featureGates":
+            key = "--feature-gates"
+        message = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"{source}: {key}: {message}")
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""What an offline run would create: a `pulumi preview`-like tree and the Kubernetes objects.
+
+Pure functions over the recorded registrations (no Pulumi import), used by `jobset-infra plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+__all__ = [
+    "SECRET_PLACEHOLDER",
+    "key_inputs",
+    "kubernetes_objects",
+    "redact_secrets",
+    "render_tree",
+]
+
+SECRET_PLACEHOLDER = "[secret]"
+# Pulumi's wire encoding of a secret: {_SIG_KEY: _SECRET_SIG, "value": ...} (pulumi/runtime/rpc.py).
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+# Per type, the inputs worth showing on the tree line (the rest goes to --out files).
+_KEY_INPUTS: dict[str, tuple[str, ...]] = {
+    "gcp:container/cluster:Cluster": ("location", "minMasterVersion"),
+    "gcp:container/nodePool:NodePool": ("nodeConfig.machineType", "nodeCount",
+                                        "placementPolicy.tpuTopology", "nodeConfig.spot"),
+    "kubernetes:helm.sh/v3:Release": ("chart", "version"),
+    "kubernetes:helm.sh/v4:Chart": ("chart", "version"),
+}
+
+
+class RegistrationLike(Protocol):
+    """What the tree needs of a recorded registration."""
+
+    @property
+    def urn(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> str | None: ...
+
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+
+
+def redact_secrets(value: Any) -> Any:
+    """Return `value` with every Pulumi secret replaced by a placeholder; never prints a secret."""
+    if isinstance(value, Mapping):
+        if value.get(_SIG_KEY) == _SECRET_SIG:
+            return SECRET_PLACEHOLDER
+        return {k: redact_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secrets(v) for v in value]
+    return value
+
+
+def _dig(inputs: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = inputs
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def key_inputs(reg: RegistrationLike) -> str:
+    """Return the short `key=value` summary shown after a resource on the tree."""
+    inputs = redact_secrets(reg.inputs)
+    if reg.type.startswith("kubernetes:") and reg.type not in _KEY_INPUTS:
+        meta = inputs.get("metadata") or {}
+        name = meta.get("name")
+        namespace = meta.get("namespace")
+        shown = f"{namespace}/{name}" if namespace and name else name
+        return f"name={shown}" if shown else ""
+    pairs = []
+    for dotted in _KEY_INPUTS.get(reg.type, ()):
+        value = _dig(inputs, dotted)
+        if value is not None:
+            pairs.append(f"{dotted.split('.')[-1]}={value}")
+    return " ".join(pairs)
+
+
+def render_tree(registrations: Sequence[RegistrationLike], project: str, stack: str) -> str:
+    """Return the resource tree as `pulumi preview` draws it: type, name, key inputs."""
+    by_parent: dict[str | None, list[RegistrationLike]] = {}
+    for reg in registrations:
+        by_parent.setdefault(reg.parent, []).append(reg)
+    rows: list[tuple[str, str, str]] = [("pulumi:pulumi:Stack", f"{project}-{stack}", "")]
+    _walk(by_parent, None, "", rows)
+    width = max(len(t) for t, _, _ in rows) + 2
+    name_width = max(len(n) for _, n, _ in rows) + 2
+    lines = [f"     {'Type':<{width}}{'Name':<{name_width}}Key inputs"]
+    lines += [f" +   {t:<{width}}{n:<{name_width}}{k}".rstrip() for t, n, k in rows]
+    lines.append("")
+    lines.append(f"Resources:\n    + {len(registrations) + 1} to create")
+    return "\n".join(lines)
+
+
+def _walk(
+    by_parent: Mapping[str | None, list[RegistrationLike]],
+    parent: str | None,
+    prefix: str,
+    rows: list[tuple[str, str, str]],
+) -> None:
+    children = by_parent.get(parent, [])
+    for i, reg in enumerate(children):
+        last = i == len(children) - 1
+        rows.append((f"{prefix}{'└─ ' if last else '├─ '}{reg.type}", reg.name, key_inputs(reg)))
+        _walk(by_parent, reg.urn, prefix + ("   " if last else "│  "), rows)
+
+
+def kubernetes_objects(registrations: Iterable[RegistrationLike]) -> list[dict[str, Any]]:
+    """Return every Kubernetes object the run would apply, as manifests, in registration order.
+
+    Typed resources give one object each; `yaml/v2` ConfigGroups give their `objs`. Helm releases
+    are rendered by the chart at deploy time and are not objects here.
+    """
+    objects: list[dict[str, Any]] = []
+    for reg in registrations:
+        inputs = redact_secrets(dict(reg.inputs))
+        if reg.type == "kubernetes:yaml/v2:ConfigGroup":
+            objects += [dict(obj) for obj in inputs.get("objs") or []]
+        elif reg.type.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
+            objects.append(_manifest(reg.name, inputs))
+    return objects
+
+
+def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    manifest = {"apiVersion": inputs["apiVersion"], "kind": inputs["kind"]}
+    metadata = dict(inputs.get("metadata") or {})
+    metadata.setdefault("name", name)  # Pulumi autonames from the logical name
+    manifest["metadata"] = metadata
+    for key, value in inputs.items():
+        if key not in manifest:
+            manifest[key] = value
+    return manifest

@@ -1,0 +1,139 @@
+"""`jobset-infra plan --stack NAME [--out DIR]`: what `pulumi up` would create, with no cloud.
+
+Runs the stack's Pulumi program (`stacks/__main__.py`) with its committed `Pulumi.<stack>.yaml`
+under Pulumi's mocks (no Pulumi CLI, no credentials, no network), prints the resource tree as
+`pulumi preview` draws it, and writes every Kubernetes object it would apply as YAML under DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HELP = "show what `pulumi up` would create for a stack, offline (no cloud, no Pulumi CLI)"
+
+PROJECT = "jobset-infra"
+
+
+class PlanError(Exception):
+    """A problem with the stack or project files; the message says what and how to fix it."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stack", "-s", required=True, help="stack name (stacks/Pulumi.<NAME>.yaml)"
+    )
+    parser.add_argument("--out", type=Path, help="write the Kubernetes objects as YAML under DIR")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        default=None,
+        help="folder holding Pulumi.yaml (default: found from the current folder upwards)",
+    )
+
+
+def find_project_dir(start: Path) -> Path:
+    """Return the nearest folder at or above `start` holding this project's Pulumi.yaml."""
+    for folder in [start, *start.parents]:
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    bundled = Path(__file__).resolve().parents[1]
+    if (bundled / "Pulumi.yaml").is_file():
+        return bundled
+    raise PlanError(
+        f"no Pulumi.yaml in {start} or above: "
+        "run from the jobset-infra checkout or pass --project-dir"
+    )
+
+
+def available_stacks(stack_dir: Path) -> list[str]:
+    """Return the stack names that have a committed `Pulumi.<stack>.yaml`."""
+    names = (re.fullmatch(r"Pulumi\.(.+)\.yaml", p.name) for p in stack_dir.glob("Pulumi.*.yaml"))
+    return sorted(m.group(1) for m in names if m)
+
+
+def stack_config(stack_file: Path, project: str = PROJECT) -> dict[str, str]:
+    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string."""
+    try:
+        document = yaml.safe_load(stack_file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise PlanError(f"{stack_file}: not valid YAML: {exc}") from exc
+    if not isinstance(document, dict):
+        raise PlanError(f"{stack_file}: expected a mapping with a `config:` key")
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise PlanError(f"{stack_file}: `config` must be a mapping of keys to values")
+    return {_qualified(str(k), project): _as_config_string(v) for k, v in config.items()}
+
+
+def _qualified(key: str, project: str) -> str:
+    return key if ":" in key else f"{project}:{key}"
+
+
+def _as_config_string(value: Any) -> str:
+    # Pulumi passes structured values as JSON text (read back with Config.get_object).
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Write one YAML file per object, `NNN-kind-name.yaml` in apply order; return the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index, obj in enumerate(objects):
+        meta = obj.get("metadata") or {}
+        label = f"{obj.get('kind', 'object')}-{meta.get('name', index)}".lower()
+        slug = re.sub(r"[^a-z0-9.-]+", "-", label)
+        path = out / f"{index:03d}-{slug}.yaml"
+        path.write_text(yaml.safe_dump(obj, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _plan(args)
+    except PlanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _plan(args: argparse.Namespace) -> int:
+    project_dir = args.project_dir or find_project_dir(Path.cwd())
+    stack_dir = project_dir / "stacks"
+    stack_file = stack_dir / f"Pulumi.{args.stack}.yaml"
+    if not stack_file.is_file():
+        known = ", ".join(available_stacks(stack_dir)) or "none"
+        raise PlanError(f"no stack {args.stack!r}: {stack_file} does not exist (stacks: {known})")
+    config = stack_config(stack_file)
+
+    print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
+    started = time.monotonic()
+    # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
+    from jobset_infra.components.offline import ProgramError, run_offline
+    from jobset_infra.components.preview import kubernetes_objects, render_tree
+
+    try:
+        result = run_offline(
+            stack_dir / "__main__.py", project=PROJECT, stack=args.stack, config=config
+        )
+    except ProgramError as exc:
+        for line in str(exc).splitlines() or ["the program failed"]:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    print(render_tree(result.registrations, PROJECT, args.stack))
+    for message in result.warnings():
+        print(f"warning: {message}", file=sys.stderr)
+    if args.out is not None:
+        paths = write_objects(kubernetes_objects(result.registrations), args.out)
+        print(f"Wrote {len(paths)} Kubernetes objects to {args.out}", file=sys.stderr)
+    print(f"Planned in {time.monotonic() - started:.1f}s.", file=sys.stderr)
+    return 0

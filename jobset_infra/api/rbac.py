@@ -1,0 +1,82 @@
+"""The controller's permissions: the one declared list of every API call it is allowed to make.
+
+The ClusterRole and the namespaced Role in `jobset_infra.manifests.rbac` are rendered from these
+rules and nothing else, and a runtime test compares them with the calls the runtime makes, so a
+verb the controller stops using shows up as a diff here. There are no wildcards: each rule names
+its API group, resources and verbs.
+
+Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upstream.md §2.17) the
+controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
+pod webhook to repair), no webhook configurations (there are no webhooks, so no cert injection),
+no PersistentVolumeClaims (volumeClaimPolicies are not implemented), and Leases are granted in the
+controller's own namespace only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ALL_RULES",
+    "CLUSTER_RULES",
+    "NAMESPACE_RULES",
+    "PolicyRule",
+]
+
+CORE_GROUP = ""
+BATCH_GROUP = "batch"
+JOBSET_GROUP = "jobset.x-k8s.io"
+EVENTS_GROUP = "events.k8s.io"
+COORDINATION_GROUP = "coordination.k8s.io"
+
+_READ = ("get", "list", "watch")
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """One RBAC rule: these verbs on these resources of these API groups."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """Return the rule as a Kubernetes `rbac.authorization.k8s.io/v1` PolicyRule."""
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+CLUSTER_RULES: tuple[PolicyRule, ...] = (
+    # JobSets: watched by the informer; `update`/`patch` for metadata the controller owns,
+    # `delete` for ttlSecondsAfterFinished.
+    PolicyRule((JOBSET_GROUP,), ("jobsets",), (*_READ, "update", "patch", "delete")),
+    # Status is written once per reconcile through the status subresource.
+    PolicyRule((JOBSET_GROUP,), ("jobsets/status",), ("get", "update", "patch")),
+    # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
+    # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
+    PolicyRule((JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
+    # Child Jobs: created, suspended/resumed (update/patch), deleted on restart and failure.
+    PolicyRule((BATCH_GROUP,), ("jobs",), (*_READ, "create", "update", "patch", "delete")),
+    # On resume the controller clears a child Job's status.startTime, as upstream does.
+    PolicyRule((BATCH_GROUP,), ("jobs/status",), ("get", "update", "patch")),
+    # The headless Service for pod DNS; removed by garbage collection through its ownerReference.
+    PolicyRule((CORE_GROUP,), ("services",), (*_READ, "create")),
+    # Nodes are read to learn the topology domains (node pools) for exclusive placement.
+    PolicyRule((CORE_GROUP,), ("nodes",), _READ),
+    # Events in both APIs: events.k8s.io for new events, core for tools that still read v1 Events.
+    PolicyRule((EVENTS_GROUP,), ("events",), ("create", "patch")),
+    PolicyRule((CORE_GROUP,), ("events",), ("create", "patch")),
+)
+"""Cluster-wide rules, bound to the controller's ServiceAccount by a ClusterRoleBinding."""
+
+NAMESPACE_RULES: tuple[PolicyRule, ...] = (
+    # Leader election: one Lease in the controller's own namespace (a Role, not cluster-wide).
+    PolicyRule((COORDINATION_GROUP,), ("leases",), ("get", "create", "update")),
+)
+"""Rules granted only in the controller's namespace, through a Role and RoleBinding."""
+
+ALL_RULES: tuple[PolicyRule, ...] = CLUSTER_RULES + NAMESPACE_RULES
+"""Every permission the controller holds, cluster-wide and namespaced."""

@@ -1,0 +1,87 @@
+"""ServiceAccount, ClusterRole/Binding and Role/RoleBinding of the controller.
+
+The rules come only from `jobset_infra.api.rbac`, the one declared list of the controller's
+permissions; nothing here adds a verb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jobset_infra.api.rbac import CLUSTER_RULES, NAMESPACE_RULES, PolicyRule
+from jobset_infra.manifests.meta import Manifest, object_meta
+
+__all__ = [
+    "cluster_role",
+    "cluster_role_binding",
+    "leader_election_role",
+    "leader_election_role_binding",
+    "service_account",
+]
+
+RBAC_API = "rbac.authorization.k8s.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def service_account(name: str, namespace: str, labels: dict[str, str]) -> Manifest:
+    """Return the controller's ServiceAccount; its token is mounted (it calls the API)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": object_meta(name, labels, namespace),
+        "automountServiceAccountToken": True,
+    }
+
+
+def _rules(rules: Iterable[PolicyRule]) -> list[dict[str, list[str]]]:
+    return [rule.to_dict() for rule in rules]
+
+
+def _subjects(service_account_name: str, namespace: str) -> list[dict[str, str]]:
+    return [{"kind": "ServiceAccount", "name": service_account_name, "namespace": namespace}]
+
+
+def cluster_role(name: str, labels: dict[str, str]) -> Manifest:
+    """Return the ClusterRole holding `api.rbac.CLUSTER_RULES`, exactly."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "ClusterRole",
+        "metadata": object_meta(name, labels),
+        "rules": _rules(CLUSTER_RULES),
+    }
+
+
+def cluster_role_binding(
+    name: str, labels: dict[str, str], service_account_name: str, namespace: str
+) -> Manifest:
+    """Return the ClusterRoleBinding of the ClusterRole `name` to the controller's account."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "ClusterRoleBinding",
+        "metadata": object_meta(name, labels),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+        "subjects": _subjects(service_account_name, namespace),
+    }
+
+
+def leader_election_role(name: str, namespace: str, labels: dict[str, str]) -> Manifest:
+    """Return the Role holding `api.rbac.NAMESPACE_RULES` (Leases) in the controller namespace."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "Role",
+        "metadata": object_meta(name, labels, namespace),
+        "rules": _rules(NAMESPACE_RULES),
+    }
+
+
+def leader_election_role_binding(
+    name: str, namespace: str, labels: dict[str, str], service_account_name: str
+) -> Manifest:
+    """Return the RoleBinding of the Role `name` to the controller's account."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "RoleBinding",
+        "metadata": object_meta(name, labels, namespace),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
+        "subjects": _subjects(service_account_name, namespace),
+    }

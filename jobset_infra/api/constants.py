@@ -1,0 +1,352 @@
+"""Every exact string upstream JobSet defines, spelled exactly as upstream spells it.
+
+Nothing else in jobset_infra may restate one of these strings: labels, annotations, condition
+types, reasons, messages, event reasons, feature gates, the API coordinates, field indexes and
+metric names all come from here, so a typo is a NameError instead of a silent incompatibility.
+Sources: upstream `api/jobset/v1alpha2/jobset_types.go`, `pkg/constants/constants.go`,
+`pkg/features/features.go`, `pkg/metrics/metrics.go`, `pkg/webhooks/jobset_webhook.go`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- API coordinates -----------------------------------------------------------------------------
+
+# API group of the JobSet CRD.
+GROUP: Final = "jobset.x-k8s.io"
+# The only served and storage version.
+VERSION: Final = "v1alpha2"
+# apiVersion field value of a JobSet manifest.
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+# Kind of a JobSet object.
+KIND: Final = "JobSet"
+# Kind of the list type.
+LIST_KIND: Final = "JobSetList"
+# Resource plural (REST path segment).
+PLURAL: Final = "jobsets"
+# Resource singular (kubectl).
+SINGULAR: Final = "jobset"
+# Name of the CustomResourceDefinition object.
+CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+# Group/version of child Jobs.
+JOB_API_VERSION: Final = "batch/v1"
+# Kind of child Jobs.
+JOB_KIND: Final = "Job"
+
+# --- Labels and annotations set on child Jobs and their pod templates (label + annotation) ------
+
+# JobSet name; also the headless Service selector and PVC label.
+JOBSET_NAME_KEY: Final = "jobset.sigs.k8s.io/jobset-name"
+# JobSet UID.
+JOBSET_UID_KEY: Final = "jobset.sigs.k8s.io/jobset-uid"
+# Replicated job name.
+REPLICATED_JOB_NAME_KEY: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+# Replicated job replica count.
+REPLICATED_JOB_REPLICAS_KEY: Final = "jobset.sigs.k8s.io/replicatedjob-replicas"
+# Sum of replicas over all replicated jobs.
+GLOBAL_REPLICAS_KEY: Final = "jobset.sigs.k8s.io/global-replicas"
+# Index of the Job within its replicated job (0..replicas-1).
+JOB_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-index"
+# Cumulative Job index across replicated jobs in spec order.
+JOB_GLOBAL_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-global-index"
+# SHA1 hex of "<namespace>/<jobName>" (upstream comments wrongly say SHA256).
+JOB_KEY: Final = "jobset.sigs.k8s.io/job-key"
+# Group name of the replicated job.
+GROUP_NAME_KEY: Final = "jobset.sigs.k8s.io/group-name"
+# Sum of replicas of replicated jobs in the same group.
+GROUP_REPLICAS_KEY: Final = "jobset.sigs.k8s.io/group-replicas"
+# Index of the Job within its group, in spec order.
+JOB_GROUP_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-group-index"
+# status.restarts at the time the Job was created.
+RESTARTS_KEY: Final = "jobset.sigs.k8s.io/restart-attempt"
+# Per-Job restart attempt (RestartJob gate only).
+JOB_RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/job-restart-attempt"
+# Coordinator endpoint "<js>-<rjob>-<jobIdx>-<podIdx>.<subdomain>" when spec.coordinator is set.
+COORDINATOR_KEY: Final = "jobset.sigs.k8s.io/coordinator"
+
+# --- Exclusive placement -----------------------------------------------------------------------
+
+# Annotation (JobSet or rjob template): node label key naming the exclusive topology domain.
+EXCLUSIVE_KEY: Final = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+# Annotation flag selecting the node-selector placement strategy (value ignored).
+NODE_SELECTOR_STRATEGY_KEY: Final = "alpha.jobset.sigs.k8s.io/node-selector"
+# nodeSelector key injected by the node-selector strategy; value "<namespace>_<jobName>".
+NAMESPACED_JOB_KEY: Final = "alpha.jobset.sigs.k8s.io/namespaced-job"
+# Toleration key (Exists, NoSchedule) injected by the node-selector strategy.
+NO_SCHEDULE_TAINT_KEY: Final = "alpha.jobset.sigs.k8s.io/no-schedule"
+# Pod label carrying pod.spec.priority, added by upstream's pod webhook.
+PRIORITY_KEY: Final = "jobset.sigs.k8s.io/priority"
+# Pod annotation set by the Job controller; "0" identifies the leader pod.
+JOB_COMPLETION_INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
+# Pod condition reason for an exclusive placement violation (defined upstream, not an event).
+EXCLUSIVE_PLACEMENT_VIOLATION_REASON: Final = "ExclusivePlacementViolation"
+
+# --- In-place restart --------------------------------------------------------------------------
+
+# Pod annotation written by the in-place-restart agent (int >= 0).
+IN_PLACE_RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/in-place-restart-attempt"
+# JobSet annotation that makes the agent bypass its barrier.
+DISABLE_IN_PLACE_RESTART_KEY: Final = "jobset.sigs.k8s.io/disable-in-place-restart"
+
+# --- managedBy ---------------------------------------------------------------------------------
+
+# Reserved spec.managedBy value meaning "this controller".
+JOBSET_CONTROLLER_NAME: Final = "jobset.sigs.k8s.io/jobset-controller"
+# spec.managedBy value MultiKueue uses.
+MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+
+# --- Condition types ---------------------------------------------------------------------------
+
+# All Jobs needed by the success policy completed.
+CONDITION_COMPLETED: Final = "Completed"
+# The JobSet failed.
+CONDITION_FAILED: Final = "Failed"
+# The JobSet is suspended.
+CONDITION_SUSPENDED: Final = "Suspended"
+# A JobSet-level restart is in progress.
+CONDITION_RESTARTING: Final = "RestartingJobSet"
+# InOrder startup has not finished.
+CONDITION_STARTUP_POLICY_IN_PROGRESS: Final = "StartupPolicyInProgress"
+# InOrder startup finished.
+CONDITION_STARTUP_POLICY_COMPLETED: Final = "StartupPolicyCompleted"
+
+# --- Condition reasons and messages (…_REASON / …_MESSAGE pairs) -------------------------------
+
+# Completed=True.
+ALL_JOBS_COMPLETED_REASON: Final = "AllJobsCompleted"
+# Completed=True message; also RestartingJobSet=False/JobSetCompleted message.
+ALL_JOBS_COMPLETED_MESSAGE: Final = "jobset completed successfully"
+# Failed=True with no failure policy.
+FAILED_JOBS_REASON: Final = "FailedJobs"
+# Message for FailedJobs, followed by FIRST_FAILED_JOB_SUFFIX.
+FAILED_JOBS_MESSAGE: Final = "jobset failed due to one or more job failures"
+# Failed=True after reaching maxRestarts.
+REACHED_MAX_RESTARTS_REASON: Final = "ReachedMaxRestarts"
+# Message for ReachedMaxRestarts, followed by FIRST_FAILED_JOB_SUFFIX (not on the in-place path).
+REACHED_MAX_RESTARTS_MESSAGE: Final = "jobset failed due to reaching max number of restarts"
+# Failed=True by a FailJobSet rule.
+FAIL_JOBSET_ACTION_REASON: Final = "FailJobSetFailurePolicyAction"
+# Suffix appended to failure messages; format with the first failed Job's name.
+FIRST_FAILED_JOB_SUFFIX: Final = " (first failed job: {job})"
+# Template of failure-policy action messages; format with the action name.
+FAILURE_POLICY_ACTION_MESSAGE: Final = "applying {action} failure policy action"
+# Suspended=True.
+SUSPENDED_REASON: Final = "SuspendedJobs"
+# Suspended=True message; also RestartingJobSet=False/JobSetSuspended message.
+SUSPENDED_MESSAGE: Final = "jobset is suspended"
+# Suspended=False.
+RESUMED_REASON: Final = "ResumeJobs"
+# Suspended=False message.
+RESUMED_MESSAGE: Final = "jobset is resumed"
+# RestartingJobSet=True reason prefix; followed by the rule name.
+FAILURE_POLICY_RULE_REASON_PREFIX: Final = "FailurePolicy_"
+# RestartingJobSet=True reason when no rule matched.
+DEFAULT_FAILURE_POLICY_REASON: Final = "DefaultFailurePolicy"
+# RestartingJobSet=False once all Jobs are ready again.
+JOBS_READY_REASON: Final = "JobsReady"
+# Message for JobsReady.
+JOBS_READY_MESSAGE: Final = "all jobs are ready"
+# RestartingJobSet=False because the JobSet failed.
+JOBSET_FAILED_REASON: Final = "JobSetFailed"
+# Message for JobSetFailed.
+JOBSET_FAILED_MESSAGE: Final = "jobset failed"
+# RestartingJobSet=False because the JobSet completed (message ALL_JOBS_COMPLETED_MESSAGE).
+JOBSET_COMPLETED_REASON: Final = "JobSetCompleted"
+# RestartingJobSet=False because the JobSet was suspended (message SUSPENDED_MESSAGE).
+JOBSET_SUSPENDED_REASON: Final = "JobSetSuspended"
+# StartupPolicyInProgress=True.
+IN_ORDER_STARTUP_IN_PROGRESS_REASON: Final = "InOrderStartupPolicyInProgress"
+# Message for InOrderStartupPolicyInProgress.
+IN_ORDER_STARTUP_IN_PROGRESS_MESSAGE: Final = "in order startup policy is in progress"
+# StartupPolicyCompleted=True.
+IN_ORDER_STARTUP_COMPLETED_REASON: Final = "InOrderStartupPolicyCompleted"
+# Message for InOrderStartupPolicyCompleted.
+IN_ORDER_STARTUP_COMPLETED_MESSAGE: Final = "in order startup policy has completed"
+
+# --- Event reasons (besides condition reasons, which are also emitted as events) ---------------
+
+# Warning queued with the status write for a RestartJobSet action.
+RESTART_JOBSET_ACTION_EVENT: Final = "RestartJobSetFailurePolicyAction"
+# Warning for a RestartJobSetAndIgnoreMaxRestarts action.
+RESTART_JOBSET_IGNORE_MAX_ACTION_EVENT: Final = (
+    "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+)
+# Warning for a RestartJob action.
+RESTART_JOB_ACTION_EVENT: Final = "RestartJobFailurePolicyAction"
+# Warning for a RestartJobAndIgnoreMaxRestarts action.
+RESTART_JOB_IGNORE_MAX_ACTION_EVENT: Final = "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
+# Warning emitted immediately when creating a child Job fails.
+JOB_CREATION_FAILED_EVENT: Final = "JobCreationFailed"
+# Warning emitted immediately when creating the headless Service fails.
+HEADLESS_SERVICE_CREATION_FAILED_EVENT: Final = "HeadlessServiceCreationFailed"
+# Warning emitted immediately when creating a PVC fails.
+PVC_CREATION_FAILED_EVENT: Final = "PVCCreationFailed"
+# Defined upstream but unused there.
+RESTARTING_EVENT: Final = "Restarting"
+# Event action string upstream's recorder uses.
+RECONCILING_ACTION: Final = "Reconciling"
+# Event reporting controller name for JobSet events.
+JOBSET_EVENT_SOURCE: Final = "jobset"
+# Event reporting controller name for Pod events.
+POD_EVENT_SOURCE: Final = "pod"
+
+# --- Enum values -------------------------------------------------------------------------------
+
+# Job completionMode the webhook defaults to.
+COMPLETION_MODE_INDEXED: Final = "Indexed"
+# The other Job completionMode.
+COMPLETION_MODE_NON_INDEXED: Final = "NonIndexed"
+# Pod restartPolicy the webhook defaults to.
+RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
+# CRD default of replicatedJobs[].groupName.
+DEFAULT_GROUP_NAME: Final = "default"
+# Prefix of a defaulted failure-policy rule name; followed by the rule index.
+DEFAULT_RULE_NAME_PREFIX: Final = "failurePolicyRule"
+# Job failure reasons a failure-policy rule may match (onJobFailureReasons).
+JOB_REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"
+# Job failed by activeDeadlineSeconds.
+JOB_REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+# Job failed because of failed indexes (backoffLimitPerIndex).
+JOB_REASON_FAILED_INDEXES: Final = "FailedIndexes"
+# Job failed by maxFailedIndexes.
+JOB_REASON_MAX_FAILED_INDEXES_EXCEEDED: Final = "MaxFailedIndexesExceeded"
+# Job failed by its podFailurePolicy.
+JOB_REASON_POD_FAILURE_POLICY: Final = "PodFailurePolicy"
+# The set of allowed onJobFailureReasons, in upstream's order.
+VALID_JOB_FAILURE_REASONS: Final = (
+    JOB_REASON_BACKOFF_LIMIT_EXCEEDED,
+    JOB_REASON_DEADLINE_EXCEEDED,
+    JOB_REASON_FAILED_INDEXES,
+    JOB_REASON_MAX_FAILED_INDEXES_EXCEEDED,
+    JOB_REASON_POD_FAILURE_POLICY,
+)
+
+# --- Limits ------------------------------------------------------------------------------------
+
+# Max replicas per rjob when RestartJob actions are used (jobRestarts arrays are this long).
+MAX_REPLICAS_WITH_RESTART_JOB: Final = 1024
+# Max items of spec.volumeClaimPolicies and of each policy's templates.
+MAX_VOLUME_CLAIM_POLICIES: Final = 50
+# Max items of replicatedJobs[].dependsOn.
+MAX_DEPENDS_ON: Final = 5
+# Failure-policy rule name length bounds and pattern.
+RULE_NAME_MIN_LENGTH: Final = 1
+# Maximum length of a failure-policy rule name.
+RULE_NAME_MAX_LENGTH: Final = 128
+# Regex a failure-policy rule name must match.
+RULE_NAME_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+# Max parallel Job creates/deletes per reconcile.
+MAX_PARALLELISM: Final = 50
+# backoffLimit required with restartStrategy InPlaceRestart (MaxInt32).
+MAX_INT32: Final = 2_147_483_647
+
+# --- Validation messages (webhook wording) ------------------------------------------------------
+
+# replicatedJobs[0].dependsOn set.
+FIRST_RJOB_DEPENDS_ON_MESSAGE: Final = "DependsOn can't be set for the first ReplicatedJob"
+# A dependsOn target that is not a previously listed rjob; format rjob and dep.
+DEPENDS_ON_ORDER_MESSAGE: Final = "replicatedJob: {rjob} cannot depend on replicatedJob: {dep}"
+# Subdomain too long.
+SUBDOMAIN_TOO_LONG_MESSAGE: Final = (
+    ".spec.network.subdomain is too long, must be less than 63 characters"
+)
+# groupName too long.
+GROUP_NAME_TOO_LONG_MESSAGE: Final = (
+    ".spec.replicatedJob[].groupName is too long, must be less than 63 characters"
+)
+# Generated Job names would be too long.
+JOB_NAME_TOO_LONG_MESSAGE: Final = (
+    "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
+)
+# Generated Pod names would be too long.
+POD_NAME_TOO_LONG_MESSAGE: Final = (
+    "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
+)
+# A successPolicy / failurePolicy target that does not exist; format name.
+UNKNOWN_TARGET_MESSAGE: Final = (
+    "invalid replicatedJob name '{name}' does not appear in .spec.ReplicatedJobs"
+)
+# Duplicate failure-policy rule names; format indices and name.
+DUPLICATE_RULE_NAMES_MESSAGE: Final = (
+    "rule names are not unique, rules with indices {indices} all have the same name '{name}'"
+)
+# Invalid coordinator label value.
+COORDINATOR_LABEL_MESSAGE: Final = (
+    "spec will lead to invalid label value {value} (long JobSet / ReplicatedJob / SubDomain name?)"
+)
+# A VolumeClaimPolicy template with no matching volumeMount; format name.
+VCP_NO_MOUNT_MESSAGE: Final = (
+    "replicatedJob containers don't have a matching volumeMount: {name} from VolumeClaimPolicies"
+)
+# Existing PVC with a non-Retain policy.
+VCP_RETAIN_MESSAGE: Final = "retentionPolicy must be retain when PVC exists"
+# Generic immutable-field message (apimachinery ValidateImmutableField).
+FIELD_IMMUTABLE_MESSAGE: Final = "field is immutable"
+# CEL immutability message used in the CRD.
+VALUE_IMMUTABLE_MESSAGE: Final = "Value is immutable"
+# CEL message for startupPolicy InOrder together with dependsOn.
+STARTUP_POLICY_DEPENDS_ON_EXCLUSIVE_MESSAGE: Final = (
+    "StartupPolicy and DependsOn APIs are mutually exclusive"
+)
+# CEL message for a namespaced PVC template.
+VCP_NAMESPACE_MESSAGE: Final = "namespace cannot be set for VolumeClaimPolicies templates"
+# Elastic scaling of a finished JobSet.
+ELASTIC_TERMINAL_MESSAGE: Final = (
+    "Cannot mutate parallelism or completions when JobSet is in a terminal state "
+    "(Completed or Failed)"
+)
+# Elastic scaling below one.
+ELASTIC_MIN_MESSAGE: Final = "parallelism must be >= 1"
+# Elastic scaling with parallelism != completions.
+ELASTIC_EQUAL_MESSAGE: Final = "completions must be equal to parallelism for Elastic Indexed Jobs"
+
+# --- Feature gates -----------------------------------------------------------------------------
+
+# Allows restartStrategy InPlaceRestart (alpha, default off).
+FEATURE_IN_PLACE_RESTART: Final = "InPlaceRestart"
+# TLS options from config (GA, locked on).
+FEATURE_TLS_OPTIONS: Final = "TLSOptions"
+# Allows RestartJob* failure-policy actions (alpha, default off).
+FEATURE_RESTART_JOB: Final = "RestartJob"
+# Makes parallelism/completions of Indexed rjobs mutable (alpha, default off).
+FEATURE_ELASTIC_JOBSET: Final = "ElasticJobSet"
+# Default value of every gate.
+FEATURE_GATE_DEFAULTS: Final = {
+    FEATURE_IN_PLACE_RESTART: False,
+    FEATURE_TLS_OPTIONS: True,
+    FEATURE_RESTART_JOB: False,
+    FEATURE_ELASTIC_JOBSET: False,
+}
+
+# --- Controller internals ----------------------------------------------------------------------
+
+# Field index: Jobs by controller owner UID.
+JOB_OWNER_INDEX: Final = ".metadata.controller"
+# Field index: Pods by "<ns>/<jobset-name>" (InPlaceRestart gate).
+POD_JOBSET_INDEX: Final = "podsIndexByJobSet"
+# Field index: Pods by job-key label.
+POD_JOB_KEY_INDEX: Final = "podJobKey"
+# Field index: Pods by name minus the last "-suffix".
+POD_NAME_INDEX: Final = "podName"
+# Leader election ID of the controller manager.
+LEADER_ELECTION_ID: Final = "6d4f6a47.jobset.x-k8s.io"
+# Controller name label of controller-runtime metrics.
+CONTROLLER_NAME: Final = "jobset"
+
+# --- Metrics -----------------------------------------------------------------------------------
+
+# Counter of JobSets that failed, labels jobset_name, namespace.
+METRIC_FAILED_TOTAL: Final = "jobset_failed_total"
+# Counter of JobSets that completed, labels jobset_name, namespace.
+METRIC_COMPLETED_TOTAL: Final = "jobset_completed_total"
+# controller-runtime: reconcile errors, label controller.
+METRIC_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
+# controller-runtime: reconcile duration histogram, label controller.
+METRIC_RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
+# controller-runtime: reconciles by result, labels controller, result.
+METRIC_RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
+# Label of jobset_* metrics carrying the JobSet name.
+METRIC_LABEL_JOBSET_NAME: Final = "jobset_name"
+# Label of jobset_* metrics carrying the namespace.
+METRIC_LABEL_NAMESPACE: Final = "namespace"

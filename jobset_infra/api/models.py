@@ -555,7 +555,8 @@ def _pydantic_message(error: Any) -> str:
     if kind == "extra_forbidden":
         return f'unknown field "{error["loc"][-1]}"' if error["loc"] else "unknown field"
     if kind in ("literal_error", "enum"):
-        expected = error.get("ctx", {}).get("expected", "")
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        expected = expected.replace("'", '"').replace(" or ", ", ")
         return f"Unsupported value: {_quote(error.get('input'))}: supported values: {expected}"
     return f"Invalid value: {_quote(error.get('input'))}: {error['msg']}"
 

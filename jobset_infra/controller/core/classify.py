@@ -1,0 +1,143 @@
+"""Sort a JobSet's child Jobs into previous-attempt, active, successful and failed (upstream
+`getChildJobs`, jobset_controller.go l.353-443).
+
+Deliberate differences from upstream, each tested and listed in docs/controller-core.md:
+
+* A Job with `FailureTarget=True` is failing even before `Failed=True` appears (upstream #979,
+  #928): the Job controller sets FailureTarget as soon as the Job's fate is decided and only adds
+  Failed once every pod has terminated, which can take minutes. Likewise `SuccessCriteriaMet=True`
+  counts as succeeded.
+* A Job whose restart-attempt label is missing or not an integer is treated as belonging to a
+  previous attempt (deleted and recreated) instead of aborting every reconcile of the JobSet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from jobset_infra.api import constants as c
+from jobset_infra.controller.core.types import ChildJob, JobCondition
+
+__all__ = [
+    "ChildJobs",
+    "JobFailure",
+    "classify_child_jobs",
+    "job_failure",
+    "job_succeeded",
+]
+
+_FAILED = "Failed"
+_FAILURE_TARGET = "FailureTarget"
+_COMPLETE = "Complete"
+_SUCCESS_CRITERIA_MET = "SuccessCriteriaMet"
+
+
+@dataclass(frozen=True, slots=True)
+class JobFailure:
+    """Why and since when a Job is failing (from its Failed or FailureTarget condition)."""
+
+    reason: str
+    message: str
+    since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildJobs:
+    """The JobSet's own child Jobs, classified. `previous` Jobs belong to an older attempt."""
+
+    active: tuple[ChildJob, ...] = ()
+    successful: tuple[ChildJob, ...] = ()
+    failed: tuple[ChildJob, ...] = ()
+    previous: tuple[ChildJob, ...] = ()
+
+    def all(self) -> Iterable[ChildJob]:
+        """Every classified Job, previous attempts included."""
+        yield from self.active
+        yield from self.successful
+        yield from self.failed
+        yield from self.previous
+
+
+def job_failure(job: ChildJob) -> JobFailure | None:
+    """Return why `job` is failing, or None. FailureTarget counts (fix of upstream #979)."""
+    target: JobCondition | None = None
+    final: JobCondition | None = None
+    for cond in job.conditions:
+        if cond.status != "True":
+            continue
+        if cond.type == _FAILURE_TARGET:
+            target = cond
+        elif cond.type == _FAILED:
+            final = cond
+    chosen = target or final
+    if chosen is None:
+        return None
+    return JobFailure(chosen.reason, chosen.message, chosen.last_transition_time)
+
+
+def job_succeeded(job: ChildJob) -> bool:
+    """Return whether `job` completed (Complete=True, or SuccessCriteriaMet=True already)."""
+    return any(
+        cond.status == "True" and cond.type in (_COMPLETE, _SUCCESS_CRITERIA_MET)
+        for cond in job.conditions
+    )
+
+
+def _attempt(labels: Mapping[str, str], key: str) -> int | None:
+    raw = labels.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def _is_previous(
+    job: ChildJob,
+    restarts: int,
+    job_restarts: Mapping[str, Sequence[int]] | None,
+) -> bool:
+    attempt = _attempt(job.labels, c.RESTARTS_KEY)
+    if attempt is None or attempt < restarts:
+        return True
+    if job_restarts is None:
+        return False
+    targets = job_restarts.get(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""), ())
+    index = _attempt(job.labels, c.JOB_INDEX_KEY)
+    if index is None or not 0 <= index < len(targets):
+        return False
+    job_attempt = _attempt(job.labels, c.JOB_RESTART_ATTEMPT_KEY)
+    # upstream only logs a missing per-Job label; the Job then stays current
+    return job_attempt is not None and job_attempt < targets[index]
+
+
+def classify_child_jobs(
+    jobs: Iterable[ChildJob],
+    jobset_uid: str,
+    restarts: int,
+    job_restarts: Mapping[str, Sequence[int]] | None = None,
+) -> ChildJobs:
+    """Classify the Jobs controlled by `jobset_uid`; Jobs of other owners are ignored (#1167).
+
+    `job_restarts` (RestartJob gate only) maps a replicated job name to its per-index restart
+    targets (status.replicatedJobsStatus[].jobRestarts). Pure; one pass over the Jobs.
+    """
+    active: list[ChildJob] = []
+    successful: list[ChildJob] = []
+    failed: list[ChildJob] = []
+    previous: list[ChildJob] = []
+    for job in jobs:
+        if job.controller_uid != jobset_uid:
+            continue
+        if _is_previous(job, restarts, job_restarts):
+            previous.append(job)
+        elif job_failure(job) is not None:
+            failed.append(job)
+        elif job_succeeded(job):
+            successful.append(job)
+        else:
+            active.append(job)
+    return ChildJobs(tuple(active), tuple(successful), tuple(failed), tuple(previous))

@@ -1,0 +1,392 @@
+"""The contract between the pure core and the runtime: what is observed, and the plan to carry out.
+
+Pure data only: frozen, slotted dataclasses and plain dicts. The runtime caches `ChildJob` views
+(built once per watch event by `child_job_from_manifest`), assembles an `Observed` per reconcile,
+calls `reconcile(observed, now, config)` and executes the returned `Plan`.
+
+How the runtime executes a `Plan` (see /work/notes/core-interfaces.md):
+
+1. Actions run in plan order. Consecutive actions of the same kind (e.g. 4,000 `CreateJob`s) may run
+   in parallel (bounded). Execution stops at the first failed action and the key is requeued with
+   backoff; the status is then not written in this pass, as upstream.
+2. `UpdateStatus` is a barrier. `EmitEvent` and `IncrementMetric` always come after it and run only
+   if it succeeded, so a retried status write never double-counts or double-emits.
+3. `RequeueAfter` is not a write: it asks for another reconcile after that many seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.models import JobSet
+
+__all__ = [
+    "Action",
+    "ChildJob",
+    "CoreConfig",
+    "CreateJob",
+    "CreateService",
+    "DeleteJob",
+    "DeleteJobSet",
+    "EmitEvent",
+    "IncrementMetric",
+    "JobCondition",
+    "Manifest",
+    "ObjectRef",
+    "Observed",
+    "PlacementInputs",
+    "Plan",
+    "RequeueAfter",
+    "UpdateJob",
+    "UpdateStatus",
+    "child_job_from_manifest",
+    "format_time",
+    "parse_time",
+]
+
+Manifest: TypeAlias = dict[str, Any]
+"""A Kubernetes object as plain JSON-like data (camelCase keys), as sent to or read from the API."""
+
+PlacementInputs: TypeAlias = Any
+"""Topology domains and their occupancy for exclusive placement.
+
+Owned by controller/placement; the placement engineer narrows this alias to their type.
+"""
+
+
+# --------------------------------------------------------------------------- time
+
+
+def parse_time(value: object) -> datetime | None:
+    """Return the RFC 3339 timestamp `value` as an aware datetime; None if absent or bad."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def format_time(value: datetime) -> str:
+    """Return `value` as Kubernetes serializes metav1.Time: UTC, whole seconds, trailing Z."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------- observed
+
+
+@dataclass(frozen=True, slots=True)
+class JobCondition:
+    """One entry of a Job's status.conditions."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildJob:
+    """The slim view of a child batch/v1 Job: only what the core reads. The runtime caches these."""
+
+    name: str
+    namespace: str
+    uid: str = ""
+    resource_version: str = ""
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    controller_uid: str | None = None
+    """UID of the controller ownerReference (a JobSet); Jobs owned by another UID are ignored."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    suspend: bool = False
+    parallelism: int | None = None
+    completions: int | None = None
+    # pod template fields that resume merges (Kueue edits them while a JobSet is suspended)
+    template_labels: Mapping[str, str] = field(default_factory=dict)
+    template_annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    scheduling_gates: tuple[Mapping[str, Any], ...] = ()
+    # status
+    start_time: datetime | None = None
+    conditions: tuple[JobCondition, ...] = ()
+    active: int = 0
+    ready: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    def condition(self, type_: str) -> JobCondition | None:
+        """Return the condition of type `type_` whose status is True, or None."""
+        for cond in self.conditions:
+            if cond.type == type_ and cond.status == "True":
+                return cond
+        return None
+
+
+def _str_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _dict_tuple(value: object) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(dict(item) for item in value if isinstance(item, Mapping))
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _controller_uid(meta: Mapping[str, Any]) -> str | None:
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return str(uid) if uid is not None else None
+    return None
+
+
+def _conditions(value: object) -> tuple[JobCondition, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        JobCondition(
+            type=str(cond.get("type", "")),
+            status=str(cond.get("status", "")),
+            reason=str(cond.get("reason") or ""),
+            message=str(cond.get("message") or ""),
+            last_transition_time=parse_time(cond.get("lastTransitionTime")),
+        )
+        for cond in value
+        if isinstance(cond, Mapping)
+    )
+
+
+def child_job_from_manifest(job: Mapping[str, Any]) -> ChildJob:
+    """Return the slim view of a batch/v1 Job manifest. Pure; never raises on odd shapes."""
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
+    template = spec.get("template") or {}
+    tmeta = template.get("metadata") or {}
+    pod = template.get("spec") or {}
+    return ChildJob(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        creation_timestamp=parse_time(meta.get("creationTimestamp")),
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+        controller_uid=_controller_uid(meta),
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        suspend=spec.get("suspend") is True,
+        parallelism=_opt_int(spec.get("parallelism")),
+        completions=_opt_int(spec.get("completions")),
+        template_labels=_str_map(tmeta.get("labels")),
+        template_annotations=_str_map(tmeta.get("annotations")),
+        node_selector=_str_map(pod.get("nodeSelector")),
+        tolerations=_dict_tuple(pod.get("tolerations")),
+        scheduling_gates=_dict_tuple(pod.get("schedulingGates")),
+        start_time=parse_time(status.get("startTime")),
+        conditions=_conditions(status.get("conditions")),
+        active=_int(status.get("active")),
+        ready=_int(status.get("ready")),
+        succeeded=_int(status.get("succeeded")),
+        failed=_int(status.get("failed")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """Everything one reconcile of one JobSet looks at.
+
+    `jobset` is the parsed API model (its metadata carries name, namespace, uid, resourceVersion,
+    generation, deletionTimestamp, annotations). `jobs` are the child Jobs whose controller
+    ownerReference is this JobSet's UID (the core ignores any others it is given).
+    """
+
+    jobset: JobSet
+    jobs: tuple[ChildJob, ...] = ()
+    service_exists: bool = False
+    placement: PlacementInputs | None = None
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """What an event is about (events.k8s.io `regarding`)."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateJob:
+    """Create this batch/v1 Job. AlreadyExists is not an error (deterministic names)."""
+
+    manifest: Manifest
+
+    @property
+    def name(self) -> str:
+        """The Job's metadata.name."""
+        return str(self.manifest["metadata"]["name"])
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteJob:
+    """Delete a Job with a UID precondition. NotFound is not an error."""
+
+    namespace: str
+    name: str
+    uid: str
+    propagation: Literal["Foreground", "Background"] = "Foreground"
+    why: str = ""
+    """A short phrase for logs: "previous restart attempt", "jobset finished"."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateJob:
+    """Change a Job: first (optionally) clear status.startTime, then apply a JSON merge patch.
+
+    `clear_start_time`: PATCH the status subresource with `{"status": {"startTime": null}}`
+    first; the Job API allows scheduling-directive changes of a template only while it is unset.
+    `patch`: an RFC 7386 JSON merge patch for the Job (null deletes a key; lists are replaced).
+    `resource_version`: the version the patch was computed from; send it as
+    metadata.resourceVersion in the patch so a stale view gets a 409 instead of a lost update.
+    """
+
+    namespace: str
+    name: str
+    resource_version: str
+    patch: Manifest
+    clear_start_time: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateService:
+    """Create the headless Service. AlreadyExists is not an error."""
+
+    manifest: Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateStatus:
+    """Replace the JobSet status (PUT .../status) based on `resource_version`; 409 means requeue."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    status: Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class EmitEvent:
+    """An events.k8s.io/v1 event (action "Reconciling"), emitted after the status write succeeds."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+    regarding: ObjectRef
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementMetric:
+    """Add 1 to a counter (e.g. jobset_completed_total), only after the status write succeeds."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteJobSet:
+    """Delete the JobSet itself (TTL after finished), foreground, with a UID precondition."""
+
+    namespace: str
+    name: str
+    uid: str
+    propagation: Literal["Foreground"] = "Foreground"
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueAfter:
+    """Reconcile this JobSet again after `seconds` (not a write)."""
+
+    seconds: float
+
+
+Action: TypeAlias = (
+    CreateJob
+    | DeleteJob
+    | UpdateJob
+    | CreateService
+    | UpdateStatus
+    | EmitEvent
+    | IncrementMetric
+    | DeleteJobSet
+    | RequeueAfter
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """An immutable, ordered tuple of actions. The empty plan means: nothing to do."""
+
+    actions: tuple[Action, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the plan changes nothing (a lone RequeueAfter is not a change)."""
+        return all(isinstance(a, RequeueAfter) for a in self.actions)
+
+    @property
+    def requeue_after(self) -> float | None:
+        """The smallest RequeueAfter in the plan, or None."""
+        waits = [a.seconds for a in self.actions if isinstance(a, RequeueAfter)]
+        return min(waits) if waits else None
+
+    @property
+    def status_update(self) -> UpdateStatus | None:
+        """The plan's status write, if any (there is at most one)."""
+        for action in self.actions:
+            if isinstance(action, UpdateStatus):
+                return action
+        return None
+
+    def of_type(self, kind: type[Any]) -> tuple[Any, ...]:
+        """Return the actions that are instances of `kind`, in plan order."""
+        return tuple(a for a in self.actions if isinstance(a, kind))
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True, slots=True)
+class CoreConfig:
+    """Feature gates and behaviour switches of the core (from ControllerConfig)."""
+
+    restart_job_enabled: bool = False
+    """Upstream feature gate RestartJob: allows RestartJob* actions, adds job-restart-attempt."""
+    elastic_jobset_enabled: bool = False
+    """Upstream feature gate ElasticJobSet: patch parallelism/completions of live Jobs."""
+    exclusive_placement: bool = True
+    """Assign exclusive-topology domains in the controller (no webhooks); off = annotation only."""
+    controller_name: str = c.JOBSET_CONTROLLER_NAME
+    """The spec.managedBy value this controller answers to (nil managedBy also means us)."""

@@ -1,0 +1,70 @@
+"""Exact GKE and Cloud TPU strings: node labels, the TPU taint, the extended resource.
+
+Every string here is what GKE itself puts on TPU nodes or what its APIs accept; other modules import
+them from here so a typo cannot hide in a second copy (reference: gke-tpu.md §1.4, §2.3, §3.2).
+`tpu` depends on nothing else of ours, so these live here rather than in `api/constants.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ACCELERATOR_LABEL",
+    "FLEX_START_MAX_RUN_SECONDS",
+    "GKE_NODEPOOL_LABEL",
+    "GKE_TAINT_EFFECT_NO_SCHEDULE",
+    "K8S_TAINT_EFFECT_NO_SCHEDULE",
+    "MIN_GKE_VERSION_FLEX_START_TPU",
+    "MIN_GKE_VERSION_MULTISLICE",
+    "MIN_GKE_VERSION_UNPRIVILEGED_TPU",
+    "PLACEMENT_COMPACT",
+    "RESERVATION_AFFINITY_SPECIFIC",
+    "RESERVATION_NAME_KEY",
+    "RESERVATION_NAME_LABEL",
+    "SLICE_GROUP_LABEL",
+    "SLICE_INDEX_LABEL",
+    "SPOT_LABEL",
+    "TOPOLOGY_LABEL",
+    "TPU_RESOURCE",
+    "TPU_TAINT_KEY",
+    "TPU_TAINT_VALUE",
+]
+
+# Node label GKE sets on every TPU node: the accelerator family, e.g. "tpu-v5-lite-podslice".
+ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"
+# Node label GKE sets on every TPU node: the slice topology, e.g. "2x4" or "2x2x2".
+TOPOLOGY_LABEL: Final = "cloud.google.com/gke-tpu-topology"
+# Node label GKE sets to the node pool name; JobSet's exclusive-topology key (1 slice = 1 pool).
+GKE_NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
+# Node label GKE sets to "true" on Spot VMs.
+SPOT_LABEL: Final = "cloud.google.com/gke-spot"
+# Node label naming the reservation a node was created from.
+RESERVATION_NAME_LABEL: Final = "cloud.google.com/reservation-name"
+
+# Extended resource a TPU pod requests; the request equals the chips of its VM (1 pod per TPU node).
+TPU_RESOURCE: Final = "google.com/tpu"
+# Taint on TPU nodes: google.com/tpu=present:NoSchedule.
+TPU_TAINT_KEY: Final = "google.com/tpu"
+TPU_TAINT_VALUE: Final = "present"
+# The same effect in its two spellings: Kubernetes objects vs the GKE node-pool API.
+K8S_TAINT_EFFECT_NO_SCHEDULE: Final = "NoSchedule"
+GKE_TAINT_EFFECT_NO_SCHEDULE: Final = "NO_SCHEDULE"
+
+# NodePool.placementPolicy.type for multi-host slices (with tpuTopology).
+PLACEMENT_COMPACT: Final = "COMPACT"
+# NodeConfig.reservationAffinity for a named reservation.
+RESERVATION_AFFINITY_SPECIFIC: Final = "SPECIFIC_RESERVATION"
+RESERVATION_NAME_KEY: Final = "compute.googleapis.com/reservation-name"
+
+# Flex-start (DWS) VMs run at most 7 days (GKE provisioning-model docs).
+FLEX_START_MAX_RUN_SECONDS: Final = 7 * 24 * 3600
+
+# Version gates (gke-tpu.md §2.6).
+MIN_GKE_VERSION_MULTISLICE: Final = "1.27.4-gke.900"
+MIN_GKE_VERSION_UNPRIVILEGED_TPU: Final = "1.28"
+MIN_GKE_VERSION_FLEX_START_TPU: Final = "1.33.0-gke.1712000"
+
+# Our own node labels on every slice pool: which pool group and which slice index it is.
+SLICE_GROUP_LABEL: Final = "jobset-infra/slice-group"
+SLICE_INDEX_LABEL: Final = "jobset-infra/slice-index"

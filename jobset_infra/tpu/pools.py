@@ -1,0 +1,250 @@
+"""`SlicePoolsPlan`: the node pools N TPU slices become, and what Kueue and JobSets need from them.
+
+`plan_slice_pools(spec)` is pure: it validates the spec (every static rule) and returns a frozen
+plan. The `TpuSlicePools` component creates exactly the pools in the plan; the Kueue component reads
+its flavor labels, tolerations and chip quota; the JobSet component its replicas, parallelism and
+TPU request; the controller its placement domains (one per pool). Nothing here calls a cloud API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from jobset_infra.tpu import constants as c
+from jobset_infra.tpu.slice import Taint, TpuSlice
+from jobset_infra.tpu.spec import (
+    Autoscaling,
+    Capacity,
+    HostMaintenance,
+    SlicePoolsError,
+    SlicePoolsSpec,
+)
+from jobset_infra.tpu.validation import validate_spec
+
+__all__ = [
+    "PlacementDomain",
+    "SlicePool",
+    "SlicePoolsPlan",
+    "check_jobset_fits",
+    "check_quota",
+    "plan_slice_pools",
+    "replacement_fingerprint",
+    "replacement_warnings",
+]
+
+
+@dataclass(frozen=True)
+class SlicePool:
+    """One GKE node pool holding exactly one slice."""
+
+    name: str
+    index: int
+    node_labels: Mapping[str, str]
+    """Labels this package sets on the pool's nodes (GKE adds the accelerator/topology ones)."""
+
+    @property
+    def node_selector(self) -> Mapping[str, str]:
+        """Return the nodeSelector that pins a pod to this pool."""
+        return MappingProxyType({c.GKE_NODEPOOL_LABEL: self.name})
+
+
+@dataclass(frozen=True)
+class PlacementDomain:
+    """An exclusive topology domain for the controller: a pool, its size and its slice shape."""
+
+    pool: str
+    nodes: int
+    slice: TpuSlice
+
+
+@dataclass(frozen=True)
+class SlicePoolsPlan:
+    """Everything decided about a group of identical slice pools; plain data, no Pulumi."""
+
+    name: str
+    slice: TpuSlice
+    pools: tuple[SlicePool, ...]
+    zone: str
+    location: str
+    capacity: Capacity
+    reservation: str | None
+    initial_node_count: int
+    autoscaling: Autoscaling | None
+    compact_placement: bool
+    max_pods_per_node: int
+    auto_repair: bool
+    auto_upgrade: bool
+    preemptible: bool
+    host_maintenance_interval: HostMaintenance | None
+    max_run_duration_seconds: int | None
+
+    @property
+    def slices(self) -> int:
+        """Return the number of slices (= pools = JobSet replicas for one Multislice job)."""
+        return len(self.pools)
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        """Return the node-pool names, in slice order."""
+        return tuple(pool.name for pool in self.pools)
+
+    @property
+    def nodes_per_pool(self) -> int:
+        """Return the nodes of each pool when scaled up: the slice's hosts."""
+        return self.slice.hosts
+
+    @property
+    def total_nodes(self) -> int:
+        """Return the nodes of all pools when scaled up."""
+        return self.slices * self.nodes_per_pool
+
+    @property
+    def total_chips(self) -> int:
+        """Return the chips of all slices: the Kueue ``google.com/tpu`` quota they back."""
+        return self.slices * self.slice.hosts * self.slice.chips_per_host
+
+    @property
+    def flavor_node_labels(self) -> Mapping[str, str]:
+        """Return the node labels a Kueue ResourceFlavor for these pools should carry."""
+        return self.slice.node_labels
+
+    @property
+    def capacity_node_labels(self) -> Mapping[str, str]:
+        """Return labels GKE adds because of the capacity kind (Spot, reservation)."""
+        if self.capacity is Capacity.SPOT:
+            return MappingProxyType({c.SPOT_LABEL: "true"})
+        if self.capacity is Capacity.RESERVATION and self.reservation:
+            return MappingProxyType({c.RESERVATION_NAME_LABEL: self.reservation.split("/")[-1]})
+        return MappingProxyType({})
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        """Return the taints on every node of every pool."""
+        return (self.slice.taint,)
+
+    @property
+    def tolerations(self) -> tuple[Mapping[str, str], ...]:
+        """Return the tolerations pods need to run on these pools."""
+        return (self.slice.toleration,)
+
+    @property
+    def tpu_request(self) -> int:
+        """Return the ``google.com/tpu`` request and limit of each pod."""
+        return self.slice.tpu_request
+
+    @property
+    def replicas(self) -> int:
+        """Return the ReplicatedJob replicas for one job using every slice."""
+        return self.slices
+
+    @property
+    def parallelism(self) -> int:
+        """Return parallelism = completions of each child Job: one pod per host."""
+        return self.slice.hosts
+
+    @property
+    def placement_domains(self) -> tuple[PlacementDomain, ...]:
+        """Return one exclusive placement domain per pool, known even while scaled to zero."""
+        return tuple(PlacementDomain(p.name, self.nodes_per_pool, self.slice) for p in self.pools)
+
+
+def plan_slice_pools(spec: SlicePoolsSpec) -> SlicePoolsPlan:
+    """Validate ``spec`` and return the plan of its node pools. Pure; raises SlicePoolsError."""
+    tpu_slice = validate_spec(spec)
+    capacity = Capacity(spec.capacity)
+    flex = capacity is Capacity.FLEX_START
+    autoscaling = spec.autoscaling or (Autoscaling(0, tpu_slice.hosts) if flex else None)
+    return SlicePoolsPlan(
+        name=spec.name,
+        slice=tpu_slice,
+        pools=tuple(_pool(spec.name, i) for i in range(spec.slices)),
+        zone=spec.zone,
+        location=spec.cluster_location,
+        capacity=capacity,
+        reservation=spec.reservation,
+        initial_node_count=autoscaling.min_nodes if autoscaling else tpu_slice.hosts,
+        autoscaling=autoscaling,
+        compact_placement=tpu_slice.is_multi_host,
+        max_pods_per_node=spec.max_pods_per_node,
+        auto_repair=not flex if spec.auto_repair is None else spec.auto_repair,
+        auto_upgrade=_auto_upgrade(spec),
+        preemptible=spec.preemptible,
+        host_maintenance_interval=spec.host_maintenance_interval,
+        max_run_duration_seconds=spec.max_run_duration_seconds,
+    )
+
+
+def _pool(group: str, index: int) -> SlicePool:
+    labels = {c.SLICE_GROUP_LABEL: group, c.SLICE_INDEX_LABEL: str(index)}
+    return SlicePool(f"{group}-{index}", index, MappingProxyType(labels))
+
+
+def _auto_upgrade(spec: SlicePoolsSpec) -> bool:
+    # On a release channel GKE forces auto-upgrade; with a pinned version, training pools keep
+    # their version until the operator upgrades them (tpu-provisioner does the same).
+    if spec.auto_upgrade is not None:
+        return spec.auto_upgrade
+    return spec.release_channel is not None
+
+
+def check_quota(plan: SlicePoolsPlan, nominal_quota: int) -> None:
+    """Rule 11: a ClusterQueue's ``google.com/tpu`` quota must not exceed the chips that exist."""
+    if nominal_quota > plan.total_chips:
+        raise SlicePoolsError(
+            "nominal_quota",
+            f"{nominal_quota} chips exceed the {plan.total_chips} chips of {plan.slices} x "
+            f"{plan.slice.describe()}; lower the quota to at most {plan.total_chips}",
+        )
+
+
+def check_jobset_fits(
+    plan: SlicePoolsPlan, *, replicas: int, parallelism: int, tpu_request: int
+) -> None:
+    """Rule 12: a ReplicatedJob targeting these pools uses whole slices, one pod per host."""
+    if replicas > plan.slices:
+        raise SlicePoolsError(
+            "replicas", f"{replicas} replicas need {replicas} slices, only {plan.slices} exist"
+        )
+    if parallelism != plan.parallelism:
+        raise SlicePoolsError(
+            "parallelism",
+            f"a {plan.slice.topology} slice has {plan.parallelism} hosts; set parallelism and "
+            f"completions to {plan.parallelism}",
+        )
+    if tpu_request != plan.tpu_request:
+        raise SlicePoolsError(
+            "resources",
+            f"each pod must request all {plan.tpu_request} chips of its {plan.slice.vm_type} node "
+            f"({c.TPU_RESOURCE}: {plan.tpu_request}), got {tpu_request}",
+        )
+
+
+def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
+    """Return the plan's replace-on-change node-pool settings (rule 13), as strings."""
+    return MappingProxyType(
+        {
+            "machine_type": plan.slice.vm_type,
+            "topology": plan.slice.topology,
+            "placement": "COMPACT" if plan.compact_placement else "none",
+            "initial_node_count": str(plan.initial_node_count),
+            "max_pods_per_node": str(plan.max_pods_per_node),
+            "zone": plan.zone,
+        }
+    )
+
+
+def replacement_warnings(
+    previous: Mapping[str, str] | None, plan: SlicePoolsPlan
+) -> tuple[str, ...]:
+    """Return one warning per setting whose change recreates every slice (empty if none)."""
+    if not previous:
+        return ()
+    current = replacement_fingerprint(plan)
+    return tuple(
+        f"changing {key} from {previous[key]!r} to {value!r} replaces all {plan.slices} slice "
+        f"pool(s) of {plan.name!r}: running workloads on them are evicted"
+        for key, value in current.items()
+        if key in previous and previous[key] != value
+    )

@@ -1,0 +1,93 @@
+"""`SlicePoolsSpec`: what a user asks for when they ask for N TPU slices, as plain data.
+
+The spec is what the `TpuSlicePools` component's arguments become once Pulumi-specific inputs (the
+cluster name) are set aside. It is validated by `jobset_infra.tpu.validation` and turned into a
+`SlicePoolsPlan` by `jobset_infra.tpu.pools`. Fields left as None are derived from the slice shape;
+setting them explicitly to something GKE would reject is an error, never silently corrected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["Autoscaling", "Capacity", "HostMaintenance", "SlicePoolsError", "SlicePoolsSpec"]
+
+
+class SlicePoolsError(ValueError):
+    """An invalid slice-pools argument; the message names the argument and says how to fix it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class Capacity(StrEnum):
+    """Where the VMs come from; exactly one per slice group (XPK's capacity types)."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVATION = "reservation"
+    FLEX_START = "flex-start"
+
+
+class HostMaintenance(StrEnum):
+    """node_config.host_maintenance_policy.maintenance_interval values."""
+
+    AS_NEEDED = "AS_NEEDED"
+    PERIODIC = "PERIODIC"
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """Per-pool autoscaling bounds; a TPU slice pool scales atomically, so only 0-or-N is valid."""
+
+    min_nodes: int
+    max_nodes: int
+
+
+@dataclass(frozen=True)
+class SlicePoolsSpec:
+    """N identical TPU slices, one GKE node pool each, in one zone of the cluster's location."""
+
+    name: str
+    """Prefix of the node-pool names: pools are ``<name>-0`` ... ``<name>-<slices-1>``."""
+    accelerator: str
+    """Accelerator label or alias: "v5e", "tpu-v5-lite-podslice", "v6e", "v5p", "v4"."""
+    topology: str
+    """Slice topology, "AxB" (v5e, v6e) or "AxBxC" (v4, v5p)."""
+    zone: str
+    """The one zone of every pool; it must lie in the cluster's region."""
+    cluster_location: str
+    """The cluster's location (region, or zone for a zonal cluster)."""
+    machine_type: str | None = None
+    """TPU VM type; defaults to the family's VM with the most chips the topology allows."""
+    slices: int = 1
+    capacity: Capacity = Capacity.ON_DEMAND
+    reservation: str | None = None
+    """Reservation name (or projects/P/reservations/R) when capacity is "reservation"."""
+    max_run_duration_seconds: int | None = None
+    """Flex-start only: how long the VMs may run, at most 7 days."""
+    autoscaling: Autoscaling | None = None
+    """None: fixed size (flex-start: 0 to the slice's hosts). Else min 0 or hosts, max hosts."""
+    node_count: int | None = None
+    """Nodes per pool; derived (= hosts of the slice). Set only to assert it."""
+    compact_placement: bool | None = None
+    """Derived: multi-host slices get COMPACT placement with tpu_topology, single-host none."""
+    workload_policy: str | None = None
+    """A workload resource policy (TPU7x style); not valid for the families in the catalog."""
+    max_pods_per_node: int = 15
+    host_maintenance_interval: HostMaintenance | None = None
+    queued_provisioning: bool = False
+    preemptible: bool = False
+    """Legacy preemptible VMs; prefer capacity="spot". Never together with spot."""
+    auto_repair: bool | None = None
+    """Derived: True, except flex-start (False)."""
+    auto_upgrade: bool | None = None
+    """Derived: True when the cluster is on a release channel, else False."""
+    release_channel: str | None = None
+    """The cluster's release channel (RAPID, REGULAR, STABLE, EXTENDED), None when pinned."""
+    gke_version: str | None = None
+    """The cluster's pinned GKE version, when known, for the version gates."""
+    multislice: bool | None = None
+    """Whether the slices form one Multislice job; derived as slices > 1."""

@@ -1,0 +1,143 @@
+"""plan_slice_pools: pool names, node counts, labels, capacity, and what Kueue/JobSets read."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobset_infra.tpu import (
+    ACCELERATORS,
+    Autoscaling,
+    Capacity,
+    SlicePoolsError,
+    TpuSlice,
+    check_jobset_fits,
+    check_quota,
+    plan_slice_pools,
+    replacement_fingerprint,
+    replacement_warnings,
+)
+from tests.tpu.builders import make_spec
+
+
+def test_four_multi_host_v5e_slices_on_spot() -> None:
+    plan = plan_slice_pools(make_spec())
+    assert plan.pool_names == ("train-0", "train-1", "train-2", "train-3")
+    assert plan.slice == TpuSlice("tpu-v5-lite-podslice", "2x4", "ct5lp-hightpu-4t")
+    assert (plan.nodes_per_pool, plan.total_nodes, plan.total_chips) == (2, 8, 32)
+    assert (plan.initial_node_count, plan.autoscaling, plan.compact_placement) == (2, None, True)
+    assert (plan.replicas, plan.parallelism, plan.tpu_request) == (4, 2, 4)
+    assert plan.capacity is Capacity.SPOT
+    assert plan.capacity_node_labels == {"cloud.google.com/gke-spot": "true"}
+    assert plan.flavor_node_labels == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    assert plan.pools[2].node_selector == {"cloud.google.com/gke-nodepool": "train-2"}
+    assert plan.pools[2].node_labels == {
+        "jobset-infra/slice-group": "train",
+        "jobset-infra/slice-index": "2",
+    }
+    assert [(d.pool, d.nodes) for d in plan.placement_domains] == [
+        ("train-0", 2),
+        ("train-1", 2),
+        ("train-2", 2),
+        ("train-3", 2),
+    ]
+
+
+def test_single_host_on_demand_has_no_placement() -> None:
+    plan = plan_slice_pools(
+        make_spec(topology="2x2", machine_type=None, slices=1, capacity=Capacity.ON_DEMAND)
+    )
+    assert (plan.compact_placement, plan.initial_node_count, plan.total_chips) == (False, 1, 4)
+    assert plan.capacity_node_labels == {}
+
+
+def test_reservation_labels_use_the_short_name() -> None:
+    plan = plan_slice_pools(
+        make_spec(
+            topology="4x4",
+            slices=2,
+            capacity=Capacity.RESERVATION,
+            reservation="projects/p/reservations/v5e-res",
+        )
+    )
+    assert plan.capacity_node_labels == {"cloud.google.com/reservation-name": "v5e-res"}
+    assert (plan.nodes_per_pool, plan.total_chips) == (4, 32)
+
+
+def test_flex_start_defaults_to_scale_from_zero_without_auto_repair() -> None:
+    plan = plan_slice_pools(make_spec(capacity=Capacity.FLEX_START, max_run_duration_seconds=3600))
+    assert plan.autoscaling == Autoscaling(0, 2)
+    assert (plan.initial_node_count, plan.auto_repair) == (0, False)
+
+
+@pytest.mark.parametrize(
+    ("release_channel", "auto_upgrade", "want_auto_upgrade"),
+    [
+        pytest.param("REGULAR", None, True, id="a release channel keeps auto-upgrade on"),
+        pytest.param(None, None, False, id="a pinned version turns auto-upgrade off"),
+        pytest.param(None, True, True, id="explicit auto-upgrade with a pinned version"),
+    ],
+)
+def test_auto_upgrade_follows_the_cluster(
+    release_channel: str | None, auto_upgrade: bool | None, want_auto_upgrade: bool
+) -> None:
+    spec = make_spec(release_channel=release_channel, auto_upgrade=auto_upgrade)
+    assert plan_slice_pools(spec).auto_upgrade is want_auto_upgrade
+
+
+def test_quota_and_jobset_fit_checks() -> None:
+    plan = plan_slice_pools(make_spec())
+    check_quota(plan, 32)
+    check_jobset_fits(plan, replicas=4, parallelism=2, tpu_request=4)
+    with pytest.raises(SlicePoolsError, match="nominal_quota: 33 chips exceed the 32 chips"):
+        check_quota(plan, 33)
+    with pytest.raises(SlicePoolsError, match="replicas: 5 replicas need 5 slices"):
+        check_jobset_fits(plan, replicas=5, parallelism=2, tpu_request=4)
+    with pytest.raises(SlicePoolsError, match="parallelism: a 2x4 slice has 2 hosts"):
+        check_jobset_fits(plan, replicas=4, parallelism=1, tpu_request=4)
+    with pytest.raises(SlicePoolsError, match="resources: each pod must request all 4 chips"):
+        check_jobset_fits(plan, replicas=4, parallelism=2, tpu_request=8)
+
+
+def test_replacement_warnings_name_each_replacing_change() -> None:
+    before = replacement_fingerprint(plan_slice_pools(make_spec()))
+    same = plan_slice_pools(make_spec(slices=6))
+    assert replacement_warnings(before, same) == ()
+    assert replacement_warnings(None, same) == ()
+    changed = plan_slice_pools(make_spec(topology="4x4", max_pods_per_node=32))
+    warnings = replacement_warnings(before, changed)
+    assert len(warnings) == 3
+    assert warnings[0].startswith("changing topology from '2x4' to '4x4' replaces all 4 slice")
+    assert "initial_node_count from '2' to '4'" in warnings[1]
+    assert "max_pods_per_node from '15' to '32'" in warnings[2]
+
+
+@st.composite
+def valid_specs(draw: st.DrawFn) -> tuple[TpuSlice, int]:
+    family = draw(st.sampled_from([a for a in ACCELERATORS.values() if a.multi_host]))
+    topology = draw(st.sampled_from(list(family.topologies)))
+    chips = draw(st.sampled_from(sorted(family.topologies[topology])))
+    tpu_slice = TpuSlice(family.label, topology, family.machine_type_for(chips))
+    slices = draw(st.integers(1, 12)) if tpu_slice.is_multi_host else 1
+    return tpu_slice, slices
+
+
+@given(valid_specs())
+def test_plan_totals_add_up(case: tuple[TpuSlice, int]) -> None:
+    tpu_slice, slices = case
+    spec = make_spec(
+        accelerator=tpu_slice.accelerator,
+        topology=tpu_slice.topology,
+        machine_type=tpu_slice.machine_type,
+        slices=slices,
+    )
+    plan = plan_slice_pools(spec)
+    assert plan.total_chips == slices * tpu_slice.chips
+    assert plan.total_nodes == sum(d.nodes for d in plan.placement_domains)
+    assert len(set(plan.pool_names)) == slices
+    assert plan.compact_placement == tpu_slice.is_multi_host
+    assert plan.initial_node_count == tpu_slice.hosts

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jobset_infra.api.constants import GROUP
+
 __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
@@ -25,7 +27,7 @@ __all__ = [
 
 CORE_GROUP = ""
 BATCH_GROUP = "batch"
-JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_GROUP = GROUP
 EVENTS_GROUP = "events.k8s.io"
 COORDINATION_GROUP = "coordination.k8s.io"
 

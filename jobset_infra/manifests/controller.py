@@ -1,0 +1,229 @@
+"""The controller's own objects: Namespace, ConfigMap, Deployment, PDB, metrics Service, monitor.
+
+Pure builders over a validated `ControllerInstall`. The pod meets the "restricted" Pod Security
+Standard (the Namespace enforces it, so a regression is refused by the API server too), runs as a
+non-root user on a read-only root filesystem, and reads its whole configuration from one file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from jobset_infra.manifests.controller_spec import ControllerInstall
+from jobset_infra.manifests.meta import Manifest, common_labels, object_meta
+
+__all__ = [
+    "CONFIG_CHECKSUM_ANNOTATION",
+    "CONFIG_DIR",
+    "CONFIG_FILE",
+    "CONTAINER_NAME",
+    "NONROOT_UID",
+    "config_map",
+    "deployment",
+    "labels",
+    "metrics_service",
+    "namespace",
+    "pod_disruption_budget",
+    "selector_labels",
+    "service_monitor",
+]
+
+COMPONENT = "controller"
+CONTAINER_NAME = "controller"
+CONFIG_DIR = "/etc/jobset-controller"
+CONFIG_FILE = "config.yaml"
+# Changing the config changes this pod annotation, so the Deployment rolls to pick it up.
+CONFIG_CHECKSUM_ANNOTATION = "jobset-infra/config-sha256"
+# The Dockerfile's user; numeric so the kubelet can verify runAsNonRoot without /etc/passwd.
+NONROOT_UID = 65532
+PSS_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+
+
+def selector_labels(install: ControllerInstall) -> dict[str, str]:
+    """Return the labels that select the controller pods (stable across upgrades)."""
+    return {"app.kubernetes.io/name": install.name, "app.kubernetes.io/component": COMPONENT}
+
+
+def labels(install: ControllerInstall) -> dict[str, str]:
+    """Return the labels every controller object carries."""
+    return common_labels(install.name, COMPONENT)
+
+
+def namespace(install: ControllerInstall) -> Manifest:
+    """Return the controller's Namespace, enforcing the restricted Pod Security Standard."""
+    meta = object_meta(install.namespace, {**labels(install), PSS_ENFORCE_LABEL: "restricted"})
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def _config_text(install: ControllerInstall) -> str:
+    return install.effective_config().to_yaml()
+
+
+def config_map(install: ControllerInstall) -> Manifest:
+    """Return the ConfigMap holding the controller's config file."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": object_meta(f"{install.name}-config", labels(install), install.namespace),
+        "data": {CONFIG_FILE: _config_text(install)},
+    }
+
+
+def _container_security_context() -> Manifest:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": NONROOT_UID,
+        "runAsGroup": NONROOT_UID,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _probe(path: str, initial_delay: int, failures: int) -> Manifest:
+    return {
+        "httpGet": {"path": path, "port": "health"},
+        "initialDelaySeconds": initial_delay,
+        "periodSeconds": 10,
+        "timeoutSeconds": 2,
+        "failureThreshold": failures,
+    }
+
+
+def _field_env(name: str, field_path: str) -> Manifest:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+
+
+def _container(install: ControllerInstall) -> Manifest:
+    health = install.config.health
+    return {
+        "name": CONTAINER_NAME,
+        "image": install.image,
+        "imagePullPolicy": install.image_pull_policy,
+        "args": install.effective_config().to_args(config_path=f"{CONFIG_DIR}/{CONFIG_FILE}"),
+        "env": [
+            # Leader-election identity and namespace, from the downward API.
+            _field_env("POD_NAME", "metadata.name"),
+            _field_env("POD_NAMESPACE", "metadata.namespace"),
+        ],
+        "ports": [
+            {"name": "health", "containerPort": install.health_port, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": install.metrics_port, "protocol": "TCP"},
+        ],
+        # Liveness is lenient (a long relist must not get the pod killed); readiness is quick.
+        "livenessProbe": _probe(health.liveness_endpoint_name, 15, 6),
+        "readinessProbe": _probe(health.readiness_endpoint_name, 5, 3),
+        "resources": install.resources.to_dict(),
+        "securityContext": _container_security_context(),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            # Python writes temporary files; the root filesystem is read-only.
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+
+
+def _spread(install: ControllerInstall, topology_key: str) -> Manifest:
+    # ScheduleAnyway: a one-zone or one-node cluster must still run the controller.
+    return {
+        "maxSkew": 1,
+        "topologyKey": topology_key,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": selector_labels(install)},
+    }
+
+
+def _pod_spec(install: ControllerInstall) -> Manifest:
+    return {
+        "serviceAccountName": install.name,
+        "automountServiceAccountToken": True,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT_UID,
+            "runAsGroup": NONROOT_UID,
+            "fsGroup": NONROOT_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [_container(install)],
+        "volumes": [
+            {"name": "config", "configMap": {"name": f"{install.name}-config"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        ],
+        "topologySpreadConstraints": [
+            _spread(install, "topology.kubernetes.io/zone"),
+            _spread(install, "kubernetes.io/hostname"),
+        ],
+        "terminationGracePeriodSeconds": 30,
+    }
+
+
+def deployment(install: ControllerInstall) -> Manifest:
+    """Return the controller Deployment: `replicas` pods, one leader, the rest warm standbys."""
+    checksum = hashlib.sha256(_config_text(install).encode()).hexdigest()
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": object_meta(install.name, labels(install), install.namespace),
+        "spec": {
+            "replicas": install.replicas,
+            "selector": {"matchLabels": selector_labels(install)},
+            # Surge first: a ready standby exists before an old pod (maybe the leader) goes.
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+            },
+            "template": {
+                "metadata": {
+                    "labels": labels(install),
+                    "annotations": {CONFIG_CHECKSUM_ANNOTATION: checksum},
+                },
+                "spec": _pod_spec(install),
+            },
+        },
+    }
+
+
+def pod_disruption_budget(install: ControllerInstall) -> Manifest:
+    """Return a PDB letting drains evict one controller pod at a time."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": object_meta(install.name, labels(install), install.namespace),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels(install)}},
+    }
+
+
+def metrics_service(install: ControllerInstall) -> Manifest:
+    """Return the ClusterIP Service in front of every controller pod's /metrics."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_meta(f"{install.name}-metrics", labels(install), install.namespace),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(install),
+            "ports": [
+                {
+                    "name": "metrics",
+                    "port": install.metrics_port,
+                    "targetPort": "metrics",
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+
+
+def service_monitor(install: ControllerInstall) -> Manifest:
+    """Return a Prometheus-operator ServiceMonitor scraping the metrics Service (plain HTTP)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": object_meta(install.name, labels(install), install.namespace),
+        "spec": {
+            "selector": {"matchLabels": labels(install)},
+            "namespaceSelector": {"matchNames": [install.namespace]},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+        },
+    }

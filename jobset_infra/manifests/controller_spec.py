@@ -1,0 +1,164 @@
+"""`ControllerInstall`: what a platform team chooses about the controller's Deployment, validated.
+
+Every choice has a safe default; a combination that would fail in the cluster (two replicas
+without leader election, a Lease namespace the Role does not cover, an image without a pinned
+tag, probes on a loopback address the kubelet cannot reach) is an error naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.manifests.meta import require_dns_label
+
+__all__ = [
+    "ControllerInstall",
+    "ControllerInstallError",
+    "Resources",
+    "bind_port",
+    "parse_install",
+]
+
+_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+
+
+class ControllerInstallError(ValueError):
+    """An invalid controller install argument; the message names the field and the fix."""
+
+
+class Resources(BaseModel):
+    """Requests and limits of the controller container (Kubernetes quantities)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpu_request: str = "250m"
+    memory_request: str = "256Mi"
+    cpu_limit: str = "2"
+    memory_limit: str = "2Gi"
+
+    @field_validator("cpu_request", "memory_request", "cpu_limit", "memory_limit")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        if not _QUANTITY.match(value):
+            raise ValueError(f"{value!r} is not a Kubernetes quantity such as '500m' or '1Gi'")
+        return value
+
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        """Return the container's `resources` field."""
+        return {
+            "requests": {"cpu": self.cpu_request, "memory": self.memory_request},
+            "limits": {"cpu": self.cpu_limit, "memory": self.memory_limit},
+        }
+
+
+class ControllerInstall(BaseModel):
+    """The controller's Deployment and its surroundings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = Field(min_length=1)
+    """Controller image with a pinned tag or digest, e.g. `.../jobset-controller:0.1.0`."""
+    namespace: str = "jobset-system"
+    name: str = "jobset-controller"
+    replicas: int = Field(default=2, ge=1, le=10)
+    config: ControllerConfig = ControllerConfig()
+    resources: Resources = Resources()
+    service_monitor: bool = False
+    """Also render a Prometheus-operator ServiceMonitor (needs its CRD in the cluster)."""
+    image_pull_policy: str = "IfNotPresent"
+
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        if not _IMAGE.match(value):
+            raise ValueError(f"{value!r} is not an image reference (registry/path:tag)")
+        last = value.split("@", maxsplit=1)[0].rsplit("/", 1)[-1]
+        if "@" not in value and (":" not in last or last.endswith(":latest")):
+            raise ValueError(
+                f"{value!r} has no pinned tag: replicas could run different code; "
+                "use an explicit version tag or an @sha256 digest"
+            )
+        return value
+
+    @field_validator("namespace", "name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return require_dns_label(value, "value")
+
+    @field_validator("image_pull_policy")
+    @classmethod
+    def _pull_policy(cls, value: str) -> str:
+        allowed = ("Always", "IfNotPresent", "Never")
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    @model_validator(mode="after")
+    def _leader_election_fits(self) -> Self:
+        election = self.config.leader_election
+        explicit = election.model_fields_set
+        if "leader_elect" in explicit and not election.leader_elect and self.replicas > 1:
+            raise ValueError(
+                f"config.leaderElection.leaderElect is false with replicas={self.replicas}: "
+                "two active controllers would fight over the same JobSets; enable leader "
+                "election or set replicas=1"
+            )
+        if "resource_namespace" in explicit and election.resource_namespace != self.namespace:
+            raise ValueError(
+                f"config.leaderElection.resourceNamespace is {election.resource_namespace!r} but "
+                f"the controller's Role only grants Leases in {self.namespace!r}; remove it"
+            )
+        bind_port(self.config.health.health_probe_bind_address, "config.health")
+        bind_port(self.config.metrics.bind_address, "config.metrics")
+        return self
+
+    def effective_config(self) -> ControllerConfig:
+        """Return the config the pods run with: leader election on, in the install namespace."""
+        election = self.config.leader_election
+        # Off only when asked for explicitly (allowed with one replica); on by default.
+        elect = election.leader_elect if "leader_elect" in election.model_fields_set else True
+        election = election.model_copy(
+            update={"leader_elect": elect, "resource_namespace": self.namespace}
+        )
+        return self.config.model_copy(update={"leader_election": election})
+
+    @property
+    def health_port(self) -> int:
+        """Return the port of /healthz and /readyz."""
+        return bind_port(self.config.health.health_probe_bind_address, "config.health")
+
+    @property
+    def metrics_port(self) -> int:
+        """Return the port of /metrics."""
+        return bind_port(self.config.metrics.bind_address, "config.metrics")
+
+
+def bind_port(address: str, field: str) -> int:
+    """Return the port of a bind address (":8081", "0.0.0.0:8081"); error if pods can't reach it."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{field}: {address!r} is not a bind address like ':8081'")
+    if host in ("127.0.0.1", "localhost", "[::1]"):
+        raise ValueError(
+            f"{field}: {address!r} listens on loopback only, so the kubelet's probes and "
+            "Prometheus cannot reach it; use ':<port>'"
+        )
+    return int(port)
+
+
+def parse_install(**fields: object) -> ControllerInstall:
+    """Return a validated ControllerInstall; raise ControllerInstallError naming each bad field."""
+    try:
+        return ControllerInstall.model_validate(fields)
+    except ValidationError as err:
+        problems = []
+        for problem in err.errors():
+            where = ".".join(str(part) for part in problem["loc"]) or "args"
+            message = problem["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}")
+        raise ControllerInstallError("; ".join(problems)) from None

@@ -1,0 +1,34 @@
+"""The JobSet CustomResourceDefinition, as generated from the API models (never written by hand)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+
+import yaml
+
+from jobset_infra.manifests.meta import Manifest
+
+__all__ = ["CRD_FILE", "jobset_crd"]
+
+CRD_FILE = "jobset.x-k8s.io_jobsets.yaml"
+
+
+@functools.cache
+def _crd_text() -> str:
+    path = importlib.resources.files("jobset_infra.api").joinpath("crds", CRD_FILE)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"jobset_infra/api/crds/{CRD_FILE} is missing: regenerate it with "
+            "`jobset-infra crd --write`"
+        ) from None
+
+
+def jobset_crd() -> Manifest:
+    """Return the generated JobSet CRD (a fresh copy: callers may change it)."""
+    crd = yaml.safe_load(_crd_text())
+    if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+        raise ValueError(f"jobset_infra/api/crds/{CRD_FILE} is not a CustomResourceDefinition")
+    return crd

@@ -1,0 +1,81 @@
+"""Every object of a JobSet install (CRD, RBAC, controller), grouped and in apply order.
+
+The `JobSetSystem` Pulumi component creates exactly these objects, and `jobset-infra plan` shows
+them; both get them from `system_objects`, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobset_infra.manifests import controller, rbac
+from jobset_infra.manifests.controller_spec import ControllerInstall
+from jobset_infra.manifests.crd import jobset_crd
+from jobset_infra.manifests.meta import Manifest
+
+__all__ = ["SystemObjects", "leader_election_role_name", "system_objects"]
+
+
+def leader_election_role_name(install: ControllerInstall) -> str:
+    """Return the name of the Role (and RoleBinding) granting the leader-election Lease."""
+    return f"{install.name}-leader-election"
+
+
+@dataclass(frozen=True)
+class SystemObjects:
+    """The objects of one install, by role; `in_apply_order` lists them for a plain apply."""
+
+    crd: Manifest
+    namespace: Manifest
+    service_account: Manifest
+    cluster_role: Manifest
+    cluster_role_binding: Manifest
+    role: Manifest
+    role_binding: Manifest
+    config_map: Manifest
+    deployment: Manifest
+    pod_disruption_budget: Manifest
+    metrics_service: Manifest
+    service_monitor: Manifest | None
+
+    def prerequisites(self) -> list[Manifest]:
+        """Return what the Deployment needs first: namespace, identity, permissions, config."""
+        return [
+            self.namespace,
+            self.service_account,
+            self.cluster_role,
+            self.cluster_role_binding,
+            self.role,
+            self.role_binding,
+            self.config_map,
+        ]
+
+    def after_deployment(self) -> list[Manifest]:
+        """Return the objects that only describe the running controller (PDB, metrics)."""
+        extra = [self.service_monitor] if self.service_monitor is not None else []
+        return [self.pod_disruption_budget, self.metrics_service, *extra]
+
+    def in_apply_order(self) -> list[Manifest]:
+        """Return every object: CRD, prerequisites, Deployment, then the rest."""
+        return [self.crd, *self.prerequisites(), self.deployment, *self.after_deployment()]
+
+
+def system_objects(install: ControllerInstall) -> SystemObjects:
+    """Return every object of the install described by `install` (pure)."""
+    labels = controller.labels(install)
+    role_name = leader_election_role_name(install)
+    ns = install.namespace
+    return SystemObjects(
+        crd=jobset_crd(),
+        namespace=controller.namespace(install),
+        service_account=rbac.service_account(install.name, ns, labels),
+        cluster_role=rbac.cluster_role(install.name, labels),
+        cluster_role_binding=rbac.cluster_role_binding(install.name, labels, install.name, ns),
+        role=rbac.leader_election_role(role_name, ns, labels),
+        role_binding=rbac.leader_election_role_binding(role_name, ns, labels, install.name),
+        config_map=controller.config_map(install),
+        deployment=controller.deployment(install),
+        pod_disruption_budget=controller.pod_disruption_budget(install),
+        metrics_service=controller.metrics_service(install),
+        service_monitor=controller.service_monitor(install) if install.service_monitor else None,
+    )

@@ -1,0 +1,204 @@
+"""The controller install: valid objects, restricted pods, leader election, clear errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.k8s_openapi import validate_builtin
+from jobset_infra.manifests import controller
+from jobset_infra.manifests.controller_spec import (
+    ControllerInstall,
+    ControllerInstallError,
+    parse_install,
+)
+from jobset_infra.manifests.pod_security import restricted_violations
+
+IMAGE = "us-docker.pkg.dev/p/r/jobset-controller:0.1.0"
+
+
+def make_install(**fields: Any) -> ControllerInstall:
+    """A valid install, with `fields` overriding the defaults."""
+    return parse_install(**{"image": IMAGE, **fields})
+
+
+def config_from(**sections: Any) -> ControllerConfig:
+    return ControllerConfig.from_dict(sections)
+
+
+def _container(install: ControllerInstall) -> dict[str, Any]:
+    container: dict[str, Any] = controller.deployment(install)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    return container
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(controller.namespace, id="namespace"),
+        pytest.param(controller.config_map, id="config map"),
+        pytest.param(controller.deployment, id="deployment"),
+        pytest.param(controller.pod_disruption_budget, id="pod disruption budget"),
+        pytest.param(controller.metrics_service, id="metrics service"),
+    ],
+)
+def test_controller_objects_validate_against_the_pinned_kubernetes_schema(build: Any) -> None:
+    assert validate_builtin(build(make_install())) == []
+
+
+def test_controller_pod_meets_the_restricted_pod_security_standard() -> None:
+    template = controller.deployment(make_install())["spec"]["template"]
+    assert restricted_violations(template) == []
+
+
+def test_namespace_enforces_the_restricted_profile() -> None:
+    labels = controller.namespace(make_install())["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_container_is_locked_down() -> None:
+    ctx = _container(make_install())["securityContext"]
+    assert ctx["runAsNonRoot"] is True
+    assert ctx["readOnlyRootFilesystem"] is True
+    assert ctx["allowPrivilegeEscalation"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert ctx["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_deployment_runs_two_replicas_spread_over_zones_and_nodes() -> None:
+    spec = controller.deployment(make_install())["spec"]
+    assert spec["replicas"] == 2
+    keys = [c["topologyKey"] for c in spec["template"]["spec"]["topologySpreadConstraints"]]
+    assert keys == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+
+
+def test_config_file_turns_leader_election_on_in_the_install_namespace() -> None:
+    install = make_install(namespace="platform-jobs")
+    text = controller.config_map(install)["data"]["config.yaml"]
+    config = ControllerConfig.from_yaml(text)
+    assert config.leader_election.leader_elect is True
+    assert config.leader_election.resource_namespace == "platform-jobs"
+
+
+def test_controller_flags_reach_the_config_file() -> None:
+    install = make_install(
+        config=config_from(
+            clientConnection={"qps": 50, "burst": 100},
+            placement={"mode": "exclusive"},
+            logging={"level": "debug"},
+        )
+    )
+    config = ControllerConfig.from_yaml(controller.config_map(install)["data"]["config.yaml"])
+    assert (config.client_connection.qps, config.client_connection.burst) == (50, 100)
+    assert config.placement.mode == "exclusive"
+    assert config.logging.level == "debug"
+    assert _container(install)["args"] == ["--config=/etc/jobset-controller/config.yaml"]
+
+
+def test_probes_and_ports_follow_the_config() -> None:
+    install = make_install(
+        config=config_from(
+            health={"healthProbeBindAddress": ":9090"}, metrics={"bindAddress": "0.0.0.0:9100"}
+        )
+    )
+    container = _container(install)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 9090, "metrics": 9100}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    service = controller.metrics_service(install)
+    assert service["spec"]["ports"][0]["port"] == 9100
+
+
+def test_config_change_changes_the_pod_template_checksum() -> None:
+    def checksum(install: ControllerInstall) -> str:
+        template = controller.deployment(install)["spec"]["template"]
+        return str(template["metadata"]["annotations"][controller.CONFIG_CHECKSUM_ANNOTATION])
+
+    base = checksum(make_install())
+    assert checksum(make_install()) == base
+    assert checksum(make_install(config=config_from(logging={"level": "debug"}))) != base
+
+
+def test_resources_have_requests_and_limits() -> None:
+    resources = _container(make_install())["resources"]
+    assert set(resources) == {"requests", "limits"}
+    assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
+
+
+def test_pdb_and_services_select_the_controller_pods() -> None:
+    install = make_install()
+    pod_labels = controller.deployment(install)["spec"]["template"]["metadata"]["labels"]
+    for selector in (
+        controller.pod_disruption_budget(install)["spec"]["selector"]["matchLabels"],
+        controller.metrics_service(install)["spec"]["selector"],
+    ):
+        assert selector.items() <= pod_labels.items()
+
+
+def test_service_monitor_scrapes_the_metrics_service() -> None:
+    install = make_install()
+    monitor = controller.service_monitor(install)
+    service = controller.metrics_service(install)
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        pytest.param("registry/jobset-controller:0.1.0", id="version tag"),
+        pytest.param("localhost:5000/jobset-controller:dev-1", id="registry with a port"),
+        pytest.param("r/j@sha256:" + "a" * 64, id="digest"),
+    ],
+)
+def test_pinned_images_are_accepted(image: str) -> None:
+    assert make_install(image=image).image == image
+
+
+@pytest.mark.parametrize(
+    ("fields", "want_message"),
+    [
+        pytest.param({"image": "registry/jobset-controller"}, "no pinned tag", id="untagged image"),
+        pytest.param({"image": "r/jobset-controller:latest"}, "no pinned tag", id="latest tag"),
+        pytest.param({"image": "localhost:5000/jobset"}, "no pinned tag", id="port is not a tag"),
+        pytest.param({"image": "Bad Image"}, "not an image reference", id="not a reference"),
+        pytest.param({"namespace": "Jobset_System"}, "namespace", id="namespace not a DNS label"),
+        pytest.param({"replicas": 0}, "replicas", id="no replicas"),
+        pytest.param(
+            {"config": config_from(leaderElection={"leaderElect": False})},
+            "two active controllers",
+            id="two replicas without leader election",
+        ),
+        pytest.param(
+            {"config": config_from(leaderElection={"resourceNamespace": "elsewhere"})},
+            "only grants Leases",
+            id="lease namespace outside the role",
+        ),
+        pytest.param(
+            {"config": config_from(health={"healthProbeBindAddress": "127.0.0.1:8081"})},
+            "loopback",
+            id="probes bound to loopback",
+        ),
+        pytest.param(
+            {"resources": {"cpu_request": "lots"}}, "resources.cpu_request", id="bad quantity"
+        ),
+        pytest.param({"image_pull_policy": "Sometimes"}, "image_pull_policy", id="pull policy"),
+        pytest.param({"replica": 2}, "replica", id="misspelled field"),
+    ],
+)
+def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:
+    with pytest.raises(ControllerInstallError, match=want_message):
+        make_install(**fields)
+
+
+def test_one_replica_may_run_without_leader_election() -> None:
+    install = make_install(replicas=1, config=config_from(leaderElection={"leaderElect": False}))
+    text = controller.config_map(install)["data"]["config.yaml"]
+    assert yaml.safe_load(text)["leaderElection"]["leaderElect"] is False

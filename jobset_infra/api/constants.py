@@ -350,3 +350,28 @@ METRIC_RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
 METRIC_LABEL_JOBSET_NAME: Final = "jobset_name"
 # Label of jobset_* metrics carrying the namespace.
 METRIC_LABEL_NAMESPACE: Final = "namespace"
+
+# --- Kueue (upstream kubernetes-sigs/kueue; the platform's queues and its JobSet integration) ----
+
+# API version of every Kueue object we create (storage version since Kueue 0.16).
+KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+# API group of Kueue objects (AdmissionCheck parameters reference it).
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+# API version of Kueue's controller-manager Configuration.
+KUEUE_CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta2"
+# Kueue integration framework name of JobSet (`integrations.frameworks`).
+KUEUE_JOBSET_FRAMEWORK: Final = "jobset.x-k8s.io/jobset"
+# Kueue integration framework name of batch/v1 Job.
+KUEUE_BATCH_JOB_FRAMEWORK: Final = "batch/job"
+# Label on a JobSet naming its LocalQueue.
+KUEUE_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# Label on a JobSet naming its WorkloadPriorityClass.
+KUEUE_PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+# AdmissionCheck controllerName of Kueue's ProvisioningRequest admission check.
+KUEUE_PROVISIONING_REQUEST_CONTROLLER: Final = "kueue.x-k8s.io/provisioning-request"
+# ProvisioningRequest class of GKE queued provisioning (flex-start / DWS).
+GKE_QUEUED_PROVISIONING_CLASS: Final = "queued-provisioning.gke.io"
+# Node label GKE sets to the ProvisioningRequest a node was created for.
+GKE_PROVISIONING_REQUEST_LABEL: Final = "autoscaling.gke.io/provisioning-request"
+# ProvisioningClassDetails key with that request's name (valueFromProvisioningClassDetail).
+GKE_RESIZE_REQUEST_NAME_DETAIL: Final = "ResizeRequestName"

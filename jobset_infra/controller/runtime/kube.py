@@ -1,0 +1,400 @@
+"""A lean aiohttp client for the Kubernetes REST API: plain dicts in and out, typed errors.
+
+Every request passes the client-side token bucket (QPS/burst), is counted in
+`rest_client_requests_total{code,method,host}`, and must be declared in `resources.PERMISSIONS`.
+429s are retried after their Retry-After; 5xx, timeouts and connection errors are retried with
+exponential backoff. Creates are retried too: child names are deterministic, so a create whose
+response was lost comes back as AlreadyExistsError, which callers treat as done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from jobset_infra.controller.runtime.auth import ClusterAccess
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.ratelimit import Clock, Sleep, TokenBucket
+from jobset_infra.controller.runtime.resources import PERMISSIONS, Resource, permission
+
+FIELD_MANAGER = "jobset-controller"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+_RETRY_AFTER_CAP = 30.0
+
+
+class ApiError(Exception):
+    """An error status from the API server (or "<error>" for transport failures: code 0)."""
+
+    def __init__(self, code: int, reason: str, message: str, body: Mapping[str, Any] | None = None):
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.body = dict(body or {})
+
+
+class NotFoundError(ApiError): ...
+
+
+class AlreadyExistsError(ApiError): ...
+
+
+class ConflictError(ApiError): ...
+
+
+class GoneError(ApiError): ...
+
+
+class TooManyRequestsError(ApiError):
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        body: Mapping[str, Any] | None = None,
+        retry_after: float = 1.0,
+    ):
+        super().__init__(code, reason, message, body)
+        self.retry_after = retry_after
+
+
+class InvalidError(ApiError): ...
+
+
+class ForbiddenError(ApiError): ...
+
+
+class ServerError(ApiError): ...
+
+
+class UndeclaredCallError(RuntimeError):
+    """The runtime tried a (group, resource, verb) missing from resources.PERMISSIONS."""
+
+
+def _error(code: int, body: Mapping[str, Any], headers: Mapping[str, str]) -> ApiError:
+    reason = str(body.get("reason") or "")
+    message = str(body.get("message") or "")
+    if code == 404:
+        return NotFoundError(code, reason or "NotFound", message, body)
+    if code == 409:
+        cls = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
+        return cls(code, reason or "Conflict", message, body)
+    if code == 410:
+        return GoneError(code, reason or "Expired", message, body)
+    if code == 429:
+        return TooManyRequestsError(
+            code, reason or "TooManyRequests", message, body, retry_after=_retry_after(headers)
+        )
+    if code == 422:
+        return InvalidError(code, reason or "Invalid", message, body)
+    if code in (401, 403):
+        return ForbiddenError(code, reason or "Forbidden", message, body)
+    if code >= 500:
+        return ServerError(code, reason or "InternalError", message, body)
+    return ApiError(code, reason or "Error", message, body)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float:
+    try:
+        return min(_RETRY_AFTER_CAP, max(0.0, float(headers.get("Retry-After", "1"))))
+    except ValueError:
+        return 1.0
+
+
+class KubeClient:
+    def __init__(
+        self,
+        access: ClusterAccess,
+        *,
+        metrics: Metrics | None = None,
+        qps: float = 500.0,
+        burst: int = 500,
+        max_retries: int = 5,
+        request_timeout: float = 30.0,
+        connections: int = 128,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.access = access
+        self.metrics = metrics or Metrics()
+        self.bucket = TokenBucket(qps, burst, clock=clock, sleep=sleep)
+        self.max_retries = max_retries
+        self.request_timeout = request_timeout
+        self.host = urlsplit(access.host).netloc
+        self._connections = connections
+        self._clock = clock
+        self._sleep = sleep
+        self._session: aiohttp.ClientSession | None = None
+        self.used: set[tuple[str, str, str]] = set()  # what was actually called, for tests
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._connections, ssl=self.access.ssl_context or False
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"Accept": "application/json", "User-Agent": FIELD_MANAGER},
+                json_serialize=json.dumps,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- verbs -----------------------------------------------------------------------------------
+
+    async def get(
+        self, res: Resource, name: str, namespace: str | None = None, subresource: str | None = None
+    ) -> dict[str, Any]:
+        self._declare(res, "get", subresource)
+        return await self.request("GET", res.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        label_selector: str = "",
+        limit: int = 500,
+    ) -> dict[str, Any]:
+        """All pages of a LIST as one dict: `items` and the first page's `metadata`."""
+        self._declare(res, "list")
+        params: dict[str, str] = {"limit": str(limit)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        items: list[dict[str, Any]] = []
+        while True:
+            page = await self.request("GET", res.path(namespace), params=params)
+            items.extend(page.get("items") or [])
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
+            if not token:
+                return {"metadata": metadata, "items": items}
+            params["continue"] = token
+
+    async def create(
+        self, res: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        self._declare(res, "create")
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        return await self.request("POST", res.path(ns), body=body, manager=True)
+
+    async def replace(
+        self, res: Resource, body: Mapping[str, Any], subresource: str | None = None
+    ) -> dict[str, Any]:
+        """PUT; the body's resourceVersion makes it an optimistic-concurrency update (409)."""
+        self._declare(res, "update", subresource)
+        meta = body.get("metadata") or {}
+        path = res.path(meta.get("namespace"), meta["name"], subresource)
+        return await self.request("PUT", path, body=body, manager=True)
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        content_type: str = MERGE_PATCH,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        self._declare(res, "patch", subresource)
+        path = res.path(namespace, name, subresource)
+        return await self.request(
+            "PATCH", path, body=patch, content_type=content_type, manager=True
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation: str | None = "Foreground",
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        self._declare(res, "delete")
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation:
+            options["propagationPolicy"] = propagation
+        pairs = (("uid", uid), ("resourceVersion", resource_version))
+        preconditions = {k: v for k, v in pairs if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        return await self.request("DELETE", res.path(namespace, name), body=options)
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        label_selector: str = "",
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Stream watch events (dicts with `type` and `object`) from `resource_version`.
+
+        An ERROR event with code 410 raises GoneError; the caller relists.
+        """
+        self._declare(res, "watch")
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if label_selector:
+            params["labelSelector"] = label_selector
+        waited = await self.bucket.wait()
+        self.metrics.rest_rate_limiter.labels(verb="WATCH", host=self.host).observe(waited)
+        headers = await self._headers(False, None)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        url = self.access.host + res.path(namespace)
+        try:
+            async with self._http().get(
+                url, params=params, headers=headers, timeout=timeout
+            ) as resp:
+                self._count(resp.status, "GET")
+                if resp.status >= 400:
+                    raise _error(resp.status, await _json_or_empty(resp), resp.headers)
+                async for line in resp.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        raise _error(int(status.get("code") or 500), status, {})
+                    yield event
+        except (aiohttp.ClientError, TimeoutError) as err:
+            self._count(0, "GET")
+            raise ApiError(0, "TransportError", str(err) or type(err).__name__) from err
+
+    # --- transport -------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        manager: bool = False,
+    ) -> dict[str, Any]:
+        """One API call with rate limiting, retries and accounting; returns the decoded body."""
+        query = dict(params or {})
+        if manager:
+            query["fieldManager"] = FIELD_MANAGER
+        data = json.dumps(body).encode() if body is not None else None
+        attempt = 0
+        refreshed = False
+        while True:
+            try:
+                return await self._once(
+                    method, path, query, data=data, content_type=content_type, refresh=refreshed
+                )
+            except ForbiddenError as err:
+                if err.code != 401 or refreshed:
+                    raise
+                refreshed = True  # an expired token: ask the credential source once more
+            except TooManyRequestsError as err:
+                attempt += 1
+                if attempt > self.max_retries:
+                    raise
+                self._retried(err.code, method)
+                await self._sleep(err.retry_after)
+            except (ServerError, _TransportError) as err:
+                attempt += 1
+                if attempt > self.max_retries:
+                    raise
+                self._retried(err.code, method)
+                await self._sleep(min(5.0, 0.05 * 2 ** (attempt - 1)))
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        *,
+        data: bytes | None,
+        content_type: str,
+        refresh: bool,
+    ) -> dict[str, Any]:
+        waited = await self.bucket.wait()
+        self.metrics.rest_rate_limiter.labels(verb=method, host=self.host).observe(waited)
+        headers = await self._headers(refresh, content_type if data is not None else None)
+        started = self._clock()
+        try:
+            async with self._http().request(
+                method,
+                self.access.host + path,
+                params=query,
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.request_timeout),
+            ) as resp:
+                self._count(resp.status, method)
+                payload = await _json_or_empty(resp)
+                if resp.status >= 400:
+                    raise _error(resp.status, payload, resp.headers)
+                return payload
+        except (aiohttp.ClientError, TimeoutError) as err:
+            self._count(0, method)
+            raise _TransportError(0, "TransportError", str(err) or type(err).__name__) from err
+        finally:
+            self.metrics.rest_duration.labels(verb=method, host=self.host).observe(
+                self._clock() - started
+            )
+
+    async def _headers(self, refresh: bool, content_type: str | None) -> dict[str, str]:
+        headers = dict(self.access.headers)
+        authorization = await self.access.authorization(refresh)
+        if authorization:
+            headers["Authorization"] = authorization
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _declare(self, res: Resource, verb: str, subresource: str | None = None) -> None:
+        needed = permission(res, verb, subresource)
+        if needed not in PERMISSIONS:
+            raise UndeclaredCallError(f"{needed} is not declared in resources.PERMISSIONS")
+        self.used.add(needed)
+
+    def _count(self, status: int, method: str) -> None:
+        code = str(status) if status else "<error>"
+        self.metrics.rest_requests.labels(code=code, method=method, host=self.host).inc()
+
+    def _retried(self, status: int, method: str) -> None:
+        code = str(status) if status else "<error>"
+        self.metrics.rest_retries.labels(code=code, verb=method, host=self.host).inc()
+
+
+class _TransportError(ApiError):
+    """A connection error or timeout (retried like a 5xx)."""
+
+
+async def _json_or_empty(resp: aiohttp.ClientResponse) -> dict[str, Any]:
+    text = await resp.text()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {"message": text[:500]}
+    return value if isinstance(value, dict) else {"value": value}

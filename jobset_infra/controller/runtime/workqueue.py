@@ -1,0 +1,160 @@
+"""A de-duplicating, rate-limited work queue with client-go's semantics, on one asyncio loop.
+
+- Fair: keys come out in the order they were added.
+- Stingy: a key added many times before it is processed is processed once; a key added while it
+  is being processed is marked dirty and handed out again only after `done` (so no two workers
+  ever hold the same key).
+- Delayed adds keep the earliest due time per key; `add_rate_limited` delays by the max of the
+  key's exponential backoff and a global token bucket (client-go's default limiter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Hashable
+
+from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
+from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff, TokenBucket
+
+
+class QueueShutDownError(Exception):
+    """The queue was shut down; workers stop."""
+
+
+class WorkQueue:
+    def __init__(
+        self,
+        name: str = CONTROLLER_NAME,
+        metrics: Metrics | None = None,
+        backoff: ItemBackoff | None = None,
+        bucket: TokenBucket | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.name = name
+        self._metrics = metrics
+        self._labels = {"name": name, "controller": name}
+        self._backoff = backoff or ItemBackoff()
+        # client-go's default global limit: 10 qps, burst 100, only for rate-limited re-adds.
+        self._bucket = bucket or TokenBucket(10.0, 100, clock=clock)
+        self._clock = clock
+        self._queue: deque[Hashable] = deque()
+        self._dirty: set[Hashable] = set()
+        self._processing: dict[Hashable, float] = {}  # key -> start time
+        self._added_at: dict[Hashable, float] = {}
+        self._delayed: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
+        self._ready = asyncio.Event()
+        self._shutting_down = False
+
+    # --- adding ----------------------------------------------------------------------------------
+
+    def add(self, key: Hashable) -> None:
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        self._added_at.setdefault(key, self._clock())
+        if self._metrics:
+            self._metrics.wq_adds.labels(**self._labels).inc()
+        if key not in self._processing:
+            self._queue.append(key)
+            self._ready.set()
+            self._report_depth()
+
+    def add_after(self, key: Hashable, delay: float) -> None:
+        """Add `key` after `delay` seconds; an earlier pending due time for the key wins."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
+        pending = self._delayed.get(key)
+        if pending is not None:
+            if pending[0] <= due:
+                return
+            pending[1].cancel()
+        handle = loop.call_at(due, self._fire, key)
+        self._delayed[key] = (due, handle)
+
+    def add_rate_limited(self, key: Hashable) -> float:
+        """Re-add after a failure; returns the delay chosen."""
+        delay = max(self._backoff.when(key), self._bucket.reserve())
+        if self._metrics:
+            self._metrics.wq_retries.labels(**self._labels).inc()
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: Hashable) -> None:
+        """The key succeeded: reset its backoff."""
+        self._backoff.forget(key)
+
+    def num_requeues(self, key: Hashable) -> int:
+        return self._backoff.failures(key)
+
+    def _fire(self, key: Hashable) -> None:
+        self._delayed.pop(key, None)
+        self.add(key)
+
+    # --- consuming -------------------------------------------------------------------------------
+
+    async def get(self) -> Hashable:
+        """The next key; it is held (processing) until `done(key)`."""
+        while not self._queue:
+            if self._shutting_down:
+                raise QueueShutDownError()
+            self._ready.clear()
+            await self._ready.wait()
+        key = self._queue.popleft()
+        now = self._clock()
+        self._processing[key] = now
+        self._dirty.discard(key)
+        added = self._added_at.pop(key, now)
+        if self._metrics:
+            self._metrics.wq_queue_duration.labels(**self._labels).observe(now - added)
+        self._report_depth()
+        return key
+
+    def done(self, key: Hashable) -> None:
+        started = self._processing.pop(key, None)
+        if started is not None and self._metrics:
+            self._metrics.wq_work_duration.labels(**self._labels).observe(self._clock() - started)
+        if key in self._dirty:
+            self._queue.append(key)
+            self._ready.set()
+            self._report_depth()
+
+    def shutdown(self) -> None:
+        """Stop handing out keys (waiting `get`s raise QueueShutDownError); drop delayed adds."""
+        self._shutting_down = True
+        for _, handle in self._delayed.values():
+            handle.cancel()
+        self._delayed.clear()
+        self._queue.clear()
+        self._ready.set()
+
+    # --- introspection ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def processing(self) -> frozenset[Hashable]:
+        return frozenset(self._processing)
+
+    def pending_delayed(self) -> int:
+        return len(self._delayed)
+
+    def update_unfinished_metrics(self) -> None:
+        """Refresh unfinished/longest-running gauges (called periodically, like client-go)."""
+        if not self._metrics:
+            return
+        now = self._clock()
+        ages = [now - start for start in self._processing.values()]
+        self._metrics.wq_unfinished.labels(**self._labels).set(sum(ages))
+        self._metrics.wq_longest.labels(**self._labels).set(max(ages, default=0.0))
+
+    def _report_depth(self) -> None:
+        if self._metrics:
+            self._metrics.wq_depth.labels(**self._labels).set(len(self._queue))

@@ -1,0 +1,122 @@
+"""WorkQueue: client-go semantics (fair, stingy, dirty-while-processing, delayed adds, backoff)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.ratelimit import ItemBackoff, TokenBucket
+from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
+
+
+async def test_keys_come_out_in_add_order_and_duplicates_collapse() -> None:
+    queue = WorkQueue()
+    for key in ["a", "b", "a", "c", "b"]:
+        queue.add(key)
+    assert len(queue) == 3
+    assert [await queue.get() for _ in range(3)] == ["a", "b", "c"]
+
+
+async def test_key_added_while_processing_is_handed_out_again_only_after_done() -> None:
+    queue = WorkQueue()
+    queue.add("a")
+    key = await queue.get()
+    queue.add("a")
+    assert len(queue) == 0, "a key being processed must not be handed to a second worker"
+    queue.done(key)
+    assert len(queue) == 1
+    assert await queue.get() == "a"
+
+
+async def test_many_workers_never_hold_the_same_key() -> None:
+    queue = WorkQueue()
+    holding: set[str] = set()
+    overlaps = 0
+    processed = 0
+
+    async def worker() -> None:
+        nonlocal overlaps, processed
+        while True:
+            try:
+                key = await queue.get()
+            except QueueShutDownError:
+                return
+            overlaps += key in holding
+            holding.add(str(key))
+            await asyncio.sleep(0)
+            holding.discard(str(key))
+            processed += 1
+            queue.done(key)
+
+    workers = [asyncio.create_task(worker()) for _ in range(8)]
+    for round_ in range(50):
+        for key in ("a", "b", "c"):
+            queue.add(key)
+        if round_ % 5 == 0:
+            await asyncio.sleep(0)
+    while len(queue) or queue.processing:
+        await asyncio.sleep(0.001)
+    queue.shutdown()
+    await asyncio.gather(*workers)
+    assert overlaps == 0
+    assert 3 <= processed < 150, "adds of a queued key must collapse"
+
+
+async def test_add_after_keeps_the_earliest_due_time() -> None:
+    queue = WorkQueue()
+    queue.add_after("a", 10.0)
+    queue.add_after("a", 0.01)
+    queue.add_after("a", 5.0)
+    assert queue.pending_delayed() == 1
+    assert await asyncio.wait_for(queue.get(), timeout=1.0) == "a"
+
+
+@pytest.mark.parametrize(
+    ("failures", "want_delay"),
+    [
+        pytest.param(1, 0.005, id="first failure waits the base delay"),
+        pytest.param(4, 0.04, id="each failure doubles the delay"),
+        pytest.param(40, 1000.0, id="the delay is capped"),
+    ],
+)
+def test_item_backoff_is_exponential_and_capped(failures: int, want_delay: float) -> None:
+    backoff = ItemBackoff(base=0.005, cap=1000.0)
+    delays = [backoff.when("k") for _ in range(failures)]
+    assert delays[-1] == pytest.approx(want_delay)
+    backoff.forget("k")
+    assert backoff.when("k") == pytest.approx(0.005)
+
+
+async def test_rate_limited_readd_counts_retries_and_forget_resets() -> None:
+    metrics = Metrics()
+    queue = WorkQueue(metrics=metrics, bucket=TokenBucket(1000.0, 1000))
+    assert queue.add_rate_limited("k") == pytest.approx(0.005)
+    assert queue.add_rate_limited("k") == pytest.approx(0.01)
+    assert queue.num_requeues("k") == 2
+    queue.forget("k")
+    assert queue.num_requeues("k") == 0
+    labels = {"name": "jobset", "controller": "jobset"}
+    assert metrics.sample("workqueue_retries_total", labels) == 2
+    await asyncio.wait_for(queue.get(), timeout=1.0)
+    assert metrics.sample("workqueue_adds_total", labels) == 1
+
+
+def test_token_bucket_allows_burst_then_paces_at_rate() -> None:
+    now = [0.0]
+    bucket = TokenBucket(rate=500.0, burst=500, clock=lambda: now[0])
+    waits = [bucket.reserve() for _ in range(1000)]
+    assert all(w == 0 for w in waits[:500])
+    assert waits[-1] == pytest.approx(1.0, rel=0.01), "500 tokens beyond the burst take 1 s"
+    now[0] = 10.0
+    assert bucket.reserve() == 0.0
+
+
+async def test_shutdown_wakes_waiting_workers() -> None:
+    queue = WorkQueue()
+    waiter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.shutdown()
+    with pytest.raises(QueueShutDownError):
+        await asyncio.wait_for(waiter, timeout=1.0)

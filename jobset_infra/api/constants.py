@@ -81,6 +81,17 @@ PRIORITY_KEY: Final = "jobset.sigs.k8s.io/priority"
 JOB_COMPLETION_INDEX_KEY: Final = "batch.kubernetes.io/job-completion-index"
 # Pod condition reason for an exclusive placement violation (defined upstream, not an event).
 EXCLUSIVE_PLACEMENT_VIOLATION_REASON: Final = "ExclusivePlacementViolation"
+# jobset-infra only (upstream has no such condition: its webhook rejects pods instead).
+# JobSet condition type: True while child Jobs wait for a free exclusive topology domain.
+CONDITION_PLACEMENT_PENDING: Final = "ExclusivePlacementPending"
+# Reason of ExclusivePlacementPending=True: no complete set of free, fitting domains now.
+PLACEMENT_NO_FIT_REASON: Final = "NoFreeTopologyDomain"
+# Reason of ExclusivePlacementPending=False: every waiting Job got a domain.
+PLACEMENT_ASSIGNED_REASON: Final = "TopologyDomainsAssigned"
+# Message of ExclusivePlacementPending=False.
+PLACEMENT_ASSIGNED_MESSAGE: Final = "every Job that needs an exclusive topology domain has one"
+# Reason of a Warning event when a Job's pod template cannot be read for placement (bad quantity).
+PLACEMENT_INVALID_REASON: Final = "ExclusivePlacementInvalid"
 
 # --- In-place restart --------------------------------------------------------------------------
 

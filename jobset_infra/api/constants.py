@@ -202,6 +202,24 @@ JOBSET_EVENT_SOURCE: Final = "jobset"
 # Event reporting controller name for Pod events.
 POD_EVENT_SOURCE: Final = "pod"
 
+# --- Ours, not upstream's (controller core): strings for cases upstream handles by erroring ----
+
+# Warning: a RestartJob* rule matched while the RestartJob gate is off (webhook-less setups).
+RESTART_JOB_GATE_DISABLED_EVENT: Final = "RestartJobFeatureGateDisabled"
+# Message for RESTART_JOB_GATE_DISABLED_EVENT.
+RESTART_JOB_GATE_DISABLED_MESSAGE: Final = (
+    "failure policy rule uses a RestartJob action but the controller's RestartJob feature gate "
+    "is off; the JobSet was restarted instead (enable the gate or use RestartJobSet)"
+)
+# Condition type set while the JobSet object cannot be parsed (it bypassed validation).
+CONDITION_INVALID_SPEC: Final = "InvalidSpec"
+# InvalidSpec=True reason; the message names the field and the fix.
+INVALID_SPEC_REASON: Final = "InvalidJobSetSpec"
+# InvalidSpec=False reason once the object parses again.
+VALID_SPEC_REASON: Final = "ValidJobSetSpec"
+# Message for VALID_SPEC_REASON.
+VALID_SPEC_MESSAGE: Final = "jobset spec is valid"
+
 # --- Enum values -------------------------------------------------------------------------------
 
 # Job completionMode the webhook defaults to.
@@ -386,3 +404,33 @@ GKE_QUEUED_PROVISIONING_CLASS: Final = "queued-provisioning.gke.io"
 GKE_PROVISIONING_REQUEST_LABEL: Final = "autoscaling.gke.io/provisioning-request"
 # ProvisioningClassDetails key with that request's name (valueFromProvisioningClassDetail).
 GKE_RESIZE_REQUEST_NAME_DETAIL: Final = "ResizeRequestName"
+
+# --- Kubernetes name validation messages (apimachinery `validation` wording) --------------------
+
+# Maximum length of a DNS-1035 / DNS-1123 label and of a label value.
+DNS_LABEL_MAX_LENGTH: Final = 63
+# Maximum length of a DNS-1123 subdomain.
+DNS_SUBDOMAIN_MAX_LENGTH: Final = 253
+# DNS-1035 label format error.
+DNS1035_LABEL_MESSAGE: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+# DNS-1123 subdomain format error.
+DNS1123_SUBDOMAIN_MESSAGE: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+# Label value format error.
+LABEL_VALUE_MESSAGE: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+# Domain-prefixed path format error.
+DOMAIN_PREFIXED_PATH_MESSAGE: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
+# Length error; format with the limit.
+MAX_LENGTH_MESSAGE: Final = "must be no more than {limit} characters"

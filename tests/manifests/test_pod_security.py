@@ -141,9 +141,7 @@ CASES = [
     pytest.param(
         lambda p: _ctx(p).update(runAsUser=0), "run-as-user", id="container runs as uid 0"
     ),
-    pytest.param(
-        _set("spec.securityContext.runAsUser", 0), "run-as-user", id="pod runs as uid 0"
-    ),
+    pytest.param(_set("spec.securityContext.runAsUser", 0), "run-as-user", id="pod runs as uid 0"),
     pytest.param(_pop_pod_seccomp, "seccomp", id="no seccomp profile anywhere"),
     pytest.param(
         lambda p: _ctx(p).update(seccompProfile={"type": "Unconfined"}),

@@ -1,0 +1,163 @@
+"""`QueueSpec` and `KueueInstall`: what a platform team chooses about Kueue, validated.
+
+Defaults give a working TPU queue: one ClusterQueue admitting from the `default` namespace, a
+LocalQueue there, three priority classes and preemption of lower-priority workloads.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jobset_infra.manifests.meta import require_dns_label, require_dns_subdomain
+
+__all__ = [
+    "KueueInstall",
+    "KueueSpecError",
+    "QueueSpec",
+    "parse_kueue_install",
+    "parse_queue_spec",
+]
+
+_INT32_MAX = 2**31 - 1
+# Kueue releases whose v1beta2 API and Helm values this package renders for.
+_VERSION = re.compile(r"^0\.(1[6-9]|[2-9][0-9])\.[0-9]+$")
+
+
+class KueueSpecError(ValueError):
+    """An invalid Kueue argument; the message names the field and the fix."""
+
+
+class QueueSpec(BaseModel):
+    """The queue objects: names, admitting namespaces, quota overrides, priority classes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster_queue_name: str = "tpu-cluster-queue"
+    local_queue_name: str = "tpu-queue"
+    namespaces: tuple[str, ...] = ("default",)
+    """Namespaces that get a LocalQueue; the ClusterQueue admits only from these."""
+    tpu_quota: dict[str, int] = Field(default_factory=dict)
+    """Flavor name -> google.com/tpu quota, to hand out less than the pools hold (never more)."""
+    priority_classes: dict[str, int] = Field(
+        default_factory=lambda: {"low": 100, "medium": 500, "high": 1000}
+    )
+    """WorkloadPriorityClass name -> value; a JobSet picks one by its priority-class label."""
+    preemption_within_cluster_queue: str = "LowerPriority"
+    queueing_strategy: str = "BestEffortFIFO"
+    cohort: str | None = None
+    admission_check_name: str = "tpu-flex-start"
+    """Name of the ProvisioningRequest AdmissionCheck (and its config) for flex-start pools."""
+
+    @field_validator("cluster_queue_name", "local_queue_name", "admission_check_name", "cohort")
+    @classmethod
+    def _names(cls, value: str | None) -> str | None:
+        return None if value is None else require_dns_subdomain(value, "value")
+
+    @field_validator("namespaces")
+    @classmethod
+    def _namespaces(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("give at least one namespace, or no JobSet can use the queue")
+        if len(set(value)) != len(value):
+            raise ValueError(f"{list(value)} lists a namespace twice")
+        for namespace in value:
+            require_dns_label(namespace, "namespace")
+        return value
+
+    @field_validator("tpu_quota")
+    @classmethod
+    def _quota(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, chips in value.items():
+            if chips < 0:
+                raise ValueError(f"[{name}]: {chips} is negative; use 0 to close a flavor")
+        return value
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _priorities(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, priority in value.items():
+            require_dns_subdomain(name, "name")
+            if not -_INT32_MAX - 1 <= priority <= _INT32_MAX:
+                raise ValueError(f"[{name}]: {priority} does not fit in int32")
+        return value
+
+    @field_validator("preemption_within_cluster_queue")
+    @classmethod
+    def _preemption(cls, value: str) -> str:
+        allowed = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    @field_validator("queueing_strategy")
+    @classmethod
+    def _strategy(cls, value: str) -> str:
+        if value not in ("BestEffortFIFO", "StrictFIFO"):
+            raise ValueError(f"{value!r} is not BestEffortFIFO or StrictFIFO")
+        return value
+
+
+class KueueInstall(BaseModel):
+    """Kueue itself: chart version, namespace and controller-manager settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str = "0.19.2"
+    """Helm chart version (no leading v); the v1beta2 API needs 0.16 or newer."""
+    namespace: str = "kueue-system"
+    release_name: str = "kueue"
+    replicas: int = Field(default=1, ge=1, le=5)
+    exclude_resource_prefixes: tuple[str, ...] = ("cpu", "memory", "ephemeral-storage")
+    """Resources Kueue does not account: the queue meters TPU chips only (see docs/platform.md)."""
+    manage_jobs_without_queue_name: bool = False
+    client_qps: float = Field(default=300, gt=0)
+    client_burst: int = Field(default=500, ge=1)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if value.startswith("v"):
+            raise ValueError(f"{value!r}: Helm chart versions have no leading 'v'")
+        if not _VERSION.match(value):
+            raise ValueError(f"{value!r}: need an exact Kueue release 0.16.0 or newer, e.g. 0.19.2")
+        return value
+
+    @field_validator("namespace", "release_name")
+    @classmethod
+    def _dns(cls, value: str) -> str:
+        return require_dns_label(value, "value")
+
+    @model_validator(mode="after")
+    def _release_name(self) -> Self:
+        # The chart names objects "<release>-kueue" unless the release name contains "kueue";
+        # we rely on the short form for the Deployment and webhook Service names.
+        if "kueue" not in self.release_name:
+            raise ValueError(f"release_name {self.release_name!r} must contain 'kueue'")
+        return self
+
+
+def parse_queue_spec(**fields: object) -> QueueSpec:
+    """Return a validated QueueSpec; raise KueueSpecError naming each bad field."""
+    try:
+        return QueueSpec.model_validate(fields)
+    except ValidationError as err:
+        raise KueueSpecError(_describe(err)) from None
+
+
+def parse_kueue_install(**fields: object) -> KueueInstall:
+    """Return a validated KueueInstall; raise KueueSpecError naming each bad field."""
+    try:
+        return KueueInstall.model_validate(fields)
+    except ValidationError as err:
+        raise KueueSpecError(_describe(err)) from None
+
+
+def _describe(err: ValidationError) -> str:
+    problems = []
+    for problem in err.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "args"
+        problems.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}")
+    return "; ".join(problems)

@@ -1,0 +1,29 @@
+"""Small builders of SlicePoolsPlans for the platform tests."""
+
+from __future__ import annotations
+
+from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
+from jobset_infra.tpu.spec import Capacity, SlicePoolsSpec
+
+
+def v5e_pools(
+    name: str = "v5e",
+    slices: int = 4,
+    topology: str = "2x4",
+    capacity: Capacity = Capacity.ON_DEMAND,
+    reservation: str | None = None,
+) -> SlicePoolsPlan:
+    """`slices` multi-host v5e pools (ct5lp-hightpu-4t) in us-west4-a."""
+    return plan_slice_pools(
+        SlicePoolsSpec(
+            name=name,
+            accelerator="v5e",
+            topology=topology,
+            machine_type="ct5lp-hightpu-4t",
+            zone="us-west4-a",
+            cluster_location="us-west4",
+            slices=slices,
+            capacity=capacity,
+            reservation=reservation,
+        )
+    )

@@ -1,0 +1,60 @@
+"""Kueue's install: the JobSet integration is on, the chart is pinned, bad versions are named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values, manager_configuration
+from jobset_infra.manifests.kueue_spec import KueueInstall, KueueSpecError, parse_kueue_install
+
+
+def test_configuration_enables_the_jobset_integration() -> None:
+    config = manager_configuration(KueueInstall())
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["kind"] == "Configuration"
+    assert "jobset.x-k8s.io/jobset" in config["integrations"]["frameworks"]
+
+
+def test_helm_values_carry_the_configuration_as_yaml_text() -> None:
+    install = KueueInstall(replicas=2, manage_jobs_without_queue_name=True)
+    values = helm_values(install)
+    text = values["managerConfig"]["controllerManagerConfigYaml"]
+    assert isinstance(text, str)
+    assert yaml.safe_load(text) == manager_configuration(install)
+    assert values["controllerManager"]["replicas"] == 2
+    assert yaml.safe_load(text)["manageJobsWithoutQueueName"] is True
+
+
+def test_the_chart_is_kueues_oci_chart_at_a_pinned_version() -> None:
+    assert KUEUE_CHART == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert KueueInstall().version == "0.19.2"
+
+
+def test_resource_prefixes_excluded_by_default_can_be_turned_off() -> None:
+    default = manager_configuration(KueueInstall())
+    assert default["resources"]["excludeResourcePrefixes"] == ["cpu", "memory", "ephemeral-storage"]
+    assert "resources" not in manager_configuration(KueueInstall(exclude_resource_prefixes=()))
+
+
+def test_configuration_leaves_cert_management_to_the_chart() -> None:
+    # The chart fills internalCertManagement with its own Service/Secret names only when unset.
+    assert "internalCertManagement" not in manager_configuration(KueueInstall())
+
+
+@pytest.mark.parametrize(
+    ("fields", "want_message"),
+    [
+        pytest.param({"version": "v0.19.2"}, "no leading 'v'", id="leading v"),
+        pytest.param({"version": "0.14.0"}, "0.16.0 or newer", id="too old for v1beta2"),
+        pytest.param({"version": "latest"}, "exact Kueue release", id="not pinned"),
+        pytest.param({"release_name": "queues"}, "must contain 'kueue'", id="release name"),
+        pytest.param({"namespace": "Kueue"}, "namespace", id="namespace not a DNS label"),
+        pytest.param({"replicas": 0}, "replicas", id="no replicas"),
+    ],
+)
+def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:
+    with pytest.raises(KueueSpecError, match=want_message):
+        parse_kueue_install(**fields)

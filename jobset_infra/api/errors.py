@@ -52,3 +52,36 @@ def show_value(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(str(value))
+
+
+def invalid(path: str, value: Any, message: str) -> FieldError:
+    """`Invalid value: <value>: <message>` (apimachinery field.Invalid)."""
+    return FieldError(path, f"Invalid value: {show_value(value)}: {message}")
+
+
+def required(path: str) -> FieldError:
+    """`Required value` (field.Required)."""
+    return FieldError(path, "Required value")
+
+
+def forbidden(path: str, message: str) -> FieldError:
+    """`Forbidden: <message>` (field.Forbidden)."""
+    return FieldError(path, f"Forbidden: {message}")
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    """`Duplicate value: <value>` (field.Duplicate)."""
+    return FieldError(path, f"Duplicate value: {show_value(value)}")
+
+
+def not_supported(path: str, value: Any, allowed: Sequence[str]) -> FieldError:
+    """`Unsupported value: <value>: supported values: ...` (field.NotSupported)."""
+    supported = ", ".join(json.dumps(a) for a in allowed)
+    return FieldError(
+        path, f"Unsupported value: {show_value(value)}: supported values: {supported}"
+    )
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    """`Too long: may not be more than <limit> bytes` (field.TooLongMaxLength)."""
+    return FieldError(path, f"Too long: may not be more than {limit} bytes")

@@ -67,3 +67,8 @@ def domain_prefixed_path(value: str) -> list[str]:
 def is_too_long(message: str) -> bool:
     """True for the length message of these checks (callers reword it as upstream does)."""
     return message.startswith("must be no more than")
+
+
+def matches(pattern: str, value: str) -> bool:
+    """True when `value` matches the whole of `pattern`."""
+    return re.fullmatch(pattern, value) is not None

@@ -80,9 +80,9 @@ def test_enums_parse_to_members() -> None:
             id="unknown spec field is rejected",
         ),
         pytest.param(
-            lambda m: m["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
-                "spec"
-            ].update(containerz=[]),
+            lambda m: m["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update(
+                containerz=[]
+            ),
             FieldError(
                 "spec.replicatedJobs[0].template.spec.template.spec.containerz",
                 'unknown field "containerz"',
@@ -100,9 +100,7 @@ def test_enums_parse_to_members() -> None:
             id="wrongly typed container image is rejected",
         ),
         pytest.param(
-            lambda m: m["spec"]["replicatedJobs"][0]["template"]["spec"].update(
-                parallelism=2**40
-            ),
+            lambda m: m["spec"]["replicatedJobs"][0]["template"]["spec"].update(parallelism=2**40),
             FieldError(
                 "spec.replicatedJobs[0].template.spec.parallelism",
                 "Invalid value: 1099511627776: must be a valid int32",

@@ -1,30 +1,45 @@
 """Exclusive topology placement step of reconcile: which domain each new or resumed Job gets.
 
-STUB owned by the placement engineer, who replaces the bodies (keep the two signatures and
-`PlacementDecision`, or agree a change in /work/notes/core-interfaces.md). As a stub it places
-nothing: every Job is created or resumed unchanged, as if no domain assignment were needed.
+Pure; no I/O, no clock. Called by reconcile when it is about to create Jobs (`place_new_jobs`) or
+resume suspended ones (`place_resumed_jobs`). Each Job is handled by its strategy (see
+`controller/placement/strategy.py`), dispatched through a table keyed by `Strategy`:
 
-Contract (pure; no I/O, no clock):
-* `place_new_jobs` is called with the Job manifests reconcile is about to create (already fully
-  labelled, annotated and owned) and may return them with `nodeSelector[<topology key>]` set on the
-  pod template; Jobs left out of `create` are not created in this pass (list them in `hold`).
-* `place_resumed_jobs` is called with the suspended Jobs reconcile is about to resume; for each
-  name in `node_selectors` those entries are added to the Job's pod template nodeSelector on resume
-  (and are treated as controller-owned, so they are not dropped as stale). Jobs in `hold` stay
-  suspended in this pass.
-* `conditions` are set on the JobSet with the usual condition semantics (an event is emitted per
-  change); `requeue_after` asks for another pass when Jobs are held.
+* DOMAINS: all Jobs of this pass that need a domain get a free, fitting one through
+  `nodeSelector[<topology key>] = <domain>`, or none does. Then they are held (not created, or
+  left suspended), the JobSet gets `ExclusivePlacementPending=True` with a message naming the
+  domains that exist, which are busy and why none fits, and reconcile asks for a retry.
+* AFFINITY: upstream v0.2's pod affinity + anti-affinity go on the pod template.
+* NODE_SELECTOR and NONE: construction already did what upstream does; nothing to add.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
+from jobset_infra.api import constants as c
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Manifest, Observed
+from jobset_infra.controller.placement import (
+    Assignment,
+    Domain,
+    JobPlacementView,
+    NoFit,
+    PlacementRequest,
+    QuantityError,
+    allocate,
+    placed_views,
+    request_from_job_manifest,
+)
+from jobset_infra.controller.placement.affinity import with_exclusive_affinity
+from jobset_infra.controller.placement.inputs import PlacementInputs
+from jobset_infra.controller.placement.strategy import Strategy, strategy_for
 
 __all__ = ["PlacementDecision", "place_new_jobs", "place_resumed_jobs"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +53,235 @@ class PlacementDecision:
     requeue_after: float | None = None
 
 
+_NewJobsStep = Callable[
+    [tuple[Manifest, ...], PlacementInputs, PlacementDecision | None], PlacementDecision
+]
+
+
 def place_new_jobs(
-    jobs: tuple[Manifest, ...], observed: Observed, config: CoreConfig
+    jobs: tuple[Manifest, ...],
+    observed: Observed,
+    config: CoreConfig,
+    earlier: PlacementDecision | None = None,
 ) -> PlacementDecision:
-    """Return the Jobs to create now, with their domains assigned. Stub: all, unchanged."""
-    del observed, config
-    return PlacementDecision(create=jobs)
+    """Return the Jobs to create now, with their domains assigned, and the Jobs held back.
+
+    `earlier`: the decision of `place_resumed_jobs` in the same pass, if reconcile made one, so
+    Jobs resumed and created in one pass never get the same domain.
+    """
+    inputs = _inputs(observed)
+    groups = _by_strategy(jobs, inputs, config, _annotations)
+    decisions = [_NEW_JOBS[s](tuple(group), inputs, earlier) for s, group in groups.items()]
+    return _merged(jobs, decisions)
 
 
 def place_resumed_jobs(
     jobs: tuple[ChildJob, ...], observed: Observed, config: CoreConfig
 ) -> PlacementDecision:
-    """Return the nodeSelector entries to add to Jobs being resumed. Stub: none, none held."""
-    del jobs, observed, config
-    return PlacementDecision()
+    """Return the nodeSelector entries to add to Jobs being resumed, or the Jobs held suspended."""
+    inputs = _inputs(observed)
+    groups = _by_strategy(jobs, inputs, config, lambda job: job.annotations)
+    domain_jobs = tuple(groups.get(Strategy.DOMAINS, ()))
+    if not domain_jobs:
+        return PlacementDecision()
+    try:
+        requests = [_resume_request(job, observed) for job in domain_jobs]
+    except QuantityError as err:
+        return _invalid(tuple(job.name for job in domain_jobs), err)
+    result = allocate(requests, _domains_for(requests, inputs), inputs.occupancy)
+    if isinstance(result, NoFit):
+        return _held(tuple(job.name for job in domain_jobs), result, inputs)
+    selectors = {
+        job.name: {req.topology_key: result.domains[req.key]}
+        for job, req in zip(domain_jobs, requests, strict=True)
+    }
+    return PlacementDecision(node_selectors=selectors, conditions=(_assigned(),))
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def _assign_domains(
+    jobs: tuple[Manifest, ...], inputs: PlacementInputs, earlier: PlacementDecision | None
+) -> PlacementDecision:
+    # Jobs created suspended (the JobSet waits for Kueue) get their domain when resumed.
+    waiting = tuple(j for j in jobs if (j.get("spec") or {}).get("suspend") is True)
+    running = tuple(j for j in jobs if (j.get("spec") or {}).get("suspend") is not True)
+    if not running:
+        return PlacementDecision(create=jobs)
+    try:
+        requests = [request_from_job_manifest(j, _annotations(j)[c.EXCLUSIVE_KEY]) for j in running]
+    except QuantityError as err:
+        return replace(_invalid(_names(running), err), create=waiting)
+    occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
+    result = allocate(requests, _domains_for(requests, inputs), occupancy)
+    if isinstance(result, NoFit):
+        return replace(_held(_names(running), result, inputs), create=waiting)
+    placed = tuple(_pinned(j, r, result) for j, r in zip(running, requests, strict=True))
+    return PlacementDecision(create=waiting + placed, conditions=(_assigned(),))
+
+
+def _add_affinity(
+    jobs: tuple[Manifest, ...], inputs: PlacementInputs, earlier: PlacementDecision | None
+) -> PlacementDecision:
+    del inputs, earlier
+    return PlacementDecision(
+        create=tuple(with_exclusive_affinity(j, _annotations(j)[c.EXCLUSIVE_KEY]) for j in jobs)
+    )
+
+
+def _unchanged(
+    jobs: tuple[Manifest, ...], inputs: PlacementInputs, earlier: PlacementDecision | None
+) -> PlacementDecision:
+    del inputs, earlier
+    return PlacementDecision(create=jobs)
+
+
+_NEW_JOBS: Mapping[Strategy, _NewJobsStep] = {
+    Strategy.DOMAINS: _assign_domains,
+    Strategy.AFFINITY: _add_affinity,
+    Strategy.NODE_SELECTOR: _unchanged,  # construction added the namespaced-job selector
+    Strategy.NONE: _unchanged,
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _inputs(observed: Observed) -> PlacementInputs:
+    # No inputs at all: the runtime knows no Nodes and no declared domains.
+    placement = observed.placement
+    return placement if isinstance(placement, PlacementInputs) else PlacementInputs()
+
+
+def _annotations(job: Manifest) -> Mapping[str, str]:
+    return (job.get("metadata") or {}).get("annotations") or {}
+
+
+def _names(jobs: Iterable[Manifest]) -> tuple[str, ...]:
+    return tuple(str(j["metadata"]["name"]) for j in jobs)
+
+
+def _by_strategy(
+    jobs: Sequence[T],
+    inputs: PlacementInputs,
+    config: CoreConfig,
+    annotations_of: Callable[[T], Mapping[str, str]],
+) -> dict[Strategy, list[T]]:
+    groups: dict[Strategy, list[T]] = {}
+    for job in jobs:
+        strategy = Strategy.NONE
+        if config.exclusive_placement:
+            strategy = strategy_for(annotations_of(job), inputs.mode, inputs.domains_known)
+        groups.setdefault(strategy, []).append(job)
+    return groups
+
+
+def _domains_for(
+    requests: Sequence[PlacementRequest], inputs: PlacementInputs
+) -> tuple[Domain, ...]:
+    keys = sorted({r.topology_key for r in requests})
+    return tuple(d for key in keys for d in inputs.domains(key))
+
+
+def _earlier_views(
+    earlier: PlacementDecision | None, requests: Sequence[PlacementRequest]
+) -> tuple[JobPlacementView, ...]:
+    if earlier is None or not earlier.node_selectors or not requests:
+        return ()
+    namespace, owner, scope = requests[0].key.split("/")[0], requests[0].owner, requests[0].scope
+    views: list[JobPlacementView] = []
+    for name, selector in earlier.node_selectors.items():
+        for key, domain in selector.items():
+            request = PlacementRequest(f"{namespace}/{name}", owner, key, 0, scope=scope)
+            views.extend(placed_views([request], Assignment({request.key: domain})))
+    return tuple(views)
+
+
+def _pinned(job: Manifest, request: PlacementRequest, result: Assignment) -> Manifest:
+    out = copy.deepcopy(job)
+    pod = out.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+    pod.setdefault("nodeSelector", {})[request.topology_key] = result.domains[request.key]
+    return out
+
+
+def _resume_request(job: ChildJob, observed: Observed) -> PlacementRequest:
+    """Return the request of a suspended Job from its replicated job's current template.
+
+    Resume merges the template (where Kueue put the flavor's selectors and tolerations) into the
+    Job, so the template is what the pods will look like; the Job's earlier domain is preferred.
+    """
+    key = job.annotations[c.EXCLUSIVE_KEY]
+    template = _rjob_template(observed, job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
+    pod = copy.deepcopy((template.get("spec") or {}).get("template", {}).get("spec") or {})
+    pinned = (pod.get("nodeSelector") or {}).get(key)
+    pod["nodeSelector"] = {**job.node_selector, **(pod.get("nodeSelector") or {})}
+    pod["tolerations"] = [*job.tolerations, *(pod.get("tolerations") or [])]
+    manifest = {
+        "metadata": {"name": job.name, "namespace": job.namespace},
+        "spec": {
+            "parallelism": job.parallelism if job.parallelism is not None else 1,
+            "completions": job.completions,
+            "template": {"spec": pod},
+        },
+    }
+    request = request_from_job_manifest(manifest, key, previous=job.node_selector.get(key))
+    owner = f"{observed.jobset.namespace}/{observed.jobset.name}"
+    return replace(request, owner=owner, pinned=pinned)
+
+
+def _rjob_template(observed: Observed, rjob_name: str) -> Mapping[str, Any]:
+    for rjob in observed.jobset.spec.replicated_jobs:
+        if rjob.name == rjob_name:
+            return rjob.template
+    return {}
+
+
+def _assigned() -> ConditionSpec:
+    return ConditionSpec(
+        type=c.CONDITION_PLACEMENT_PENDING,
+        status="False",
+        reason=c.PLACEMENT_ASSIGNED_REASON,
+        message=c.PLACEMENT_ASSIGNED_MESSAGE,
+    )
+
+
+def _held(names: tuple[str, ...], result: NoFit, inputs: PlacementInputs) -> PlacementDecision:
+    condition = ConditionSpec(
+        type=c.CONDITION_PLACEMENT_PENDING,
+        status="True",
+        reason=c.PLACEMENT_NO_FIT_REASON,
+        message=result.message,
+        event_type="Warning",
+    )
+    return PlacementDecision(
+        hold=names, conditions=(condition,), requeue_after=inputs.retry_seconds
+    )
+
+
+def _invalid(names: tuple[str, ...], err: QuantityError) -> PlacementDecision:
+    # A template the API server accepted but we cannot read; retrying will not help, so no requeue.
+    condition = ConditionSpec(
+        type=c.CONDITION_PLACEMENT_PENDING,
+        status="True",
+        reason=c.PLACEMENT_INVALID_REASON,
+        message=f"{err}; fix the replicated job's pod template",
+        event_type="Warning",
+    )
+    return PlacementDecision(hold=names, conditions=(condition,))
+
+
+def _merged(jobs: Sequence[Manifest], decisions: Sequence[PlacementDecision]) -> PlacementDecision:
+    """Return one decision; created Jobs keep the order reconcile gave them."""
+    order = {name: i for i, name in enumerate(_names(jobs))}
+    create = sorted(
+        (j for d in decisions for j in d.create), key=lambda j: order[j["metadata"]["name"]]
+    )
+    waits = [d.requeue_after for d in decisions if d.requeue_after is not None]
+    return PlacementDecision(
+        create=tuple(create),
+        node_selectors={k: v for d in decisions for k, v in d.node_selectors.items()},
+        hold=tuple(n for d in decisions for n in d.hold),
+        conditions=tuple(cond for d in decisions for cond in d.conditions),
+        requeue_after=min(waits) if waits else None,
+    )

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeAlias
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.models import JobSet
+from jobset_infra.controller.placement.inputs import PlacementInputs  # placement's inputs
 
 __all__ = [
     "Action",
@@ -50,12 +51,6 @@ __all__ = [
 
 Manifest: TypeAlias = dict[str, Any]
 """A Kubernetes object as plain JSON-like data (camelCase keys), as sent to or read from the API."""
-
-PlacementInputs: TypeAlias = Any
-"""Topology domains and their occupancy for exclusive placement.
-
-Owned by controller/placement; the placement engineer narrows this alias to their type.
-"""
 
 
 # --------------------------------------------------------------------------- time

@@ -4,6 +4,7 @@ Pure: the runtime feeds Nodes (as `SlimNode`s), declared domains and occupancy v
 core's `exclusive_placement` step asks `allocate` for domains and pins each Job with a nodeSelector.
 """
 
+from jobset_infra.controller.placement.affinity import exclusive_affinity, with_exclusive_affinity
 from jobset_infra.controller.placement.allocate import Assignment, NoFit, allocate, placed_views
 from jobset_infra.controller.placement.domains import (
     DeclaredDomain,
@@ -12,6 +13,11 @@ from jobset_infra.controller.placement.domains import (
     domains_from_nodes,
 )
 from jobset_infra.controller.placement.fit import Fit, fit
+from jobset_infra.controller.placement.inputs import (
+    PlacementInputs,
+    needs_exclusive_placement,
+    placement_inputs,
+)
 from jobset_infra.controller.placement.jobs import (
     JobPlacementView,
     PlacementRequest,
@@ -27,6 +33,7 @@ from jobset_infra.controller.placement.nodes import (
 )
 from jobset_infra.controller.placement.occupancy import Occupancy
 from jobset_infra.controller.placement.quantity import QuantityError, parse_quantity
+from jobset_infra.controller.placement.strategy import Strategy, strategy_for
 
 __all__ = [
     "Assignment",
@@ -36,19 +43,26 @@ __all__ = [
     "JobPlacementView",
     "NoFit",
     "Occupancy",
+    "PlacementInputs",
     "PlacementRequest",
     "QuantityError",
     "SlimNode",
+    "Strategy",
     "Taint",
     "Toleration",
     "allocate",
     "domain_sort_key",
     "domains_from_nodes",
+    "exclusive_affinity",
     "fit",
     "job_view_from_manifest",
+    "needs_exclusive_placement",
     "parse_quantity",
     "placed_views",
+    "placement_inputs",
     "priority_scope",
     "request_from_job_manifest",
     "slim_node_from_manifest",
+    "strategy_for",
+    "with_exclusive_affinity",
 ]

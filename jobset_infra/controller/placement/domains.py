@@ -91,7 +91,8 @@ def _placeholders(declared: DeclaredDomain, count: int) -> tuple[SlimNode, ...]:
     labels = {**dict(declared.labels), declared.topology_key: declared.name}
     taints = _taints_of(declared)
     return tuple(
-        SlimNode(f"{declared.name}/expected-{i}", labels, taints, allocatable) for i in range(count)
+        SlimNode(f"{declared.name}/expected-{i}", labels, taints, allocatable, placeholder=True)
+        for i in range(count)
     )
 
 

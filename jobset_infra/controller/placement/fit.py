@@ -66,7 +66,7 @@ def fit(request: PlacementRequest, domain: Domain) -> Fit:
     if not matching:
         return Fit(0, _mismatch(request, domain.nodes[0]))
     usable = [n for n in matching if n.usable]
-    room = sum(pods_that_fit(n.allocatable, request.per_pod) for n in usable)
+    room = sum(pods_that_fit(n.allocatable, request.per_pod, n.placeholder) for n in usable)
     if room >= request.pods:
         return Fit(room)
     not_ready = len(matching) - len(usable)

@@ -70,6 +70,7 @@ class SlimNode:
     allocatable: Mapping[str, int] | None = field(default_factory=dict)
     ready: bool = True
     unschedulable: bool = False
+    placeholder: bool = False  # stands for a Node of a declared pool that does not exist yet
 
     @property
     def usable(self) -> bool:
@@ -171,18 +172,21 @@ def matches_node_affinity(affinity: Mapping[str, Any] | None, labels: Mapping[st
     )
 
 
-def pods_that_fit(allocatable: Mapping[str, int] | None, per_pod: Mapping[str, int]) -> int:
+def pods_that_fit(
+    allocatable: Mapping[str, int] | None, per_pod: Mapping[str, int], placeholder: bool = False
+) -> int:
     """Return how many pods with requests `per_pod` one node can hold.
 
     `allocatable=None` means unknown (a declared pool whose Nodes do not exist yet and whose
     allocatable was not declared): count one pod per node, the TPU slice convention (each host
     runs one pod that takes all its chips). A node that does not list a requested resource has
-    none of it.
+    none of it, except on a placeholder, where only the declared resources are known.
     """
     if allocatable is None:
         return 1
-    limits = [allocatable.get("pods", 110_000) // 1000]
+    limits = [allocatable.get("pods", 110_000) // max(per_pod.get("pods", 1000), 1)]
     for name, amount in per_pod.items():
-        if amount > 0:
-            limits.append(allocatable.get(name, 0) // amount)
+        if name == "pods" or amount <= 0 or (placeholder and name not in allocatable):
+            continue
+        limits.append(allocatable.get(name, 0) // amount)
     return max(0, min(limits))

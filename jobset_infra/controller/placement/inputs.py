@@ -1,0 +1,75 @@
+"""What the runtime hands the core for exclusive placement (pure data).
+
+The runtime builds one `PlacementInputs` per reconcile of an exclusive JobSet, under its
+placement lock: the Nodes it caches (None when it may not list them), the domains declared in its
+configuration, the occupancy views of every exclusive Job (cache overlaid by in-flight writes) and
+its placement mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.controller_config import PlacementMode
+from jobset_infra.controller.placement.domains import DeclaredDomain, Domain, domains_from_nodes
+from jobset_infra.controller.placement.jobs import JobPlacementView
+from jobset_infra.controller.placement.nodes import SlimNode
+from jobset_infra.controller.placement.occupancy import Occupancy
+
+__all__ = ["PlacementInputs", "needs_exclusive_placement", "placement_inputs"]
+
+# How long a JobSet waiting for a domain waits before it is looked at again. The runtime also
+# re-queues it on Node and Job changes, so this is only a safety net.
+DEFAULT_RETRY_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementInputs:
+    """Nodes, declared domains, occupancy and mode for one reconcile."""
+
+    nodes: tuple[SlimNode, ...] | None = None  # None: the controller may not list Nodes
+    declared: tuple[DeclaredDomain, ...] = ()
+    occupancy: Occupancy = field(default_factory=Occupancy)
+    mode: PlacementMode = PlacementMode.AUTO
+    retry_seconds: float = DEFAULT_RETRY_SECONDS
+
+    @property
+    def domains_known(self) -> bool:
+        """Return True when the controller can tell which domains exist."""
+        return self.nodes is not None or bool(self.declared)
+
+    def domains(self, topology_key: str) -> tuple[Domain, ...]:
+        """Return the domains of `topology_key` (from Nodes and declarations)."""
+        return domains_from_nodes(self.nodes, topology_key, self.declared)
+
+
+def placement_inputs(
+    nodes: Iterable[SlimNode] | None,
+    declared: Iterable[DeclaredDomain],
+    views: Iterable[JobPlacementView],
+    mode: PlacementMode | str = PlacementMode.AUTO,
+) -> PlacementInputs:
+    """Return placement inputs; `views` are the cache's views followed by in-flight ones."""
+    return PlacementInputs(
+        nodes=None if nodes is None else tuple(nodes),
+        declared=tuple(declared),
+        occupancy=Occupancy.from_views(views),
+        mode=PlacementMode(mode),
+    )
+
+
+def needs_exclusive_placement(jobset: Mapping[str, Any]) -> bool:
+    """Return True if a JobSet manifest asks for exclusive topology anywhere (JobSet or rjob).
+
+    The runtime serializes reconciles of such JobSets under one lock.
+    """
+    if c.EXCLUSIVE_KEY in ((jobset.get("metadata") or {}).get("annotations") or {}):
+        return True
+    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or ():
+        template_meta = ((rjob or {}).get("template") or {}).get("metadata") or {}
+        if c.EXCLUSIVE_KEY in (template_meta.get("annotations") or {}):
+            return True
+    return False

@@ -1,0 +1,325 @@
+"""The JobSet controller shell: caches -> work queue -> decide (pure core) -> execute the plan.
+
+Informers run on every replica (warm standbys); workers run only on the leader. A reconcile
+reads only caches; the only API calls are the plan's writes. Reconciles of JobSets that ask for
+exclusive topology are serialized under one lock (occupancy -> decide -> create), and occupancy
+counts Jobs created or re-pinned but not yet seen by the informer, so two JobSets never get the
+same domain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
+from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
+from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
+from jobset_infra.controller.placement.inputs import (
+    PlacementInputs,
+    needs_exclusive_placement,
+    placement_inputs,
+)
+from jobset_infra.controller.placement.nodes import SlimNode, slim_node_from_manifest
+from jobset_infra.controller.runtime.caches import (
+    OWNER_UID_INDEX,
+    CachedJob,
+    CachedService,
+    cache_job,
+    cache_jobset,
+    cache_service,
+    jobset_uid,
+    same_but_bookkeeping,
+    service_name,
+)
+from jobset_infra.controller.runtime.events import EventRecorder
+from jobset_infra.controller.runtime.executor import Outcome, PlanExecutor
+from jobset_infra.controller.runtime.expectations import Expectations
+from jobset_infra.controller.runtime.informer import Informer, object_key
+from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeClient
+from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
+from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, SERVICES
+from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
+
+log = logging.getLogger(__name__)
+
+Decide = Callable[
+    [dict[str, Any], tuple[ChildJob, ...], bool, PlacementInputs | None, datetime.datetime], Plan
+]
+WallClock = Callable[[], datetime.datetime]
+
+
+def core_config(config: ControllerConfig) -> CoreConfig:
+    return CoreConfig(
+        restart_job_enabled=config.feature_enabled("RestartJob"),
+        elastic_jobset_enabled=config.feature_enabled("ElasticJobSet"),
+        exclusive_placement=config.placement.mode is not PlacementMode.OFF,
+    )
+
+
+def core_decider(config: CoreConfig) -> Decide:
+    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
+    core: Any = importlib.import_module("jobset_infra.controller.core")
+
+    def decide(
+        jobset: dict[str, Any],
+        jobs: tuple[ChildJob, ...],
+        service_exists: bool,
+        placement: PlacementInputs | None,
+        now: datetime.datetime,
+    ) -> Plan:
+        try:
+            observed = core.observe(jobset, jobs, service_exists, placement)
+        except core.MalformedJobSet as err:
+            return core.reconcile_malformed(jobset, err, now)  # type: ignore[no-any-return]
+        return core.reconcile(observed, now, config)  # type: ignore[no-any-return]
+
+    return decide
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _rv(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return -1
+
+
+class JobSetController:
+    def __init__(
+        self,
+        client: KubeClient,
+        config: ControllerConfig,
+        metrics: Metrics,
+        recorder: EventRecorder,
+        *,
+        decide: Decide | None = None,
+        clock: Clock = time.monotonic,
+        wall: WallClock = _utcnow,
+    ) -> None:
+        tuning = config.controller
+        namespace = tuning.watch_namespace or None
+        self.config = config
+        self.metrics = metrics
+        self.decide = decide or core_decider(core_config(config))
+        self._clock = clock
+        self._wall = wall
+        self.jobsets: Informer[dict[str, Any]] = Informer(
+            client, JOBSETS, cache_jobset, namespace=namespace
+        )
+        self.jobs: Informer[CachedJob] = Informer(
+            client, JOBS, cache_job, namespace=namespace,
+            indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
+        )  # fmt: skip
+        self.services: Informer[CachedService] = Informer(
+            client, SERVICES, cache_service, namespace=namespace
+        )
+        self.nodes: Informer[SlimNode] | None = None
+        if config.placement.mode is not PlacementMode.OFF:
+            self.nodes = Informer(client, NODES, slim_node_from_manifest)
+        self.queue = WorkQueue(
+            CONTROLLER_NAME, metrics, ItemBackoff(tuning.backoff_base, tuning.backoff_max)
+        )
+        self.expectations = Expectations(tuning.expectations_timeout)
+        self.placement_lock = asyncio.Lock()
+        self._views: dict[str, JobPlacementView] = {}  # exclusive Jobs, from the cache
+        self._inflight: dict[str, JobPlacementView] = {}  # written by us, not yet in the cache
+        self.executor = PlanExecutor(
+            client, self.expectations, recorder, metrics,
+            max_parallelism=tuning.max_parallelism, clock=clock,
+            on_jobset_written=self.jobsets.write_through,
+            on_job_written=self.jobs.write_through,
+            on_job_created=self._record_inflight,
+        )  # fmt: skip
+        self.reconciles = 0
+        self._wire_handlers()
+
+    @property
+    def informers(self) -> list[Informer[Any]]:
+        found: list[Informer[Any]] = [self.jobsets, self.jobs, self.services]
+        return found + ([self.nodes] if self.nodes is not None else [])
+
+    def synced(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.informers)
+
+    # --- event handlers (O(1) except node/domain changes, which wake exclusive JobSets) ----------
+
+    def _wire_handlers(self) -> None:
+        self.jobsets.add_handler(self._on_jobset)
+        self.jobs.add_handler(self._on_job)
+        self.services.add_handler(self._on_service)
+        if self.nodes is not None:
+            self.nodes.add_handler(self._on_node)
+
+    def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "update" and same_but_bookkeeping(old, new):
+            return
+        self.queue.add(object_key(new if new is not None else old))
+
+    def _on_job(self, kind: str, old: CachedJob | None, new: CachedJob | None) -> None:
+        entry = new if new is not None else old
+        assert entry is not None
+        child = entry.child
+        job_key = f"{child.namespace}/{child.name}"
+        owner = entry.owner_key
+        if owner is not None:
+            if new is not None:
+                self.expectations.observe_create(owner, child.name)
+            if new is None or child.deletion_timestamp is not None:
+                self.expectations.observe_delete(owner, child.uid)
+                self.expectations.observe_create(owner, child.name)
+        self._track_view(job_key, new)
+        if owner is not None:
+            self.queue.add(owner)
+        if _freed_domain(old, new):
+            self._wake_exclusive()
+
+    def _track_view(self, job_key: str, new: CachedJob | None) -> None:
+        if new is not None and new.placement is not None:
+            self._views[job_key] = new.placement
+        else:
+            self._views.pop(job_key, None)
+        pending = self._inflight.get(job_key)
+        if pending is not None and (
+            new is None or _rv(new.child.resource_version) >= _rv(pending.resource_version)
+        ):
+            del self._inflight[job_key]
+
+    def _on_service(self, kind: str, old: Any, new: Any) -> None:
+        entry = new if new is not None else old
+        if entry.owner_key is not None and kind != "update":
+            self.queue.add(entry.owner_key)
+
+    def _on_node(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "update" and old == new:
+            return
+        self._wake_exclusive()
+
+    def _wake_exclusive(self) -> None:
+        for key, jobset in self.jobsets.store.items():
+            if needs_exclusive_placement(jobset):
+                self.queue.add(key)
+
+    # --- workers ---------------------------------------------------------------------------------
+
+    async def run_workers(self, workers: int) -> None:
+        """Reconcile until cancelled; every cached JobSet is queued first (leader start)."""
+        for key in list(self.jobsets.store):
+            self.queue.add(key)
+        self.metrics.max_concurrent.labels(controller=CONTROLLER_NAME).set(workers)
+        tasks = [asyncio.create_task(self._worker()) for _ in range(workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDownError:
+                return
+            try:
+                await self.process(key)
+            finally:
+                self.queue.done(key)
+
+    async def process(self, key: Hashable) -> str:
+        """One reconcile of `key` with its accounting; returns the result label."""
+        namespace, _, name = str(key).partition("/")
+        context = {"controller": CONTROLLER_NAME, "namespace": namespace, "name": name,
+                   "reconcileID": uuid.uuid4().hex}  # fmt: skip
+        started = self._clock()
+        labels = {"controller": CONTROLLER_NAME}
+        self.metrics.active_workers.labels(**labels).inc()
+        result = "error"
+        try:
+            outcome = await self.reconcile(key)
+            result = self._requeue(key, outcome)
+            if outcome.writes:
+                log.info("reconciled", extra={**context, "writes": outcome.writes})
+        except ConflictError as err:  # a stale view: retry soon, not an incident
+            log.debug("conflict: %s", err.message, extra=context)
+            self.queue.add_rate_limited(key)
+        except ApiError as err:
+            log.warning("reconcile failed: %s", err, extra=context)
+            self.queue.add_rate_limited(key)
+        except Exception:
+            log.exception("reconcile crashed", extra=context)
+            self.metrics.reconcile_panics.labels(**labels).inc()
+            self.queue.add_rate_limited(key)
+        finally:
+            self.reconciles += 1
+            self.metrics.active_workers.labels(**labels).dec()
+            self.metrics.reconcile_time.labels(**labels).observe(self._clock() - started)
+            self.metrics.reconcile_total.labels(result=result, **labels).inc()
+            if result == "error":
+                self.metrics.reconcile_errors.labels(**labels).inc()
+        return result
+
+    def _requeue(self, key: Hashable, outcome: Outcome) -> str:
+        self.queue.forget(key)
+        if outcome.requeue_after is not None:
+            self.queue.add_after(key, outcome.requeue_after)
+            return "requeue_after"
+        return "success"
+
+    # --- one reconcile ---------------------------------------------------------------------------
+
+    async def reconcile(self, key: Hashable) -> Outcome:
+        jobset = self.jobsets.get(str(key))
+        if jobset is None:
+            self.expectations.forget(key)
+            return Outcome()
+        now = self._clock()
+        if self.expectations.expired(key, now):
+            self.metrics.expectations_expired.inc()
+        if not self.expectations.satisfied(key, now):
+            # Writes of ours are not in the cache yet; their watch events requeue this key.
+            deadline = self.expectations.deadline(key) or now
+            return Outcome(requeue_after=max(0.0, deadline - now))
+        children = tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset)))
+        namespace = str(jobset["metadata"].get("namespace", ""))
+        service_exists = f"{namespace}/{service_name(jobset)}" in self.services.store
+        if not self._exclusive(jobset):
+            plan = self.decide(jobset, children, service_exists, None, self._wall())
+            return await self.executor.execute(key, jobset, plan)
+        async with self.placement_lock:
+            plan = self.decide(jobset, children, service_exists, self._placement(), self._wall())
+            return await self.executor.execute(key, jobset, plan)
+
+    def _exclusive(self, jobset: dict[str, Any]) -> bool:
+        return self.nodes is not None and needs_exclusive_placement(jobset)
+
+    def _placement(self) -> PlacementInputs:
+        nodes = None
+        if self.nodes is not None and not self.nodes.forbidden:
+            nodes = tuple(self.nodes.store.values())
+        views = [*self._views.values(), *self._inflight.values()]
+        return placement_inputs(nodes, self.config.placement.domains, views,
+                                self.config.placement.mode)  # fmt: skip
+
+    def _record_inflight(self, created: dict[str, Any]) -> None:
+        """A Job we just created holds its domain before the informer shows it."""
+        view = job_view_from_manifest(created)
+        if view is not None and view.key not in self._views:
+            self._inflight[view.key] = view
+
+
+def _freed_domain(old: CachedJob | None, new: CachedJob | None) -> bool:
+    """An exclusive Job stopped holding its domain (finished, suspended, deleting, gone)."""
+    held = old is not None and old.placement is not None and old.placement.holds_domain
+    holds = new is not None and new.placement is not None and new.placement.holds_domain
+    return held and not holds

@@ -1,0 +1,272 @@
+"""Carry out a core `Plan` against the API server, once, in order.
+
+1. Runs of the same action kind execute in parallel, bounded (default 50, upstream's
+   MaxParallelism); the first failed run stops the plan and the key is retried with backoff.
+2. Creates and deletes are recorded as expectations *before* they are sent, so the informer event
+   that answers them can never race past the bookkeeping.
+3. The status is one optimistic-concurrency PUT; a 409 means our view was stale: requeue.
+4. Events and metric increments run only after that write succeeded, so a retried pass never
+   double-counts. The only events made up here are upstream's immediate creation failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any, TypeVar
+
+from jobset_infra.api import constants as c
+from jobset_infra.controller.core.types import (
+    Action,
+    CreateJob,
+    CreateService,
+    DeleteJob,
+    DeleteJobSet,
+    EmitEvent,
+    IncrementMetric,
+    ObjectRef,
+    Plan,
+    RequeueAfter,
+    UpdateJob,
+    UpdateStatus,
+)
+from jobset_infra.controller.runtime.events import Event, EventRecorder
+from jobset_infra.controller.runtime.expectations import Expectations
+from jobset_infra.controller.runtime.kube import (
+    MERGE_PATCH,
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    KubeClient,
+    NotFoundError,
+)
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.ratelimit import Clock
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, SERVICES
+
+log = logging.getLogger(__name__)
+A = TypeVar("A")
+
+
+@dataclass
+class Outcome:
+    """What executing a plan did (for the reconcile result and tests)."""
+
+    writes: int = 0
+    status_written: bool = False
+    requeue_after: float | None = None
+    created: list[dict[str, Any]] = field(default_factory=list)  # API responses of Job creates
+    updated: list[dict[str, Any]] = field(default_factory=list)  # API responses of Job patches
+
+
+class PlanExecutor:
+    def __init__(
+        self,
+        client: KubeClient,
+        expectations: Expectations,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        *,
+        max_parallelism: int = 50,
+        clock: Clock = time.monotonic,
+        on_jobset_written: Callable[[dict[str, Any]], None] | None = None,
+        on_job_written: Callable[[dict[str, Any]], None] | None = None,
+        on_job_created: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.expectations = expectations
+        self.recorder = recorder
+        self.metrics = metrics
+        self.max_parallelism = max_parallelism
+        self._clock = clock
+        self._on_jobset_written = on_jobset_written
+        self._on_job_written = on_job_written
+        self._on_job_created = on_job_created
+        self._counters = {
+            c.METRIC_COMPLETED_TOTAL: metrics.jobset_completed,
+            c.METRIC_FAILED_TOTAL: metrics.jobset_failed,
+        }
+
+    async def execute(self, key: Hashable, jobset: dict[str, Any], plan: Plan) -> Outcome:
+        """Run `plan` for JobSet `key` (cached manifest `jobset`). Raises the first API error."""
+        outcome = Outcome(requeue_after=plan.requeue_after)
+        status_ok = True
+        for kind, run in groupby(plan.actions, key=type):
+            actions = list(run)
+            if kind is UpdateStatus:
+                status_ok = await self._update_status(jobset, actions[0], outcome)
+            elif kind in (EmitEvent, IncrementMetric):
+                if status_ok:
+                    self._after_status(actions)
+            elif kind is not RequeueAfter:
+                await self._run_writes(key, kind, actions, outcome)
+        return outcome
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    async def _run_writes(
+        self, key: Hashable, kind: type, actions: list[Action], outcome: Outcome
+    ) -> None:
+        if kind is CreateJob:
+            creates = [a for a in actions if isinstance(a, CreateJob)]
+            self.expectations.expect(key, self._clock(), creates={a.name: None for a in creates})
+            await self._parallel(creates, lambda a: self._create_job(key, a, outcome))
+        elif kind is DeleteJob:
+            deletes = [a for a in actions if isinstance(a, DeleteJob)]
+            self.expectations.expect(key, self._clock(), deletes={a.uid for a in deletes})
+            await self._parallel(deletes, lambda a: self._delete_job(key, a, outcome))
+        elif kind is UpdateJob:
+            updates = [a for a in actions if isinstance(a, UpdateJob)]
+            await self._parallel(updates, lambda a: self._update_job(a, outcome))
+        elif kind is CreateService:
+            for service in (a for a in actions if isinstance(a, CreateService)):
+                await self._create_service(service, outcome)
+        elif kind is DeleteJobSet:
+            for delete in (a for a in actions if isinstance(a, DeleteJobSet)):
+                await self._delete_jobset(delete, outcome)
+        else:  # a new action kind the core added: fail loudly rather than skip it silently
+            raise TypeError(f"no executor for plan action {kind.__name__}")
+
+    async def _parallel(self, actions: Sequence[A], run: Callable[[A], Awaitable[None]]) -> None:
+        """Run all `actions` with at most `max_parallelism` in flight; raise the first error."""
+        items = iter(actions)
+        errors: list[BaseException] = []
+
+        async def lane() -> None:
+            for action in items:
+                try:
+                    await run(action)
+                except ApiError as err:
+                    errors.append(err)
+
+        lanes = min(self.max_parallelism, len(actions))
+        await asyncio.gather(*(lane() for _ in range(lanes)))
+        if errors:
+            raise errors[0]
+
+    async def _create_job(self, key: Hashable, action: CreateJob, outcome: Outcome) -> None:
+        try:
+            created = await self.client.create(JOBS, action.manifest)
+        except AlreadyExistsError:
+            self.expectations.observe_create(key, action.name)  # exists: no ADDED will come
+            return
+        except ApiError as err:
+            self.expectations.observe_create(key, action.name)
+            self._creation_failed(action.manifest, c.JOB_CREATION_FAILED_EVENT, err)
+            raise
+        outcome.writes += 1
+        outcome.created.append(created)
+        if self._on_job_created:
+            self._on_job_created(created)
+
+    async def _delete_job(self, key: Hashable, action: DeleteJob, outcome: Outcome) -> None:
+        try:
+            await self.client.delete(
+                JOBS, action.name, namespace=action.namespace,
+                propagation=action.propagation, uid=action.uid,
+            )  # fmt: skip
+        except (NotFoundError, ConflictError):  # gone, or a different object by now
+            self.expectations.observe_delete(key, action.uid)
+            return
+        except ApiError:
+            self.expectations.observe_delete(key, action.uid)
+            raise
+        outcome.writes += 1
+
+    async def _update_job(self, action: UpdateJob, outcome: Outcome) -> None:
+        if action.clear_start_time:
+            await self.client.patch(
+                JOBS, action.name, {"status": {"startTime": None}},
+                namespace=action.namespace, subresource="status",
+            )  # fmt: skip
+            outcome.writes += 1
+        patch = copy.deepcopy(action.patch)
+        patch.setdefault("metadata", {})["resourceVersion"] = action.resource_version
+        updated = await self.client.patch(
+            JOBS, action.name, patch, namespace=action.namespace, content_type=MERGE_PATCH
+        )
+        outcome.writes += 1
+        outcome.updated.append(updated)
+        if self._on_job_written:
+            self._on_job_written(updated)
+
+    async def _create_service(self, action: CreateService, outcome: Outcome) -> None:
+        try:
+            await self.client.create(SERVICES, action.manifest)
+        except AlreadyExistsError:
+            return
+        except ApiError as err:
+            self._creation_failed(action.manifest, c.HEADLESS_SERVICE_CREATION_FAILED_EVENT, err)
+            raise
+        outcome.writes += 1
+
+    async def _delete_jobset(self, action: DeleteJobSet, outcome: Outcome) -> None:
+        try:
+            await self.client.delete(
+                JOBSETS, action.name, namespace=action.namespace,
+                propagation=action.propagation, uid=action.uid,
+            )  # fmt: skip
+        except (NotFoundError, ConflictError):
+            return
+        outcome.writes += 1
+
+    async def _update_status(
+        self, jobset: dict[str, Any], action: Action, outcome: Outcome
+    ) -> bool:
+        assert isinstance(action, UpdateStatus)
+        body = {key: value for key, value in jobset.items() if key != "status"}
+        body["metadata"] = {
+            **jobset.get("metadata", {}),
+            "resourceVersion": action.resource_version,
+        }
+        body["status"] = action.status
+        written = await self.client.replace(JOBSETS, body, subresource="status")  # 409 -> raise
+        outcome.writes += 1
+        outcome.status_written = True
+        if self._on_jobset_written:
+            self._on_jobset_written(written)
+        return True
+
+    # --- after the status write ------------------------------------------------------------------
+
+    def _after_status(self, actions: Iterable[Action]) -> None:
+        for action in actions:
+            if isinstance(action, EmitEvent):
+                self.recorder.emit(
+                    Event(action.regarding, action.type, action.reason, action.message)
+                )
+            elif isinstance(action, IncrementMetric):
+                counter = self._counters.get(action.name)
+                if counter is None:
+                    log.warning("plan asked for unknown metric %s", action.name)
+                    continue
+                counter.labels(**dict(action.labels)).inc()
+
+    def _creation_failed(self, manifest: dict[str, Any], reason: str, err: ApiError) -> None:
+        ref = owner_ref(manifest)
+        if ref is None:
+            return
+        name = (manifest.get("metadata") or {}).get("name", "")
+        what = "job" if reason == c.JOB_CREATION_FAILED_EVENT else "service"
+        note = f'{what} "{name}" creation failed with error: {err.message or err}'
+        self.recorder.emit(Event(ref, "Warning", reason, note))
+
+
+def owner_ref(manifest: dict[str, Any]) -> ObjectRef | None:
+    """The JobSet a child manifest belongs to (its controller ownerReference)."""
+    meta = manifest.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == c.KIND:
+            return ObjectRef(
+                kind=c.KIND,
+                api_version=str(ref.get("apiVersion", c.API_VERSION)),
+                namespace=str(meta.get("namespace", "")),
+                name=str(ref.get("name", "")),
+                uid=str(ref.get("uid", "")),
+            )
+    return None

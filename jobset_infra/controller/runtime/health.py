@@ -1,0 +1,84 @@
+"""HTTP endpoints: /healthz and /readyz on the health address, /metrics on the metrics address.
+
+Standby replicas are ready once their caches are synced (they serve nothing but are warm), so a
+rolling update does not wait for leadership. Binding ":0" picks a free port (tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from jobset_infra.controller.runtime.metrics import Metrics
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def split_address(address: str) -> tuple[str, int] | None:
+    """(host, port) from ":8081" / "127.0.0.1:0"; None for "0" or "" (disabled), like upstream."""
+    if address in ("", "0"):
+        return None
+    host, _, port = address.rpartition(":")
+    return (host or "0.0.0.0", int(port))
+
+
+class Endpoints:
+    """One aiohttp site per distinct address; health and metrics may share one."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        healthy: Callable[[], bool],
+        ready: Callable[[], bool],
+        liveness_path: str = "/healthz",
+        readiness_path: str = "/readyz",
+    ) -> None:
+        self.metrics = metrics
+        self.healthy = healthy
+        self.ready = ready
+        self.liveness_path = liveness_path
+        self.readiness_path = readiness_path
+        self._runners: list[web.AppRunner] = []
+        self.ports: dict[str, int] = {}
+
+    async def start(self, health_address: str, metrics_address: str) -> None:
+        routes: dict[str, list[web.RouteDef]] = {}
+        if split_address(health_address):
+            routes.setdefault(health_address, []).extend(
+                [
+                    web.get(self.liveness_path, self._healthz),
+                    web.get(self.readiness_path, self._readyz),
+                ]
+            )
+        if split_address(metrics_address):
+            routes.setdefault(metrics_address, []).append(web.get("/metrics", self._metrics))
+        for address, defs in routes.items():
+            host, port = split_address(address) or ("", 0)
+            app = web.Application()
+            app.add_routes(defs)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            self._runners.append(runner)
+            bound = runner.addresses[0][1] if runner.addresses else port
+            for route in defs:
+                name = "metrics" if route.path == "/metrics" else "health"
+                self.ports[name] = bound
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        ok = self.healthy()
+        return web.Response(status=200 if ok else 500, text="ok" if ok else "unhealthy")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        ok = self.ready()
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "caches not synced")
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})

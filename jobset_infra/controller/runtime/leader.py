@@ -1,0 +1,181 @@
+"""Lease leader election (coordination.k8s.io/v1), with client-go's rules.
+
+- A candidate takes the Lease when it is free, held by itself, or not renewed for
+  `lease_duration` as observed on *our* clock (so clock skew between nodes does not matter).
+- Writes are PUTs carrying the resourceVersion read, so two candidates cannot both win: the loser
+  gets a 409 and retries after `retry_period`.
+- The leader renews every `retry_period`; if it cannot renew for `renew_deadline` it stops
+  leading (`on_stopped`), and the process exits: it never writes again on a stale belief.
+- On a graceful stop the leader releases the Lease (empty holder), so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.ratelimit import Clock
+from jobset_infra.controller.runtime.resources import LEASES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaseTimings:
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def _micro(now: datetime.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: KubeClient,
+        name: str,
+        namespace: str,
+        identity: str,
+        *,
+        timings: LeaseTimings = LeaseTimings(),
+        metrics: Metrics | None = None,
+        clock: Clock = time.monotonic,
+        wall: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self.timings = timings
+        self.metrics = metrics
+        self._clock = clock
+        self._wall = wall
+        self._observed: dict[str, Any] | None = None  # the lease spec we last saw
+        self._observed_rv = ""
+        self._observed_at = 0.0
+        self.leading = asyncio.Event()
+        self.lost = asyncio.Event()
+        self.transitions_seen = 0
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leading.is_set() and not self.lost.is_set()
+
+    async def run(self) -> None:
+        """Acquire, then renew until the lease is lost (returns) or the task is cancelled."""
+        self._report(False)
+        try:
+            await self._acquire()
+            self.leading.set()
+            self._report(True)
+            log.info("became leader", extra={"lease": self.name, "identity": self.identity})
+            await self._renew_until_lost()
+        finally:
+            if self.leading.is_set():
+                self.lost.set()
+            self._report(False)
+
+    async def release(self) -> None:
+        """Give the lease up (graceful shutdown) so a standby need not wait for it to expire."""
+        if not self.is_leader:
+            return
+        self.lost.set()
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            lease["spec"] = {**spec, "holderIdentity": None, "leaseDurationSeconds": 1}
+            await self.client.replace(LEASES, lease)
+        except ApiError as err:
+            log.info("could not release the lease: %s", err)
+
+    async def _acquire(self) -> None:
+        while True:
+            if await self._try_acquire_or_renew():
+                return
+            await asyncio.sleep(self.timings.retry_period)
+
+    async def _renew_until_lost(self) -> None:
+        last_renew = self._clock()
+        while True:
+            await asyncio.sleep(self.timings.retry_period)
+            if await self._try_acquire_or_renew():
+                last_renew = self._clock()
+            elif self._clock() - last_renew >= self.timings.renew_deadline:
+                log.error("leader election lost", extra={"lease": self.name})
+                return
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now_wall = _micro(self._wall())
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+        except NotFoundError:
+            return await self._create(now_wall)
+        except ApiError as err:
+            log.warning("reading lease failed: %s", err)
+            return False
+        spec = dict(lease.get("spec") or {})
+        rv = str((lease.get("metadata") or {}).get("resourceVersion", ""))
+        if spec != self._observed or rv != self._observed_rv:
+            self._observed, self._observed_rv, self._observed_at = spec, rv, self._clock()
+        holder = spec.get("holderIdentity") or ""
+        duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
+        if holder and holder != self.identity and self._clock() - self._observed_at < duration:
+            return False  # someone else holds a lease we have seen renewed recently
+        taking_over = holder != self.identity
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=max(1, round(self.timings.lease_duration)),
+            renewTime=now_wall,
+        )
+        if taking_over:
+            spec["acquireTime"] = now_wall
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+        lease["spec"] = spec
+        try:
+            updated = await self.client.replace(LEASES, lease)
+        except ApiError as err:  # 409: someone else wrote first
+            log.debug("lease update failed: %s", err)
+            return False
+        self._remember(updated)
+        return True
+
+    async def _create(self, now_wall: str) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": max(1, round(self.timings.lease_duration)),
+                "acquireTime": now_wall,
+                "renewTime": now_wall,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            created = await self.client.create(LEASES, body, self.namespace)
+        except ApiError as err:  # AlreadyExists: another candidate was faster
+            log.debug("lease create failed: %s", err)
+            return False
+        self._remember(created)
+        return True
+
+    def _remember(self, lease: dict[str, Any]) -> None:
+        self._observed = dict(lease.get("spec") or {})
+        self._observed_rv = str((lease.get("metadata") or {}).get("resourceVersion", ""))
+        self._observed_at = self._clock()
+
+    def _report(self, leading: bool) -> None:
+        if self.metrics:
+            self.metrics.leader_status.labels(name=self.name).set(1 if leading else 0)

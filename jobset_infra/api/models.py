@@ -224,7 +224,10 @@ class FailurePolicyRule(_Model):
 
     name: str = Field(
         default="",
-        max_length=c.RULE_NAME_MAX_LENGTH,
+        json_schema_extra={
+            "maxLength": c.RULE_NAME_MAX_LENGTH,
+            "pattern": c.RULE_NAME_PATTERN,
+        },
     )
     """Rule name, unique in the policy; defaulted to failurePolicyRule<index>."""
     action: FailurePolicyAction
@@ -379,7 +382,7 @@ class JobSetSpec(_Model):
     """Suspend the JobSet (its Jobs are suspended too)."""
     coordinator: Coordinator | None = None
     """Coordinator pod published as a label on every Job."""
-    managed_by: str | None = Field(default=None, max_length=63)
+    managed_by: str | None = Field(default=None, json_schema_extra={"maxLength": 63})
     """Controller that manages this JobSet; others leave it alone."""
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=c.MAX_INT32)
     """Delete the JobSet this long after it finished."""

@@ -1,0 +1,113 @@
+"""Build the `Observed` state from raw objects, and handle JobSets that cannot be parsed.
+
+A JobSet that bypassed validation (an old CRD, a direct etcd write, a CRD without our schema)
+may not parse into the model. The controller must not crash or loop on it: it reports the
+problem on the object, as a condition and a Warning event, and does nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.errors import FieldError
+from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
+from jobset_infra.controller.core import conditions as cond
+from jobset_infra.controller.core.types import (
+    Action,
+    ChildJob,
+    CoreConfig,
+    EmitEvent,
+    ObjectRef,
+    Observed,
+    PlacementInputs,
+    Plan,
+    UpdateStatus,
+)
+
+__all__ = ["MalformedJobSetError", "observe", "reconcile_malformed"]
+
+_MAX_LISTED_ERRORS = 5
+
+
+class MalformedJobSetError(ValueError):
+    """The JobSet object does not parse into the v1alpha2 model; `errors` name the fields."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        self.errors = errors
+        super().__init__(describe(errors))
+
+
+def describe(errors: list[FieldError]) -> str:
+    """Return one line naming the bad fields and how to fix them."""
+    shown = "; ".join(str(e) for e in errors[:_MAX_LISTED_ERRORS]) or "unparsable object"
+    more = len(errors) - _MAX_LISTED_ERRORS
+    if more > 0:
+        shown += f"; and {more} more"
+    return (
+        f"{shown}. Fix these fields of the JobSet (run `jobset-infra validate` on its YAML); "
+        "the controller does nothing else with it until then"
+    )
+
+
+def observe(
+    raw_jobset: Mapping[str, Any],
+    jobs: Iterable[ChildJob] = (),
+    service_exists: bool = False,
+    placement: PlacementInputs | None = None,
+) -> Observed:
+    """Return the observed state; raise MalformedJobSetError if the JobSet does not parse.
+
+    Job templates are not re-checked against the Kubernetes OpenAPI here: the API server
+    already validated the object and the check is too slow for every reconcile.
+    """
+    try:
+        js = JobSet.model_validate(raw_jobset, context={CHECK_TEMPLATES: False})
+    except ValidationError as exc:
+        raise MalformedJobSetError(field_errors(exc)) from None
+    return Observed(js, tuple(jobs), service_exists, placement)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def reconcile_malformed(
+    raw_jobset: Mapping[str, Any],
+    error: MalformedJobSetError | Exception,
+    now: datetime,
+    config: CoreConfig | None = None,
+) -> Plan:
+    """Return the plan for an unparsable JobSet: InvalidSpec=True and a Warning. Never raises."""
+    try:
+        return _malformed_plan(raw_jobset, str(error), now, config or CoreConfig())
+    except Exception:
+        return Plan()
+
+
+def _malformed_plan(
+    raw: Mapping[str, Any], message: str, now: datetime, config: CoreConfig
+) -> Plan:
+    meta, spec = _dict(raw.get("metadata")), _dict(raw.get("spec"))
+    if meta.get("deletionTimestamp") or spec.get("managedBy") not in (None, config.controller_name):
+        return Plan()
+    status = _dict(raw.get("status"))
+    conditions = [dict(x) for x in status.get("conditions") or [] if isinstance(x, Mapping)]
+    spec_ = cond.ConditionSpec(
+        c.CONDITION_INVALID_SPEC, "True", c.INVALID_SPEC_REASON, message, "Warning"
+    )
+    if not cond.set_condition(conditions, spec_, now):
+        return Plan()
+    status["conditions"] = conditions
+    status.setdefault("restarts", 0)
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    ref = ObjectRef(c.KIND, c.API_VERSION, namespace, name, str(meta.get("uid", "")))
+    actions: tuple[Action, ...] = (
+        UpdateStatus(namespace, name, str(meta.get("resourceVersion", "")), status),
+        EmitEvent("Warning", c.INVALID_SPEC_REASON, message, ref),
+    )
+    return Plan(actions)

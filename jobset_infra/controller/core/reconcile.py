@@ -1,0 +1,186 @@
+"""`reconcile(observed, now, config) -> Plan`: one JobSet pass, in upstream's order (§2.2 of the
+reference; upstream `Reconcile`/`reconcile`, jobset_controller.go l.110-264).
+
+Pure: no I/O, no clock, no randomness. Each numbered step is one named function; the policies
+live in their own modules. Steps returning early end the pass as upstream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from jobset_infra.api import constants as c
+from jobset_infra.controller.core import conditions as cond
+from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
+from jobset_infra.controller.core.draft import Draft
+from jobset_infra.controller.core.elastic import scaling_updates
+from jobset_infra.controller.core.failure_policy import execute_failure_policy
+from jobset_infra.controller.core.headless_service import service_to_create
+from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs
+from jobset_infra.controller.core.replicated_jobs_status import (
+    RJobCounts,
+    count_replicated_jobs,
+    replicated_jobs_status,
+)
+from jobset_infra.controller.core.success_policy import success_policy_met
+from jobset_infra.controller.core.suspend_resume import suspend_jobs
+from jobset_infra.controller.core.ttl_after_finished import ttl_after_finished
+from jobset_infra.controller.core.types import (
+    ChildJob,
+    CoreConfig,
+    CreateService,
+    DeleteJob,
+    DeleteJobSet,
+    Observed,
+    Plan,
+)
+
+__all__ = ["is_managed_here", "reconcile"]
+
+
+def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = None) -> Plan:
+    """Return the plan that moves the JobSet towards its spec. Pure; `now` is aware UTC."""
+    config = config or CoreConfig()
+    # 2-3. a JobSet being deleted, or managed by another controller, is left alone
+    if not is_managed_here(observed, config):
+        return Plan()
+    draft = Draft.begin(observed, now, config)
+    mark_spec_valid(draft)
+    # 5. previous attempt / active / successful / failed
+    jobs = classify(draft)
+    # 6. status.replicatedJobsStatus
+    counts = update_replicated_jobs_status(draft, jobs)
+    # 7. finished: delete active Jobs, then apply the TTL
+    if draft.finished:
+        delete_jobs(draft, jobs.active, why="jobset finished")
+        apply_ttl_after_finished(draft)
+        return draft.plan()
+    # 8. foreground-delete Jobs of previous attempts
+    delete_jobs(draft, jobs.previous, why="previous restart attempt")
+    # 9. RestartingJobSet=False once every Job is ready again
+    mark_jobs_ready(draft, counts)
+    # 10. failed Jobs: the failure policy decides, and nothing else happens this pass
+    if jobs.failed:
+        apply_failure_policy(draft, jobs)
+        return draft.plan()
+    # 11. successful Jobs: the success policy may complete the JobSet
+    if jobs.successful and success_policy_met(draft.js, jobs.successful):
+        draft.complete()
+        return draft.plan()
+    # 12. headless Service for pod DNS hostnames
+    create_headless_service(draft)
+    # 14. elastic JobSets: propagate parallelism/completions (gate ElasticJobSet)
+    sync_job_scaling(draft, jobs)
+    # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement)
+    create_jobs(draft, jobs, counts)
+    # 16. suspend or resume
+    if draft.suspended:
+        suspend(draft, jobs)
+    else:
+        resume_jobs(draft, jobs, counts)
+    return draft.plan()
+
+
+def is_managed_here(observed: Observed, config: CoreConfig) -> bool:
+    """Return whether this controller acts on the JobSet (not deleting, managedBy is us)."""
+    js = observed.jobset
+    if js.metadata.deletion_timestamp:
+        return False
+    return js.spec.managed_by in (None, config.controller_name)
+
+
+def mark_spec_valid(draft: Draft) -> None:
+    """Flip an InvalidSpec condition left by an unparsable earlier version to False."""
+    draft.set_condition(
+        cond.ConditionSpec(
+            c.CONDITION_INVALID_SPEC, "False", c.VALID_SPEC_REASON, c.VALID_SPEC_MESSAGE
+        )
+    )
+
+
+def classify(draft: Draft) -> ChildJobs:
+    """Step 5: classify the JobSet's own Jobs by attempt and outcome."""
+    counters = draft.counters
+    job_restarts = dict(counters.job_restarts) if draft.config.restart_job_enabled else None
+    return classify_child_jobs(
+        draft.observed.jobs, draft.js.metadata.uid or "", counters.restarts, job_restarts
+    )
+
+
+def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJobCounts]:
+    """Step 6: recompute status.replicatedJobsStatus (per-Job restarts carried forward)."""
+    counts = count_replicated_jobs(draft.js.spec.replicated_jobs, jobs)
+    carried = None
+    if draft.config.restart_job_enabled:
+        carried = {
+            entry["name"]: {
+                k: entry[k] for k in ("jobRestarts", "jobRestartsCountTowardsMax") if k in entry
+            }
+            for entry in draft.status["replicatedJobsStatus"]
+        }
+    draft.status["replicatedJobsStatus"] = replicated_jobs_status(counts, carried)
+    return counts
+
+
+def delete_jobs(draft: Draft, jobs: Sequence[ChildJob], why: str) -> None:
+    """Steps 7 and 8: foreground-delete Jobs not already being deleted."""
+    for job in jobs:
+        if job.deletion_timestamp is None:
+            draft.add(DeleteJob(job.namespace, job.name, job.uid, why=why))
+
+
+def apply_ttl_after_finished(draft: Draft) -> None:
+    """Step 7: delete the finished JobSet after ttlSecondsAfterFinished, or requeue until then."""
+    decision = ttl_after_finished(
+        draft.js.spec.ttl_seconds_after_finished, draft.conditions, draft.now
+    )
+    if decision.delete:
+        meta = draft.js.metadata
+        draft.add(DeleteJobSet(draft.js.namespace, draft.js.name, meta.uid or ""))
+    elif decision.requeue_after is not None:
+        draft.requeue_after(decision.requeue_after)
+
+
+def mark_jobs_ready(draft: Draft, counts: dict[str, RJobCounts]) -> None:
+    """Step 9: RestartingJobSet=False/JobsReady when every Job is ready or succeeded."""
+    if draft.suspended:
+        return
+    wanted = sum(rjob.replicas for rjob in draft.js.spec.replicated_jobs)
+    done = sum(n.ready + n.succeeded for n in counts.values())
+    if done == wanted:
+        draft.set_condition(cond.restarting_stopped(c.JOBS_READY_REASON))
+
+
+def apply_failure_policy(draft: Draft, jobs: ChildJobs) -> None:
+    """Step 10: fail the JobSet or count a restart, as the failure policy says."""
+    outcome = execute_failure_policy(draft.js, jobs.failed, draft.counters, draft.config)
+    if outcome is None:
+        return
+    draft.set_counters(outcome.counters)
+    if outcome.failed is not None:
+        draft.fail(outcome.failed)
+    if outcome.restarting is not None:
+        draft.set_condition(outcome.restarting)
+    for reason, message in outcome.events:
+        draft.event("Warning", reason, message)
+
+
+def create_headless_service(draft: Draft) -> None:
+    """Step 12: create the headless Service when DNS hostnames are on and it is missing."""
+    service = service_to_create(draft.js, draft.observed.service_exists)
+    if service is not None:
+        draft.add(CreateService(service))
+
+
+def sync_job_scaling(draft: Draft, jobs: ChildJobs) -> None:
+    """Step 14: patch parallelism/completions of live Jobs (ElasticJobSet gate only)."""
+    if draft.config.elastic_jobset_enabled:
+        draft.add(*scaling_updates(draft.js.spec.replicated_jobs, jobs.active))
+
+
+def suspend(draft: Draft, jobs: ChildJobs) -> None:
+    """Step 16: suspend active Jobs; Suspended=True, RestartingJobSet=False/JobSetSuspended."""
+    draft.add(*suspend_jobs(jobs.active))
+    draft.set_condition(cond.suspended())
+    draft.set_condition(cond.restarting_stopped(c.JOBSET_SUSPENDED_REASON))

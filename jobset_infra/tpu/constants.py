@@ -19,6 +19,7 @@ __all__ = [
     "MIN_GKE_VERSION_MULTISLICE",
     "MIN_GKE_VERSION_UNPRIVILEGED_TPU",
     "PLACEMENT_COMPACT",
+    "RESERVATION_AFFINITY_NONE",
     "RESERVATION_AFFINITY_SPECIFIC",
     "RESERVATION_NAME_KEY",
     "RESERVATION_NAME_LABEL",
@@ -55,6 +56,8 @@ GKE_TAINT_EFFECT_NO_SCHEDULE: Final = "NO_SCHEDULE"
 PLACEMENT_COMPACT: Final = "COMPACT"
 # NodeConfig.reservationAffinity for a named reservation.
 RESERVATION_AFFINITY_SPECIFIC: Final = "SPECIFIC_RESERVATION"
+# Flex-start VMs never come from a reservation.
+RESERVATION_AFFINITY_NONE: Final = "NO_RESERVATION"
 RESERVATION_NAME_KEY: Final = "compute.googleapis.com/reservation-name"
 
 # Flex-start (DWS) VMs run at most 7 days (GKE provisioning-model docs).

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 
-from jobset_infra.components.offline import OfflineRun, Registration, run_offline
+from jobset_infra.components.offline import OfflineMocks, OfflineRun, Registration, run_offline
 
 __all__ = [
     "GCP_CLUSTER",
@@ -38,6 +39,7 @@ __all__ = [
     "GCP_SERVICE_ACCOUNT",
     "K8S_PROVIDER",
     "ComponentRun",
+    "HarnessMocks",
     "isolated_pulumi",
     "run_component",
 ]
@@ -87,6 +89,19 @@ class ComponentRun(Generic[T]):
         return self.run.warnings()
 
 
+class HarnessMocks(OfflineMocks):
+    """The offline mocks, plus computed outputs component tests read (service-account emails)."""
+
+    def new_resource(
+        self, args: pulumi_mocks.MockResourceArgs
+    ) -> tuple[str | None, dict[str, Any]]:
+        resource_id, state = super().new_resource(args)
+        if args.typ == GCP_SERVICE_ACCOUNT:
+            project = args.inputs.get("project", "mock-project")
+            state["email"] = f"{args.inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        return resource_id, state
+
+
 def _reset_pulumi_globals() -> None:
     # Pulumi keeps its settings, root stack resource and config in module globals/contextvars.
     pulumi_settings.reset_options(project="project", stack="stack")
@@ -129,5 +144,12 @@ def run_component(
             secret[name] = await output.is_secret()
 
     with isolated_pulumi():
-        run = run_offline(program, project=project, stack=stack, config=config, preview=preview)  # type: ignore[arg-type]  # an async program is allowed at runtime
+        run = run_offline(
+            program,  # type: ignore[arg-type]  # run_pulumi_func awaits an async program
+            project=project,
+            stack=stack,
+            config=config,
+            preview=preview,
+            mocks=HarnessMocks(),
+        )
     return ComponentRun(built[0], run, values, secret)

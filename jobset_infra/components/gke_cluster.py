@@ -1,0 +1,220 @@
+"""`GkeCluster`: a GKE Standard cluster ready for TPU training, and a Kubernetes provider for it.
+
+The shell around `jobset_infra.tpu.cluster`: validate the spec (pure, raises at preview), then
+create the node service account, the cluster (default pool removed), a CPU system pool for the
+controllers, optional Cloud NAT for private nodes, and a `pulumi_kubernetes.Provider` whose
+kubeconfig uses the gke-gcloud-auth-plugin exec credential. TPU pools come from `TpuSlicePools`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from jobset_infra.tpu.cluster import (
+    NODE_OAUTH_SCOPES,
+    NODE_SERVICE_ACCOUNT_ROLES,
+    GkeClusterSpec,
+    validate_cluster_spec,
+)
+from jobset_infra.tpu.kubeconfig import context_name, render_kubeconfig
+
+__all__ = ["GkeCluster", "GkeClusterArgs"]
+
+TYPE_TOKEN = "jobset-infra:index:GkeCluster"
+GkeClusterArgs = GkeClusterSpec
+SYSTEM_POOL_LABEL = {"jobset-infra/pool": "system"}
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """A GKE cluster with Workload Identity, Dataplane V2, a CPU system pool and a provider."""
+
+    name: pulumi.Output[str]
+    """The GKE cluster name."""
+    endpoint: pulumi.Output[str]
+    """The control plane's IP address."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig (secret) authenticating with gke-gcloud-auth-plugin."""
+    provider: k8s.Provider
+    """Kubernetes provider for resources inside the cluster."""
+    node_service_account: pulumi.Output[str]
+    """Email of the node service account (TPU pools use it too)."""
+
+    def __init__(
+        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        validate_cluster_spec(args)  # before any child exists: a bad spec fails preview
+        self.spec = args
+        cluster_name = args.name or name
+        child = pulumi.ResourceOptions(parent=self)
+        self.node_service_account = self._service_account(name, args, child)
+        if args.private_nodes and args.create_cloud_nat:
+            self._cloud_nat(name, args, child)
+        cluster = gcp.container.Cluster(
+            name, opts=child, **_cluster_inputs(cluster_name, args, self.node_service_account)
+        )
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system",
+            opts=child,
+            **_system_pool_inputs(cluster.name, args, self.node_service_account),
+        )
+        self.cluster = cluster
+        self.name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate
+            ).apply(
+                lambda v: render_kubeconfig(
+                    context=context_name(args.project, args.location, v[0]),
+                    endpoint=v[1],
+                    ca_certificate=v[2],
+                )
+            )
+        )
+        # The provider waits for the system pool: controllers need a node to schedule on.
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
+        )
+        self.register_outputs(
+            {
+                "name": self.name,
+                "endpoint": self.endpoint,
+                "kubeconfig": self.kubeconfig,
+                "node_service_account": self.node_service_account,
+            }
+        )
+
+    @staticmethod
+    def _service_account(
+        name: str, spec: GkeClusterSpec, child: pulumi.ResourceOptions
+    ) -> pulumi.Output[str]:
+        """Return the node service account email, creating a least-privilege one if none given."""
+        if spec.node_service_account is not None:
+            return pulumi.Output.from_input(spec.node_service_account)
+        account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            project=spec.project,
+            account_id=_account_id(spec.name or name),
+            display_name=f"GKE nodes of {spec.name or name}",
+            opts=child,
+        )
+        for role in NODE_SERVICE_ACCOUNT_ROLES:
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.split('/')[-1]}",
+                project=spec.project,
+                role=role,
+                member=pulumi.Output.concat("serviceAccount:", account.email),
+                opts=child,
+            )
+        return account.email
+
+    @staticmethod
+    def _cloud_nat(name: str, spec: GkeClusterSpec, child: pulumi.ResourceOptions) -> None:
+        """Give private nodes egress (registry.k8s.io images) through a Cloud Router NAT."""
+        router = gcp.compute.Router(
+            f"{name}-router", project=spec.project, region=spec.region, network=spec.network,
+            opts=child,
+        )  # fmt: skip
+        gcp.compute.RouterNat(
+            f"{name}-nat",
+            project=spec.project,
+            region=spec.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            opts=child,
+        )
+
+
+def _account_id(cluster_name: str) -> str:
+    # Service account ids are 6-30 characters; keep the cluster name's head and a fixed suffix.
+    return f"{cluster_name[:24].rstrip('-')}-nodes"
+
+
+def _node_config(spec: GkeClusterSpec, service_account: pulumi.Input[str]) -> dict[str, Any]:
+    """Return the secure node settings shared by the (removed) default pool and the system pool."""
+    config: dict[str, Any] = {
+        "machine_type": spec.system_pool_machine_type,
+        "service_account": service_account,
+        "oauth_scopes": list(NODE_OAUTH_SCOPES),
+        "shielded_instance_config": {
+            "enable_secure_boot": True,
+            "enable_integrity_monitoring": True,
+        },
+        "labels": dict(SYSTEM_POOL_LABEL),
+    }
+    if spec.workload_identity:
+        config["workload_metadata_config"] = {"mode": "GKE_METADATA"}
+    return config
+
+
+def _cluster_inputs(
+    cluster_name: str, spec: GkeClusterSpec, service_account: pulumi.Input[str]
+) -> dict[str, Any]:
+    """Return the gcp.container.Cluster arguments for a valid spec."""
+    inputs: dict[str, Any] = {
+        "name": cluster_name,
+        "project": spec.project,
+        "location": spec.location,
+        "network": spec.network,
+        "subnetwork": spec.subnetwork,
+        # The default pool cannot be configured well; GKE needs one node to create the cluster.
+        "remove_default_node_pool": True,
+        "initial_node_count": 1,
+        "node_config": _node_config(spec, service_account),
+        "release_channel": {"channel": spec.release_channel or "UNSPECIFIED"},
+        "min_master_version": spec.version,
+        "networking_mode": "VPC_NATIVE",
+        "ip_allocation_policy": {},
+        "datapath_provider": "ADVANCED_DATAPATH" if spec.dataplane_v2 else None,
+        "addons_config": {
+            "gcs_fuse_csi_driver_config": {"enabled": spec.gcs_fuse_csi_driver},
+            "gce_persistent_disk_csi_driver_config": {"enabled": True},
+        },
+        # Secure defaults: no client certificates, no legacy ABAC, Shielded GKE nodes.
+        "master_auth": {"client_certificate_config": {"issue_client_certificate": False}},
+        "enable_legacy_abac": False,
+        "enable_shielded_nodes": True,
+        "deletion_protection": spec.deletion_protection,
+        "resource_labels": dict(spec.resource_labels) or None,
+    }
+    if spec.workload_identity:
+        inputs["workload_identity_config"] = {"workload_pool": spec.workload_pool}
+    if spec.private_nodes:
+        inputs["private_cluster_config"] = {
+            "enable_private_nodes": True,
+            "enable_private_endpoint": False,
+            "master_ipv4_cidr_block": spec.master_ipv4_cidr_block,
+        }
+    if spec.master_authorized_networks:
+        inputs["master_authorized_networks_config"] = {
+            "cidr_blocks": [
+                {"cidr_block": cidr, "display_name": f"authorized-{i}"}
+                for i, cidr in enumerate(spec.master_authorized_networks)
+            ]
+        }
+    return inputs
+
+
+def _system_pool_inputs(
+    cluster: pulumi.Input[str], spec: GkeClusterSpec, service_account: pulumi.Input[str]
+) -> dict[str, Any]:
+    """Return the gcp.container.NodePool arguments of the CPU system pool."""
+    return {
+        "name": "system",
+        "project": spec.project,
+        "cluster": cluster,
+        "location": spec.location,
+        "node_locations": list(spec.system_pool_zones) or None,
+        "node_count": spec.system_pool_node_count,
+        "version": spec.version,
+        "management": {"auto_repair": True, "auto_upgrade": spec.auto_upgrade},
+        "node_config": _node_config(spec, service_account),
+    }

@@ -1,0 +1,192 @@
+"""TpuSlicePools under Pulumi mocks: the exact GCP node-pool inputs, and §6 errors at preview."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from jobset_infra.components.gke_cluster import GkeCluster
+from jobset_infra.components.offline import ProgramError
+from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
+from jobset_infra.tpu import Capacity, SlicePoolsSpec
+from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, GkeClusterSpec
+from tests.components.pulumi_harness import (
+    GCP_CLUSTER,
+    GCP_NODE_POOL,
+    ComponentRun,
+    run_component,
+)
+from tests.tpu.builders import make_spec
+from tests.tpu.test_validation import INVALID_CASES
+
+SA = "tpu-nodes@my-project.iam.gserviceaccount.com"
+TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}
+
+
+def _build(spec: SlicePoolsSpec, **args: Any) -> ComponentRun[TpuSlicePools]:
+    pool_args = TpuSlicePoolsArgs(
+        cluster="train-cluster", spec=spec, project="my-project", service_account=SA, **args
+    )
+    return run_component(
+        lambda: TpuSlicePools(spec.name, pool_args),
+        outputs=["pool_names", "total_chips", "fingerprint"],
+    )
+
+
+def _want_node_config(group: str, index: int, machine_type: str, **capacity: Any) -> dict[str, Any]:
+    return {
+        "machineType": machine_type,
+        "labels": {"jobset-infra/slice-group": group, "jobset-infra/slice-index": str(index)},
+        "taints": [TPU_TAINT],
+        "serviceAccount": SA,
+        "oauthScopes": list(NODE_OAUTH_SCOPES),
+        "gvnic": {"enabled": True},
+        "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        **capacity,
+    }
+
+
+def test_four_multi_host_v5e_2x4_slices_on_spot() -> None:
+    result = _build(make_spec())  # 4 x v5e 2x4 on ct5lp-hightpu-4t, spot, us-west4-a
+
+    pools = sorted(result.of_type(GCP_NODE_POOL), key=lambda p: p.name)
+    assert [p.name for p in pools] == ["train-0", "train-1", "train-2", "train-3"]
+    assert all(p.parent_type == "jobset-infra:index:TpuSlicePools" for p in pools)
+    for index, pool in enumerate(pools):
+        assert dict(pool.inputs) == {
+            "name": f"train-{index}",
+            "cluster": "train-cluster",
+            "project": "my-project",
+            "location": "us-west4",
+            "nodeLocations": ["us-west4-a"],
+            "nodeCount": 2,
+            "maxPodsPerNode": 15,
+            "management": {"autoRepair": True, "autoUpgrade": False},
+            "placementPolicy": {"type": "COMPACT", "tpuTopology": "2x4"},
+            "nodeConfig": _want_node_config("train", index, "ct5lp-hightpu-4t", spot=True),
+        }
+    assert result.values["pool_names"] == ["train-0", "train-1", "train-2", "train-3"]
+    assert result.values["total_chips"] == 32
+    assert result.component.plan.tpu_request == 4
+    assert result.warnings() == []
+
+
+def test_one_single_host_v5e_2x2_slice_on_demand() -> None:
+    spec = make_spec(
+        name="serve", topology="2x2", machine_type=None, slices=1, capacity=Capacity.ON_DEMAND
+    )
+    result = _build(spec)
+
+    assert dict(result.inputs(GCP_NODE_POOL, "serve-0")) == {
+        "name": "serve-0",
+        "cluster": "train-cluster",
+        "project": "my-project",
+        "location": "us-west4",
+        "nodeLocations": ["us-west4-a"],
+        "nodeCount": 1,
+        "maxPodsPerNode": 15,
+        "management": {"autoRepair": True, "autoUpgrade": False},
+        "nodeConfig": _want_node_config("serve", 0, "ct5lp-hightpu-4t"),
+    }  # no placementPolicy: a single-host pool carries no topology
+    assert result.values["total_chips"] == 4
+
+
+def test_two_v5e_4x4_slices_from_a_reservation() -> None:
+    spec = make_spec(
+        name="res",
+        topology="4x4",
+        slices=2,
+        capacity=Capacity.RESERVATION,
+        reservation="v5e-reservation",
+        release_channel="REGULAR",
+    )
+    result = _build(spec)
+
+    for index in (0, 1):
+        inputs = result.inputs(GCP_NODE_POOL, f"res-{index}")
+        assert inputs["nodeCount"] == 4
+        assert inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
+        assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+        assert inputs["nodeConfig"] == _want_node_config(
+            "res",
+            index,
+            "ct5lp-hightpu-4t",
+            reservationAffinity={
+                "consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": "compute.googleapis.com/reservation-name",
+                "values": ["v5e-reservation"],
+            },
+        )
+    assert result.values["total_chips"] == 32
+
+
+def test_flex_start_pools_start_empty_and_scale_to_the_whole_slice() -> None:
+    spec = make_spec(
+        name="flex", capacity=Capacity.FLEX_START, max_run_duration_seconds=86400, slices=2
+    )
+    inputs = _build(spec).inputs(GCP_NODE_POOL, "flex-1")
+    assert "nodeCount" not in inputs
+    assert inputs["initialNodeCount"] == 0
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}
+    assert inputs["management"] == {"autoRepair": False, "autoUpgrade": False}
+    config = inputs["nodeConfig"]
+    assert (config["flexStart"], config["maxRunDuration"]) == (True, "86400s")
+    assert config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert "spot" not in config
+
+
+def test_pinned_version_reaches_the_pools() -> None:
+    inputs = _build(make_spec(gke_version="1.33.5-gke.1080000")).inputs(GCP_NODE_POOL, "train-0")
+    assert inputs["version"] == "1.33.5-gke.1080000"
+
+
+@pytest.mark.parametrize(("overrides", "want_field", "want_message"), INVALID_CASES)
+def test_each_invalid_case_fails_construction_naming_the_argument(
+    overrides: dict[str, Any], want_field: str, want_message: str
+) -> None:
+    with pytest.raises(ProgramError, match=f"^{want_field}: .*{re.escape(want_message)}"):
+        _build(make_spec(**overrides))
+
+
+def test_a_replacing_change_is_warned() -> None:
+    previous = dict(_build(make_spec()).values["fingerprint"])
+    result = _build(make_spec(topology="4x4"), previous_fingerprint=previous)
+    warnings = result.warnings()
+    assert warnings[0].startswith("changing topology from '2x4' to '4x4' replaces all 4 slice")
+    assert any("initial_node_count from '2' to '4'" in w for w in warnings)
+    assert _build(make_spec(), previous_fingerprint=previous).warnings() == []
+
+
+def test_pools_for_a_gke_cluster_use_its_name_region_and_node_identity() -> None:
+    def build() -> TpuSlicePools:
+        cluster = GkeCluster(
+            "gke", GkeClusterSpec(project="my-project", location="us-west4", release_channel=None,
+                                  version="1.33.5-gke.1080000")
+        )  # fmt: skip
+        spec = replace(make_spec(), cluster_location="ignored-by-for_cluster")
+        return TpuSlicePools("train", TpuSlicePoolsArgs.for_cluster(cluster, spec))
+
+    result = run_component(build, outputs=["pool_names"])
+    pool = result.resource(GCP_NODE_POOL, "train-0")
+    cluster = result.resource(GCP_CLUSTER, "gke")
+    assert cluster.urn in pool.dependencies  # the pool waits for the cluster
+    assert pool.inputs["cluster"] == "gke"
+    assert pool.inputs["location"] == "us-west4"
+    assert pool.inputs["version"] == "1.33.5-gke.1080000"
+    assert pool.inputs["nodeConfig"]["serviceAccount"] == (
+        "gke-nodes@my-project.iam.gserviceaccount.com"
+    )
+
+
+def test_harness_runs_do_not_share_pulumi_state() -> None:
+    import pulumi
+
+    first = _build(make_spec(slices=1, topology="4x4"))
+    second = _build(make_spec(slices=2, topology="4x4"))
+    assert len(first.of_type(GCP_NODE_POOL)) == 1
+    assert len(second.of_type(GCP_NODE_POOL)) == 2
+    assert pulumi.get_stack() == "stack"  # reset after each run
+    assert pulumi.runtime.settings.get_root_resource() is None

@@ -153,6 +153,7 @@ class SlicePoolsPlan:
 def plan_slice_pools(spec: SlicePoolsSpec) -> SlicePoolsPlan:
     """Validate ``spec`` and return the plan of its node pools. Pure; raises SlicePoolsError."""
     tpu_slice = validate_spec(spec)
+    assert spec.cluster_location is not None  # validate_zone requires it
     capacity = Capacity(spec.capacity)
     flex = capacity is Capacity.FLEX_START
     autoscaling = spec.autoscaling or (Autoscaling(0, tpu_slice.hosts) if flex else None)
@@ -231,6 +232,7 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
             "initial_node_count": str(plan.initial_node_count),
             "max_pods_per_node": str(plan.max_pods_per_node),
             "zone": plan.zone,
+            "slices": str(plan.slices),
         }
     )
 
@@ -238,13 +240,21 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
 def replacement_warnings(
     previous: Mapping[str, str] | None, plan: SlicePoolsPlan
 ) -> tuple[str, ...]:
-    """Return one warning per setting whose change recreates every slice (empty if none)."""
+    """Return one warning per change that recreates or deletes slices (empty if none)."""
     if not previous:
         return ()
-    current = replacement_fingerprint(plan)
-    return tuple(
+    current = dict(replacement_fingerprint(plan))
+    warnings = [
         f"changing {key} from {previous[key]!r} to {value!r} replaces all {plan.slices} slice "
         f"pool(s) of {plan.name!r}: running workloads on them are evicted"
         for key, value in current.items()
-        if key in previous and previous[key] != value
-    )
+        if key != "slices" and key in previous and previous[key] != value
+    ]
+    before = int(previous.get("slices", "0") or 0)
+    if before > plan.slices:
+        gone = ", ".join(f"{plan.name}-{i}" for i in range(plan.slices, before))
+        warnings.append(
+            f"reducing slices from {before} to {plan.slices} deletes pool(s) {gone}: "
+            "running workloads on them are evicted"
+        )
+    return tuple(warnings)

@@ -58,8 +58,8 @@ class SlicePoolsSpec:
     """Slice topology, "AxB" (v5e, v6e) or "AxBxC" (v4, v5p)."""
     zone: str
     """The one zone of every pool; it must lie in the cluster's region."""
-    cluster_location: str
-    """The cluster's location (region, or zone for a zonal cluster)."""
+    cluster_location: str | None = None
+    """The cluster's location (region, or zone for a zonal cluster); filled by for_cluster."""
     machine_type: str | None = None
     """TPU VM type; defaults to the family's VM with the most chips the topology allows."""
     slices: int = 1

@@ -124,6 +124,12 @@ def validate_zone(spec: SlicePoolsSpec) -> None:
             "zone", f"{spec.zone!r} is not a single GCP zone such as 'us-west4-a'; give one zone"
         )
     location = spec.cluster_location
+    if location is None:
+        raise SlicePoolsError(
+            "cluster_location",
+            "unknown, so the zone cannot be checked against the cluster's region; pass the "
+            "cluster's location (or build the args with TpuSlicePoolsArgs.for_cluster)",
+        )
     if _REGION.match(location):
         if match["region"] != location:
             raise SlicePoolsError(

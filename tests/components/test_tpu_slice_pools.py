@@ -166,7 +166,7 @@ def test_pools_for_a_gke_cluster_use_its_name_region_and_node_identity() -> None
             "gke", GkeClusterSpec(project="my-project", location="us-west4", release_channel=None,
                                   version="1.33.5-gke.1080000")
         )  # fmt: skip
-        spec = replace(make_spec(), cluster_location="ignored-by-for_cluster")
+        spec = replace(make_spec(), cluster_location=None)
         return TpuSlicePools("train", TpuSlicePoolsArgs.for_cluster(cluster, spec))
 
     result = run_component(build, outputs=["pool_names"])

@@ -106,7 +106,12 @@ def test_quota_and_jobset_fit_checks() -> None:
 def test_replacement_warnings_name_each_replacing_change() -> None:
     before = replacement_fingerprint(plan_slice_pools(make_spec()))
     same = plan_slice_pools(make_spec(slices=6))
-    assert replacement_warnings(before, same) == ()
+    assert replacement_warnings(before, same) == ()  # adding slices replaces nothing
+    fewer = replacement_warnings(before, plan_slice_pools(make_spec(slices=2)))
+    assert fewer == (
+        "reducing slices from 4 to 2 deletes pool(s) train-2, train-3: running workloads on "
+        "them are evicted",
+    )
     assert replacement_warnings(None, same) == ()
     changed = plan_slice_pools(make_spec(topology="4x4", max_pods_per_node=32))
     warnings = replacement_warnings(before, changed)

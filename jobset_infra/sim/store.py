@@ -1,0 +1,569 @@
+"""The simulated cluster's object store: Kubernetes API semantics without HTTP.
+
+`Store` keeps objects as JSON-like dicts keyed by resource type (`GVR`: group, version, plural),
+namespace ("" for cluster-scoped) and name. The fake Job controller, the scheduler and the HTTP
+layer (`jobset_infra.sim.server`) all call it directly:
+
+    store = Store(clock=fixed_clock)
+    jobs = GVR("batch", "v1", "jobs")
+    job = store.create(jobs, {"metadata": {"name": "j"}, "spec": {...}}, namespace="default")
+    job = store.get(jobs, "j", "default")
+    page = store.list(jobs, "default", label_selector="app=x", limit=100)
+    store.update(jobs, changed)                      # 409 Conflict on a stale resourceVersion
+    store.update(jobs, changed, subresource="status")
+    store.patch(jobs, "j", "default", MERGE_PATCH, {"spec": {"suspend": True}})
+    store.delete(jobs, "j", "default", propagation="Foreground")
+    async for kind, obj in store.watch(jobs, "default", since_rv="123"): ...
+
+Semantics kept: one global resourceVersion counter; uid and creationTimestamp on create; generation
+bumped only when something outside metadata and status changes; the status subresource (writes to
+the main resource keep the stored status and vice versa); no-op writes are not persisted; finalizers
+and deletionTimestamp; owner-reference garbage collection with Foreground, Background and Orphan
+propagation (`jobset_infra.sim.gc`); watch with a bounded history and 410 Gone.
+
+Failures raise `StatusError` (jobset_infra.sim.errors) carrying the Kubernetes Status.
+
+Objects returned by get/list/watch are the stored snapshots, shared and never mutated by the store
+after publication: treat them as read-only and copy (`clone`) before changing one. Every write
+stores a fresh copy of what the caller passed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from jobset_infra.sim import gc, patch, strategies
+from jobset_infra.sim.errors import (
+    StatusError,
+    already_exists,
+    bad_request,
+    field_cause,
+    forbidden,
+    invalid,
+    not_found,
+    stale,
+)
+from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
+from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
+from jobset_infra.sim.watch import Event, EventLog, Watch
+
+JsonObj = dict[str, Any]
+Ref = tuple[GVR, str, str]
+JsonList = list[JsonObj]
+WatchList = list[Watch]
+NAMESPACES = GVR("", "v1", "namespaces")
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
+Observer = Callable[["Store", str, ResourceInfo, JsonObj], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[JsonObj]
+    resource_version: str
+    continue_token: str | None = None
+    remaining: int | None = None
+
+
+def clone(value: Any) -> Any:
+    """Deep copy of JSON-like data (several times faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
+def _content(obj: JsonObj, has_status: bool) -> JsonObj:
+    skip = ("metadata", "status") if has_status else ("metadata",)
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+class Store:
+    """In-memory objects with Kubernetes semantics (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        watch_window: int = 10_000,
+        registry: Registry | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.registry = registry or Registry(builtin_resources())
+        self.watch_window = watch_window
+        self.rng = rng or random.Random(0)
+        self.admission: dict[GVR, list[Admit]] = {}
+        self.observers: list[Observer] = []
+        self.writes = 0
+        self._rv = 0
+        self._data: dict[GVR, dict[str, dict[str, JsonObj]]] = {}
+        self._logs: dict[GVR, EventLog] = {}
+        self.dependents: dict[str, set[Ref]] = {}
+        self.uids: dict[str, Ref] = {}
+        strategies.install(self)
+        for name in INITIAL_NAMESPACES:
+            self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": name}})
+
+    # ---- lookup -------------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def info(self, gvr: GVR) -> ResourceInfo:
+        info = self.registry.get(gvr)
+        if info is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+                              details={"group": gvr.group, "kind": gvr.resource})
+        return info
+
+    def _ns(self, info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:
+        if not info.namespaced:
+            return ""
+        in_body = (obj or {}).get("metadata", {}).get("namespace")
+        if namespace and in_body and in_body != namespace:
+            raise bad_request("the namespace of the provided object does not match the "
+                              "namespace sent on the request")
+        ns = namespace or in_body
+        if not ns:
+            raise bad_request(f"a namespace is required for {info.gvr.group_resource}")
+        return str(ns)
+
+    def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
+        obj = self._data.get(info.gvr, {}).get(ns, {}).get(name)
+        if obj is None:
+            raise not_found(info.gvr.group, info.gvr.resource, name)
+        return obj
+
+    def get(self, gvr: GVR, name: str, namespace: str | None = None) -> JsonObj:
+        info = self.info(gvr)
+        return self._find(info, name, self._ns(info, namespace) if namespace or not
+                          info.namespaced else "")
+
+    def try_get(self, gvr: GVR, name: str, namespace: str | None = None) -> JsonObj | None:
+        try:
+            return self.get(gvr, name, namespace)
+        except StatusError:
+            return None
+
+    def peek(self, gvr: GVR, ns: str, name: str) -> JsonObj | None:
+        """The stored object at an exact key ("" namespace for cluster-scoped), or None."""
+        return self._data.get(gvr, {}).get(ns, {}).get(name)
+
+    def by_uid(self, uid: str) -> JsonObj | None:
+        ref = self.uids.get(uid)
+        return None if ref is None else self._data[ref[0]][ref[1]][ref[2]]
+
+    def iter_objects(self, gvr: GVR, namespace: str | None = None) -> Iterator[JsonObj]:
+        by_ns = self._data.get(gvr, {})
+        if namespace is not None:
+            yield from by_ns.get(namespace, {}).values()
+            return
+        for objs in by_ns.values():
+            yield from objs.values()
+
+    def list(
+        self,
+        gvr: GVR,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> ListResult:
+        """Objects sorted by namespace and name (etcd key order), filtered and paged."""
+        info = self.info(gvr)
+        label = parse_label_selector(label_selector)
+        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
+        rv, start = self._decode_continue(continue_token) if continue_token else (self._rv, None)
+        namespaces = [namespace] if namespace else sorted(self._data.get(gvr, {}))
+        items: list[JsonObj] = []
+        for ns in namespaces:
+            objs = self._data.get(gvr, {}).get(ns, {})
+            for name in sorted(objs):
+                if start is not None and (ns, name) <= start:
+                    continue
+                obj = objs[name]
+                if (label is None or label(obj)) and (field is None or field(obj)):
+                    items.append(obj)
+        if limit and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            token = self._encode_continue(rv, (last.get("namespace", ""), last["name"]))
+            return ListResult(items[:limit], str(rv), token, len(items) - limit)
+        return ListResult(items, str(rv))
+
+    @staticmethod
+    def _encode_continue(rv: int, start: tuple[str, str]) -> str:
+        raw = json.dumps({"rv": rv, "start": list(start)}).encode()
+        return base64.urlsafe_b64encode(raw).decode()
+
+    @staticmethod
+    def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise bad_request(f"continue key is not valid: {exc}") from None
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def now(self) -> str:
+        """The clock's time as Kubernetes serialises metav1.Time."""
+        return self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _new_uid(self) -> str:
+        bits = self.rng.getrandbits(128)
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+    def _check_namespace(self, info: ResourceInfo, ns: str, name: str) -> None:
+        if not info.namespaced:
+            return
+        namespace = self._data.get(NAMESPACES, {}).get("", {}).get(ns)
+        if namespace is None:
+            raise not_found("", "namespaces", ns)
+        if namespace["metadata"].get("deletionTimestamp"):
+            raise forbidden(info.gvr.group, info.gvr.resource, name,
+                            f"unable to create new content in namespace {ns} because it is "
+                            "being terminated")
+
+    def _admit(self, info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
+        obj = strategies.prepare(info, obj, old)
+        for admit in self.admission.get(info.gvr, ()):
+            obj = admit(info, obj, old)
+        return obj
+
+    def create(
+        self, gvr: GVR, obj: JsonObj, namespace: str | None = None, *, dry_run: bool = False
+    ) -> JsonObj:
+        """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
+        info = self.info(gvr)
+        obj = clone(obj)
+        obj["apiVersion"], obj["kind"] = gvr.api_version, info.kind
+        meta = obj.setdefault("metadata", {})
+        ns = self._ns(info, namespace, obj)
+        if not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
+            meta["name"] = meta["generateName"] + suffix
+        name = meta.get("name")
+        if not name:
+            raise invalid(gvr.group, info.kind, "", [field_cause(
+                "FieldValueRequired", "metadata.name",
+                "Required value: name or generateName is required")])
+        self._check_namespace(info, ns, name)
+        if name in self._data.get(gvr, {}).get(ns, {}):
+            raise already_exists(gvr.group, gvr.resource, name)
+        if info.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(key, None)
+        meta["uid"] = self._new_uid()
+        meta["creationTimestamp"] = self.now()
+        meta["generation"] = 1
+        obj = self._admit(info, obj, None)
+        if dry_run:
+            return obj
+        self._commit(info, ns, obj, None, "ADDED")
+        return obj
+
+    def update(
+        self,
+        gvr: GVR,
+        obj: JsonObj,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JsonObj:
+        """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
+        info = self.info(gvr)
+        meta = obj.get("metadata") or {}
+        ns = self._ns(info, namespace, obj)
+        old = self._find(info, meta.get("name", ""), ns)
+        rv = meta.get("resourceVersion")
+        if rv in (None, "") and info.crd is not None:
+            raise invalid(gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+                "FieldValueInvalid", "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update")])
+        return self.replace(info, old, obj, subresource=subresource, dry_run=dry_run)
+
+    def replace(
+        self,
+        info: ResourceInfo,
+        old: JsonObj,
+        obj: JsonObj,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JsonObj:
+        """The shared update path of PUT, PATCH and apply (after their bodies became `obj`)."""
+        old_meta, meta = old["metadata"], obj.get("metadata") or {}
+        name = old_meta["name"]
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
+            raise stale(info.gvr.group, info.gvr.resource, name)
+        if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+            raise StatusError(409, "Conflict", f"Precondition failed: UID in precondition: "
+                              f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
+        new = self._merge_subresource(info, old, obj, subresource)
+        self._check_finalizers(info, old, new)
+        if _content(new, info.has_status) != _content(old, info.has_status):
+            new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
+        new = self._admit(info, new, old)
+        if new == old or dry_run:
+            return old if new == old else new
+        ns = old_meta.get("namespace", "")
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return gc.remove(self, info, ns, name, final=new)
+        self._commit(info, ns, new, old, "MODIFIED")
+        if new["metadata"].get("deletionTimestamp"):
+            gc.process_deleting(self, info, ns, name)
+        return new
+
+    def _merge_subresource(
+        self, info: ResourceInfo, old: JsonObj, obj: JsonObj, subresource: str | None
+    ) -> JsonObj:
+        old_meta = old["metadata"]
+        if subresource == "status":
+            new: JsonObj = clone(old)
+            if "status" in obj:
+                new["status"] = clone(obj["status"])
+            else:
+                new.pop("status", None)
+            return new
+        if subresource is not None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        new = clone(obj)
+        assert isinstance(new, dict)
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        if info.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        meta = new.setdefault("metadata", {})
+        for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                    "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        return new
+
+    @staticmethod
+    def _check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
+        if not old["metadata"].get("deletionTimestamp"):
+            return
+        before = set(old["metadata"].get("finalizers") or ())
+        added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
+        if added:
+            raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+                "FieldValueForbidden", "metadata.finalizers",
+                "Forbidden: no new finalizers can be added if the object is being deleted, "
+                f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
+
+    def patch(
+        self,
+        gvr: GVR,
+        name: str,
+        namespace: str | None,
+        patch_type: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> JsonObj:
+        """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body."""
+        info = self.info(gvr)
+        ns = self._ns(info, namespace) if info.namespaced else ""
+        if patch_type in (patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR):
+            from jobset_infra.sim import apply
+
+            return apply.server_side_apply(self, info, name, ns, body, subresource=subresource,
+                                           field_manager=field_manager, force=force,
+                                           dry_run=dry_run)
+        old = self._find(info, name, ns)
+        new = self.patched(info, old, patch_type, body)
+        return self.replace(info, old, new, subresource=subresource, dry_run=dry_run)
+
+    @staticmethod
+    def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:
+        if patch_type == patch.MERGE_PATCH:
+            new = patch.json_merge(old, body)
+        elif patch_type == patch.JSON_PATCH:
+            new = patch.json_patch(old, body)
+        elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
+            new = patch.strategic_merge(old, body)
+        else:
+            from jobset_infra.sim.errors import unsupported_media_type
+
+            raise unsupported_media_type(patch_type)
+        if not isinstance(new, dict):
+            raise bad_request("the patch did not result in an object")
+        meta = new.get("metadata") or {}
+        if not meta.get("resourceVersion"):
+            new["metadata"] = dict(meta) | {"resourceVersion": old["metadata"]["resourceVersion"]}
+        return new
+
+    def delete(
+        self,
+        gvr: GVR,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str | None = None,
+        preconditions: JsonObj | None = None,
+        dry_run: bool = False,
+    ) -> tuple[JsonObj, bool]:
+        """DELETE: returns (object, gone). `gone` is False while finalizers hold the object."""
+        info = self.info(gvr)
+        ns = self._ns(info, namespace) if info.namespaced else ""
+        obj = self._find(info, name, ns)
+        return gc.delete(self, info, ns, obj, propagation=propagation,
+                         preconditions=preconditions, dry_run=dry_run)
+
+    def delete_collection(
+        self,
+        gvr: GVR,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation: str | None = None,
+    ) -> JsonList:
+        page = self.list(gvr, namespace, label_selector=label_selector,
+                         field_selector=field_selector)
+        out = []
+        for obj in page.items:
+            meta = obj["metadata"]
+            out.append(self.delete(gvr, meta["name"], meta.get("namespace"),
+                                   propagation=propagation)[0])
+        return out
+
+    # ---- the write primitive ------------------------------------------------------------------
+
+    def _commit(
+        self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj | None, kind: str
+    ) -> None:
+        """Stamp a new resourceVersion, store `obj`, index owners and publish the event."""
+        self._rv += 1
+        self.writes += 1
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(self._rv)
+        ref: Ref = (info.gvr, ns, meta["name"])
+        self._data.setdefault(info.gvr, {}).setdefault(ns, {})[meta["name"]] = obj
+        self.uids[meta["uid"]] = ref
+        self._index_owners(ref, old, obj)
+        self._publish(info, Event(self._rv, kind, obj, old, ns))
+
+    def drop(
+        self, info: ResourceInfo, ns: str, name: str, final: JsonObj | None = None
+    ) -> JsonObj:
+        """Remove an object for good (finalizers already empty) and publish DELETED; `final` is
+        its last state when the write that released it changed it too."""
+        stored = self._data[info.gvr][ns].pop(name)
+        old = final if final is not None else stored
+        self._rv += 1
+        self.writes += 1
+        gone = dict(old)
+        gone["metadata"] = dict(old["metadata"]) | {"resourceVersion": str(self._rv)}
+        self.uids.pop(old["metadata"]["uid"], None)
+        self._index_owners((info.gvr, ns, name), stored, None)
+        self._publish(info, Event(self._rv, "DELETED", gone, None, ns))
+        return gone
+
+    def _publish(self, info: ResourceInfo, event: Event) -> None:
+        self.log(info.gvr).append(event)
+        for observer in self.observers:
+            observer(self, event.type, info, event.obj)
+
+    def _index_owners(self, ref: Ref, old: JsonObj | None, new: JsonObj | None) -> None:
+        before = {o["uid"] for o in (old or {}).get("metadata", {}).get("ownerReferences") or ()}
+        after = {o["uid"] for o in (new or {}).get("metadata", {}).get("ownerReferences") or ()}
+        for uid in before - after:
+            deps = self.dependents.get(uid)
+            if deps is not None:
+                deps.discard(ref)
+                if not deps:
+                    del self.dependents[uid]
+        for uid in after - before:
+            self.dependents.setdefault(uid, set()).add(ref)
+
+    def put_raw(self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj) -> None:
+        """Store an already-prepared update (used by the garbage collector)."""
+        self._commit(info, ns, obj, old, "MODIFIED")
+
+    # ---- watch --------------------------------------------------------------------------------
+
+    def log(self, gvr: GVR) -> EventLog:
+        log = self._logs.get(gvr)
+        if log is None:
+            log = self._logs[gvr] = EventLog(self.watch_window)
+            log.compacted_rv = self._rv
+        return log
+
+    def compact(self, gvr: GVR | None = None) -> None:
+        """Forget all history so far, so that any watch from an older version gets 410 (tests)."""
+        for key in [gvr] if gvr else list(self._logs):
+            self.log(key).compact(self._rv)
+
+    def watch(
+        self,
+        gvr: GVR,
+        namespace: str | None = None,
+        since_rv: str | int | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        send_initial_events: bool = False,
+        bookmark_interval: float | None = None,
+    ) -> Watch:
+        """Stream changes after `since_rv`; with no version (or "0"), start with the current
+        objects as synthetic ADDED events. 410 Gone when `since_rv` is older than the history."""
+        info = self.info(gvr)
+        stream = Watch(
+            api_version=gvr.api_version, kind=info.kind, namespace=namespace or None,
+            label=parse_label_selector(label_selector),
+            field=parse_field_selector(field_selector, info.selectable_fields,
+                                       gvr.group_resource),
+            current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
+        )
+        log = self.log(gvr)
+        start = None if since_rv in (None, "", "0", 0) else int(str(since_rv))
+        if start is None or send_initial_events:
+            initial = self.list(gvr, namespace).items
+            stream.start(log, initial, [], initial_end=send_initial_events)
+        else:
+            stream.start(log, [], log.since(start), initial_end=False)
+        return stream
+
+    def watches(self, gvr: GVR | None = None) -> WatchList:
+        """Open watches (fault injection drops or expires them)."""
+        logs = [self._logs[gvr]] if gvr in self._logs else [] if gvr else list(self._logs.values())
+        return [w for log in logs for w in log.watches]

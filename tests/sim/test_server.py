@@ -1,0 +1,203 @@
+"""The HTTP surface of the simulated API server, driven with a plain aiohttp client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from jobset_infra.sim.errors import too_many_requests
+from jobset_infra.sim.hooks import ApiRequest, Intercept
+from jobset_infra.sim.server import Sim, SimThread
+from tests.sim.kube_objects import configmap, job, widget, widget_crd
+
+JOBS_URL = "/apis/batch/v1/namespaces/default/jobs"
+CM_URL = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Sim]:
+    async with Sim(bookmark_interval=0.05) as server:
+        yield server
+
+
+@pytest.fixture
+async def http(sim: Sim) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=sim.url) as session:
+        yield session
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               content_type: str = "application/json", **headers: str) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body)
+    async with http.request(method, path, data=data,
+                            headers={"Content-Type": content_type, **headers}) as response:
+        assert response.headers["Content-Type"].startswith("application/json")
+        return response.status, await response.json()
+
+
+@pytest.mark.parametrize(
+    ("path", "want_status", "want_kind"),
+    [
+        pytest.param("/api", 200, "APIVersions", id="core versions"),
+        pytest.param("/apis", 200, "APIGroupList", id="group list"),
+        pytest.param("/apis/batch", 200, "APIGroup", id="one group"),
+        pytest.param("/apis/batch/v1", 200, "APIResourceList", id="group version resources"),
+        pytest.param("/apis/coordination.k8s.io/v1", 200, "APIResourceList", id="leases"),
+        pytest.param("/apis/events.k8s.io/v1", 200, "APIResourceList", id="events"),
+        pytest.param("/apis/no.such.group", 404, "Status", id="an unknown group is 404"),
+        pytest.param("/apis/batch/v9", 404, "Status", id="an unknown version is 404"),
+    ],
+)
+async def test_discovery(http: aiohttp.ClientSession, path: str, want_status: int,
+                         want_kind: str) -> None:
+    status, body = await call(http, "GET", path)
+    assert (status, body["kind"]) == (want_status, want_kind)
+
+
+async def test_resource_list_names_jobs_with_status_subresource(
+    http: aiohttp.ClientSession,
+) -> None:
+    _, body = await call(http, "GET", "/apis/batch/v1")
+    names = {r["name"]: r for r in body["resources"]}
+    assert names["jobs"]["kind"] == "Job" and names["jobs"]["namespaced"] is True
+    assert "watch" in names["jobs"]["verbs"]
+    assert "jobs/status" in names
+
+
+async def test_crud_status_codes_and_bodies(http: aiohttp.ClientSession) -> None:
+    status, created = await call(http, "POST", JOBS_URL, job("a"))
+    assert status == 201 and created["kind"] == "Job"
+    status, again = await call(http, "POST", JOBS_URL, job("a"))
+    assert (status, again["reason"]) == (409, "AlreadyExists")
+    status, got = await call(http, "GET", f"{JOBS_URL}/a")
+    assert status == 200 and got["metadata"]["uid"] == created["metadata"]["uid"]
+    got["metadata"]["labels"] = {"x": "y"}
+    status, updated = await call(http, "PUT", f"{JOBS_URL}/a", got)
+    assert status == 200 and updated["metadata"]["labels"] == {"x": "y"}
+    status, conflict = await call(http, "PUT", f"{JOBS_URL}/a", got)
+    assert (status, conflict["reason"]) == (409, "Conflict")
+    status, listed = await call(http, "GET", f"{JOBS_URL}?labelSelector=x%3Dy")
+    assert (status, listed["kind"], len(listed["items"])) == (200, "JobList", 1)
+    status, patched = await call(http, "PATCH", f"{JOBS_URL}/a/status", {"status": {"active": 1}},
+                                 "application/merge-patch+json")
+    assert status == 200 and patched["status"] == {"active": 1}
+    status, deleted = await call(http, "DELETE", f"{JOBS_URL}/a",
+                                 {"propagationPolicy": "Background"})
+    assert (status, deleted["status"]) == (200, "Success")
+    status, missing = await call(http, "GET", f"{JOBS_URL}/a")
+    assert (status, missing["reason"], missing["message"]) == (
+        404, "NotFound", 'jobs.batch "a" not found')
+
+
+async def test_protobuf_only_clients_get_406(http: aiohttp.ClientSession) -> None:
+    status, body = await call(http, "GET", JOBS_URL,
+                              Accept="application/vnd.kubernetes.protobuf")
+    assert (status, body["reason"]) == (406, "NotAcceptable")
+
+
+async def test_watch_streams_events_and_bookmarks(sim: Sim, http: aiohttp.ClientSession) -> None:
+    await call(http, "POST", CM_URL, configmap("before"))
+    rv = sim.store.resource_version
+    url = f"{CM_URL}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
+    async with http.get(url) as stream:
+        await call(http, "POST", CM_URL, configmap("after"))
+        events = []
+        async for line in stream.content:
+            events.append(json.loads(line))
+            if events[-1]["type"] == "BOOKMARK":
+                break
+    assert [(e["type"], e["object"]["kind"]) for e in events] == [
+        ("ADDED", "ConfigMap"), ("BOOKMARK", "ConfigMap")]
+    assert events[0]["object"]["apiVersion"] == "v1"
+
+
+async def test_watch_from_an_expired_version_sends_a_410_error_event(
+    sim: Sim, http: aiohttp.ClientSession
+) -> None:
+    await call(http, "POST", CM_URL, configmap("a"))
+    old = sim.store.resource_version
+    await call(http, "POST", CM_URL, configmap("b"))
+    sim.store.compact()
+    async with http.get(f"{CM_URL}?watch=1&resourceVersion={old}") as stream:
+        line = await stream.content.readline()
+    event = json.loads(line)
+    assert event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+
+
+async def test_watch_list_without_bookmarks_is_refused_like_a_real_server(
+    http: aiohttp.ClientSession,
+) -> None:
+    status, body = await call(http, "GET", f"{CM_URL}?watch=1&sendInitialEvents=true")
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert "allowWatchBookmarks" in body["message"]
+
+
+async def test_a_hook_can_answer_instead_of_the_server(
+    sim: Sim, http: aiohttp.ClientSession
+) -> None:
+    seen: list[ApiRequest] = []
+
+    def throttle_creates(request: ApiRequest) -> Intercept | None:
+        seen.append(request)
+        return Intercept(error=too_many_requests(2)) if request.verb == "create" else None
+
+    sim.add_hook(throttle_creates)
+    async with http.post(CM_URL, json=configmap("c")) as response:
+        assert response.status == 429
+        assert response.headers["Retry-After"] == "2"
+    assert seen[-1] == ApiRequest("create", "", "v1", "configmaps", "default", None, None,
+                                  "POST", CM_URL)
+
+
+async def test_stats_count_requests_and_writes(sim: Sim, http: aiohttp.ClientSession) -> None:
+    sim.stats.reset()
+    await call(http, "POST", CM_URL, configmap("c"))
+    await call(http, "GET", f"{CM_URL}/c")
+    await call(http, "PATCH", f"{CM_URL}/c", {"data": {"a": "b"}}, "application/merge-patch+json")
+    assert sim.stats.writes == 2
+    assert sim.stats.count("get", "configmaps") == 1
+    sim.stats.reset()
+    assert sim.stats.writes == 0
+
+
+async def test_a_crd_is_served_with_printer_columns(http: aiohttp.ClientSession) -> None:
+    status, _ = await call(http, "POST",
+                           "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                           widget_crd())
+    assert status == 201
+    status, _ = await call(http, "POST", "/apis/example.com/v1/namespaces/default/widgets",
+                           widget("w", size=3))
+    assert status == 201
+    status, table = await call(http, "GET", "/apis/example.com/v1/namespaces/default/widgets",
+                               Accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+    assert status == 200 and table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size", "Ready"]
+    assert table["rows"][0]["cells"] == ["w", 3, None]
+
+
+async def test_bearer_token_is_required_when_configured(tmp_path: Path) -> None:
+    async with Sim(token="s3cret") as sim, aiohttp.ClientSession(base_url=sim.url) as http:
+        async with http.get("/api") as response:
+            assert response.status == 401
+        async with http.get("/api", headers={"Authorization": "Bearer s3cret"}) as response:
+            assert response.status == 200
+        config = yaml.safe_load(sim.kubeconfig(tmp_path / "kc").read_text())
+        assert config["users"][0]["user"] == {"token": "s3cret"}
+        assert config["clusters"][0]["cluster"]["server"] == sim.url
+
+
+def test_sim_thread_serves_synchronous_callers(tmp_path: Path) -> None:
+    import urllib.request
+
+    with SimThread() as sim:
+        with urllib.request.urlopen(f"{sim.url}/api/v1/namespaces", timeout=5) as response:
+            names = [n["metadata"]["name"] for n in json.load(response)["items"]]
+        assert "default" in names
+        assert sim.call(lambda store: store.resource_version) > 0

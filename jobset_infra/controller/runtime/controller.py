@@ -43,6 +43,7 @@ from jobset_infra.controller.runtime.executor import Outcome, PlanExecutor
 from jobset_infra.controller.runtime.expectations import Expectations
 from jobset_infra.controller.runtime.informer import Informer, object_key
 from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeClient
+from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, SERVICES
@@ -239,8 +240,9 @@ class JobSetController:
     async def process(self, key: Hashable) -> str:
         """One reconcile of `key` with its accounting; returns the result label."""
         namespace, _, name = str(key).partition("/")
-        context = {"controller": CONTROLLER_NAME, "namespace": namespace, "name": name,
-                   "reconcileID": uuid.uuid4().hex}  # fmt: skip
+        fields = {"controller": CONTROLLER_NAME, "namespace": namespace, "name": name,
+                  "reconcileID": uuid.uuid4().hex}  # fmt: skip
+        context = {FIELDS: fields}
         started = self._clock()
         labels = {"controller": CONTROLLER_NAME}
         self.metrics.active_workers.labels(**labels).inc()
@@ -249,7 +251,7 @@ class JobSetController:
             outcome = await self.reconcile(key)
             result = self._requeue(key, outcome)
             if outcome.writes:
-                log.info("reconciled", extra={**context, "writes": outcome.writes})
+                log.info("reconciled", extra={FIELDS: {**fields, "writes": outcome.writes}})
         except ConflictError as err:  # a stale view: retry soon, not an incident
             log.debug("conflict: %s", err.message, extra=context)
             self.queue.add_rate_limited(key)

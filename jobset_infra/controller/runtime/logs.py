@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from jobset_infra.api.controller_config import LogFormat, LogLevel
 
+FIELDS = "fields"  # log.info(msg, extra={FIELDS: {"name": ..., "namespace": ...}})
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
@@ -28,7 +29,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
+            if key == FIELDS and isinstance(value, dict):
+                entry.update(value)  # reserved names such as "name" travel inside FIELDS
+            elif key not in _STANDARD and not key.startswith("_"):
                 entry[key] = value
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)

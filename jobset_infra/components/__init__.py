@@ -14,9 +14,24 @@ _EXPORTS: dict[str, str] = {
     "GkeClusterArgs": "jobset_infra.components.gke_cluster",
     "TpuSlicePools": "jobset_infra.components.tpu_slice_pools",
     "TpuSlicePoolsArgs": "jobset_infra.components.tpu_slice_pools",
+    "JobSetSystem": "jobset_infra.components.jobset_system",
+    "JobSetSystemArgs": "jobset_infra.components.jobset_system",
+    "ImageBuild": "jobset_infra.components.jobset_system",
+    "Kueue": "jobset_infra.components.kueue",
+    "KueueArgs": "jobset_infra.components.kueue",
 }
 
-__all__ = ["GkeCluster", "GkeClusterArgs", "TpuSlicePools", "TpuSlicePoolsArgs"]
+__all__ = [
+    "GkeCluster",
+    "GkeClusterArgs",
+    "ImageBuild",
+    "JobSetSystem",
+    "JobSetSystemArgs",
+    "Kueue",
+    "KueueArgs",
+    "TpuSlicePools",
+    "TpuSlicePoolsArgs",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ __all__ = [
     "pod_disruption_budget",
     "selector_labels",
     "service_monitor",
+    "with_image",
 ]
 
 COMPONENT = "controller"
@@ -227,3 +228,14 @@ def service_monitor(install: ControllerInstall) -> Manifest:
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
         },
     }
+
+
+def with_image(deployment: Manifest, image: str) -> Manifest:
+    """Return a copy of a controller Deployment manifest running `image` instead."""
+    spec = dict(deployment["spec"])
+    template = dict(spec["template"])
+    pod = dict(template["spec"])
+    pod["containers"] = [{**pod["containers"][0], "image": image}, *pod["containers"][1:]]
+    template["spec"] = pod
+    spec["template"] = template
+    return {**deployment, "spec": spec}

@@ -22,7 +22,7 @@ def _crd_text() -> str:
     except FileNotFoundError:
         raise FileNotFoundError(
             f"jobset_infra/api/crds/{CRD_FILE} is missing: regenerate it with "
-            "`jobset-infra crd --write`"
+            "`jobset-infra crd`"
         ) from None
 
 

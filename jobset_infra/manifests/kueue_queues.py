@@ -19,7 +19,14 @@ from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.spec import Capacity
 
-__all__ = ["Flavor", "QueueError", "QueueObjects", "plan_flavors", "queue_objects"]
+__all__ = [
+    "Flavor",
+    "QueueError",
+    "QueueObjects",
+    "namespace_manifest",
+    "plan_flavors",
+    "queue_objects",
+]
 
 _LABELS = common_labels("kueue-queues", "queues")
 
@@ -160,6 +167,11 @@ def local_queue(spec: QueueSpec, namespace: str) -> Manifest:
         "metadata": object_meta(spec.local_queue_name, _LABELS, namespace),
         "spec": {"clusterQueue": spec.cluster_queue_name},
     }
+
+
+def namespace_manifest(name: str) -> Manifest:
+    """Return a Namespace for a team's LocalQueue (when the platform owns team namespaces)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": object_meta(name, _LABELS)}
 
 
 def priority_class(name: str, value: int) -> Manifest:

@@ -1,0 +1,219 @@
+"""`JobSetSystem`: the JobSet API (our CRD) and our Python controller, installed in one step.
+
+The shell around `jobset_infra.manifests.jobset_system`: validate the arguments (pure, raises at
+preview), render every object, then create them with `parent=self` through the explicit
+Kubernetes provider, in this order:
+
+1. the CRD and the namespace;
+2. ServiceAccount, RBAC and the config file (namespaced ones after the namespace);
+3. the Deployment, after the CRD and everything it mounts or runs as. pulumi-kubernetes awaits a
+   Deployment until its pods are Available, so the Deployment resource completes only once the
+   controller answers /readyz;
+4. the PDB, the metrics Service and the optional ServiceMonitor.
+
+`ready` resolves after the CRD and the awaited Deployment; a JobSet that depends on the component
+(or on `ready_resources`) is created only when the API exists and a controller serves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+from pulumi_docker_build import Image, Platform
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.components.k8s_objects import kubernetes_object
+from jobset_infra.manifests import controller
+from jobset_infra.manifests.controller_spec import ControllerInstall, Resources, parse_install
+from jobset_infra.manifests.jobset_system import SystemObjects, system_objects
+from jobset_infra.manifests.meta import Manifest
+from jobset_infra.manifests.placement_domains import with_pool_domains
+from jobset_infra.tpu.pools import SlicePoolsPlan
+
+__all__ = [
+    "ImageBuild",
+    "JobSetSystem",
+    "JobSetSystemArgs",
+    "image_reference",
+    "validate_args",
+]
+
+TYPE_TOKEN = "jobset-infra:index:JobSetSystem"
+IMAGE_NAME = "jobset-controller"
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    """Build the controller image from the repo's Dockerfile and push it to Artifact Registry."""
+
+    project: str
+    location: str
+    """Artifact Registry region, e.g. "us-west4" (use the cluster's region)."""
+    tag: str
+    """Image tag, e.g. the package version; the Deployment pins the pushed digest as well."""
+    repository: str = "jobset-infra"
+    context: str = "."
+    """Build context: the repository root holding `Dockerfile` (Pulumi runs from the project)."""
+    platform: str = "linux/amd64"
+
+
+@dataclass(frozen=True)
+class JobSetSystemArgs:
+    """Arguments of `JobSetSystem`; validated before anything is created."""
+
+    provider: k8s.Provider
+    """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
+    image: str | None = None
+    """Controller image with a pinned tag or digest; or leave None and give `build`."""
+    build: ImageBuild | None = None
+    namespace: str = "jobset-system"
+    replicas: int = 2
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    """Controller flags: QPS, burst, placement mode, log level, ... (api.controller_config)."""
+    resources: Resources = field(default_factory=Resources)
+    service_monitor: bool = False
+    pools: Sequence[SlicePoolsPlan] = ()
+    """Slice pools (`TpuSlicePools` plans) declared to the controller as placement domains."""
+
+
+def image_reference(build: ImageBuild) -> str:
+    """Return the tag a build pushes: `<location>-docker.pkg.dev/<project>/<repo>/<name>:<tag>`."""
+    return (
+        f"{build.location}-docker.pkg.dev/{build.project}/{build.repository}/{IMAGE_NAME}:"
+        f"{build.tag}"
+    )
+
+
+def validate_args(args: JobSetSystemArgs) -> ControllerInstall:
+    """Return the validated install; raise ControllerInstallError / ValueError naming the field."""
+    if not isinstance(args.provider, k8s.Provider):
+        raise ValueError(
+            "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
+            "GkeCluster.provider); JobSetSystem never uses the ambient kubeconfig"
+        )
+    if args.image is not None and args.build is None:
+        image = args.image
+    elif args.build is not None and args.image is None:
+        image = image_reference(args.build)
+    else:
+        raise ValueError("image/build: give exactly one: a pinned image, or an ImageBuild")
+    return parse_install(
+        image=image,
+        namespace=args.namespace,
+        replicas=args.replicas,
+        config=with_pool_domains(args.config, args.pools),
+        resources=args.resources,
+        service_monitor=args.service_monitor,
+    )
+
+
+class JobSetSystem(pulumi.ComponentResource):
+    """The JobSet CRD and controller: RBAC, config, a 2-replica Deployment, PDB, metrics."""
+
+    ready: pulumi.Output[bool]
+    """Resolves once the CRD exists and the controller Deployment is Available."""
+    namespace: pulumi.Output[str]
+    """The controller's namespace."""
+    image: pulumi.Output[str]
+    """The image the controller runs (with digest when built here)."""
+    ready_resources: list[pulumi.Resource]
+    """CRD and Deployment: `depends_on` these (or the component) before creating JobSets."""
+
+    def __init__(
+        self, name: str, args: JobSetSystemArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        install = validate_args(args)  # before any child exists: bad arguments fail preview
+        objects = system_objects(install)
+        self._name = name
+        self._provider = args.provider
+        image = self._image(args, install)
+        crd = self._create("crd", objects.crd)
+        ns = self._create("namespace", objects.namespace)
+        prerequisites = self._prerequisites(objects, ns)
+        deployment = self._deployment(objects, image, [crd, *prerequisites])
+        for key, manifest in (
+            ("pdb", objects.pod_disruption_budget),
+            ("metrics", objects.metrics_service),
+            ("service-monitor", objects.service_monitor),
+        ):
+            if manifest is not None:
+                self._create(key, manifest, [ns])
+        self.crd = crd
+        self.deployment = deployment
+        self.ready_resources = [crd, deployment]
+        self.namespace = pulumi.Output.from_input(install.namespace)
+        self.image = image
+        self.ready = pulumi.Output.all(crd.id, deployment.id).apply(lambda _: True)
+        self.register_outputs(
+            {"ready": self.ready, "namespace": self.namespace, "image": self.image}
+        )
+
+    def _options(self, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._provider, depends_on=list(depends_on)
+        )
+
+    def _create(
+        self, key: str, manifest: Manifest, depends_on: Sequence[pulumi.Resource] = ()
+    ) -> pulumi.CustomResource:
+        return kubernetes_object(f"{self._name}-{key}", manifest, self._options(depends_on))
+
+    def _prerequisites(
+        self, objects: SystemObjects, ns: pulumi.Resource
+    ) -> list[pulumi.CustomResource]:
+        return [
+            self._create("service-account", objects.service_account, [ns]),
+            self._create("cluster-role", objects.cluster_role),
+            self._create("cluster-role-binding", objects.cluster_role_binding),
+            self._create("leader-election-role", objects.role, [ns]),
+            self._create("leader-election-role-binding", objects.role_binding, [ns]),
+            self._create("config", objects.config_map, [ns]),
+        ]
+
+    def _deployment(
+        self,
+        objects: SystemObjects,
+        image: pulumi.Output[str],
+        depends_on: Sequence[pulumi.Resource],
+    ) -> pulumi.CustomResource:
+        manifest = objects.deployment
+        return k8s.apps.v1.Deployment(
+            f"{self._name}-controller",
+            metadata=manifest["metadata"],
+            spec=image.apply(lambda ref: controller.with_image(manifest, ref)["spec"]),
+            opts=self._options(depends_on),
+        )
+
+    def _image(self, args: JobSetSystemArgs, install: ControllerInstall) -> pulumi.Output[str]:
+        if args.build is None:
+            return pulumi.Output.from_input(install.image)
+        build = args.build
+        repository = gcp.artifactregistry.Repository(
+            f"{self._name}-images",
+            project=build.project,
+            location=build.location,
+            repository_id=build.repository,
+            format="DOCKER",
+            description="jobset-infra controller images",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        context = Path(build.context)
+        image = Image(
+            f"{self._name}-image",
+            context={"location": str(context)},
+            dockerfile={"location": str(context / "Dockerfile")},
+            platforms=[Platform(build.platform)],
+            tags=[install.image],
+            push=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[repository]),
+        )
+        # tag@sha256:...: a rebuilt image under the same tag still rolls the Deployment.
+        ref: pulumi.Output[str] = image.ref
+        return ref
+

@@ -1,0 +1,175 @@
+"""`Kueue`: Kueue from its pinned OCI Helm chart, with queues derived from the TPU slice pools.
+
+The shell around `jobset_infra.manifests.kueue_install` and `kueue_queues`: validate (pure, raises
+at preview), then create
+
+1. the Helm release (`helm.v3.Release`, a real Helm release). Helm waits for its resources, and
+   Kueue's Deployment turns Available only when its /readyz passes, which Kueue gates on its
+   webhook certificates and webhook server (reference kueue-and-pulumi.md §A1). So the release
+   completes only once Kueue's webhooks serve;
+2. the queue objects, each `depends_on` the release: every Kueue kind goes through a
+   `failurePolicy: Fail` webhook, and creating them earlier would fail. Inside the group a
+   ClusterQueue follows the flavors, priority classes and admission check it names, and
+   LocalQueues follow their ClusterQueue.
+
+Why a Release and not `helm.v4.Chart`: a Release is one resource whose completion means "all of
+Kueue is up", which is exactly the dependency queues need; a v4 Chart's children are rendered by
+the provider and cannot be named in `depends_on` individually.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from jobset_infra.api import constants as k
+from jobset_infra.components.k8s_objects import kubernetes_object
+from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
+from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.manifests.meta import Manifest
+from jobset_infra.tpu.pools import SlicePoolsPlan
+
+__all__ = ["Kueue", "KueueArgs", "validate_args"]
+
+TYPE_TOKEN = "jobset-infra:index:Kueue"
+# Helm --wait limit: image pulls and certificate generation on a fresh cluster take minutes.
+RELEASE_TIMEOUT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    """Arguments of `Kueue`; validated before anything is created."""
+
+    provider: k8s.Provider
+    """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
+    pools: Sequence[SlicePoolsPlan]
+    """Slice pools (`TpuSlicePools` plans) whose chips the queue hands out."""
+    queues: QueueSpec = field(default_factory=QueueSpec)
+    install: KueueInstall = field(default_factory=KueueInstall)
+    create_namespaces: bool = False
+    """Also create the LocalQueues' namespaces (except `default`); off when others own them."""
+
+
+def validate_args(args: KueueArgs) -> QueueObjects:
+    """Return the queue objects; raise QueueError / ValueError naming the bad field."""
+    if not isinstance(args.provider, k8s.Provider):
+        raise ValueError(
+            "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
+            "GkeCluster.provider); Kueue never uses the ambient kubeconfig"
+        )
+    return queue_objects(args.queues, list(args.pools))
+
+
+class Kueue(pulumi.ComponentResource):
+    """Kueue with the JobSet integration, and TPU ResourceFlavors and queues for the pools."""
+
+    cluster_queue_name: pulumi.Output[str]
+    """The ClusterQueue holding the TPU quota."""
+    local_queue_name: pulumi.Output[str]
+    """The LocalQueue name, the same in every namespace; JobSets set it as their queue label."""
+    queue_label: pulumi.Output[str]
+    """The label key JobSets put the LocalQueue name under."""
+    flavor_names: pulumi.Output[list[str]]
+    """The ResourceFlavors, one per slice shape and capacity kind."""
+    ready: pulumi.Output[bool]
+    """Resolves once Kueue serves and every queue object exists."""
+    ready_resources: list[pulumi.CustomResource]
+    """`depends_on` these (or the component) before creating queued JobSets."""
+
+    def __init__(
+        self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        objects = validate_args(args)  # before any child exists: bad arguments fail preview
+        self._name = name
+        self._provider = args.provider
+        release = self._release(args.install, _explicit_dependencies(opts))
+        namespaces = self._namespaces(args) if args.create_namespaces else []
+        queue_resources = self._queues(objects, release, namespaces)
+        self.release = release
+        self.ready_resources = [release, *queue_resources]
+        self.cluster_queue_name = pulumi.Output.from_input(args.queues.cluster_queue_name)
+        self.local_queue_name = pulumi.Output.from_input(args.queues.local_queue_name)
+        self.queue_label = pulumi.Output.from_input(k.KUEUE_QUEUE_NAME_LABEL)
+        self.flavor_names = pulumi.Output.from_input([f.name for f in objects.flavors])
+        self.ready = pulumi.Output.all(*(r.id for r in self.ready_resources)).apply(
+            lambda _: True
+        )
+        self.register_outputs(
+            {
+                "clusterQueueName": self.cluster_queue_name,
+                "localQueueName": self.local_queue_name,
+                "queueLabel": self.queue_label,
+                "flavorNames": self.flavor_names,
+                "ready": self.ready,
+            }
+        )
+
+    def _options(self, depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._provider, depends_on=list(depends_on)
+        )
+
+    def _release(
+        self, install: KueueInstall, after: Sequence[pulumi.Resource]
+    ) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(
+            f"{self._name}-kueue",
+            name=install.release_name,
+            chart=KUEUE_CHART,
+            version=install.version,
+            namespace=install.namespace,
+            create_namespace=True,
+            values=helm_values(install),
+            timeout=RELEASE_TIMEOUT_SECONDS,
+            opts=self._options(after),
+        )
+
+    def _namespaces(self, args: KueueArgs) -> list[pulumi.CustomResource]:
+        return [
+            self._create(namespace_manifest(ns), [])
+            for ns in args.queues.namespaces
+            if ns != "default"
+        ]
+
+    def _queues(
+        self,
+        objects: QueueObjects,
+        release: pulumi.Resource,
+        namespaces: Sequence[pulumi.Resource],
+    ) -> list[pulumi.CustomResource]:
+        named = [
+            *objects.resource_flavors,
+            *objects.priority_classes,
+            *objects.provisioning,
+        ]
+        referenced = [self._create(m, [release]) for m in named]
+        cluster_queue = self._create(objects.cluster_queue, [release, *referenced])
+        local_queues = [
+            self._create(m, [release, cluster_queue, *namespaces]) for m in objects.local_queues
+        ]
+        return [*referenced, cluster_queue, *local_queues]
+
+    def _create(
+        self, manifest: Manifest, depends_on: Sequence[pulumi.Resource]
+    ) -> pulumi.CustomResource:
+        meta = manifest["metadata"]
+        scope = f"{meta['namespace']}-" if "namespace" in meta else ""
+        key = f"{self._name}-{manifest['kind'].lower()}-{scope}{meta['name']}"
+        return kubernetes_object(key, manifest, self._options(depends_on))
+
+
+def _explicit_dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    """Return the component's own `depends_on` resources, so the release waits for them too.
+
+    Passing `depends_on=[jobset_system]` makes the release start after the JobSet CRD exists,
+    so Kueue's JobSet integration sees the API when it starts (older Kueue needed a restart).
+    """
+    if opts is None or opts.depends_on is None:
+        return []
+    found = opts.depends_on if isinstance(opts.depends_on, list) else [opts.depends_on]
+    return [r for r in found if isinstance(r, pulumi.Resource)]

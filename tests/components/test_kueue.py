@@ -1,0 +1,177 @@
+"""Kueue under Pulumi mocks: the pinned chart, queues after the release, objects from the pools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
+from jobset_infra.components.kueue import Kueue, KueueArgs
+from jobset_infra.components.offline import ProgramError, Registration
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.tpu.spec import Capacity
+from tests.components.platform_fixtures import IMAGE, kind_of, provider
+from tests.components.pulumi_harness import ComponentRun, run_component
+from tests.manifests.kueue_schema import kueue_errors
+from tests.manifests.pools import v5e_pools
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
+FOUR_V5E = v5e_pools()
+
+
+def build_kueue(**fields: Any) -> ComponentRun[Kueue]:
+    def build() -> Kueue:
+        args = KueueArgs(**{"provider": provider(), "pools": [FOUR_V5E], **fields})
+        return Kueue("kueue", args)
+
+    return run_component(
+        build, outputs=["cluster_queue_name", "local_queue_name", "flavor_names", "queue_label"]
+    )
+
+
+def _queue_objects(run: ComponentRun[Any]) -> list[Registration]:
+    return [r for r in run.run.registrations if r.type.startswith(KUEUE)]
+
+
+def _one(run: ComponentRun[Any], kind: str) -> Registration:
+    (found,) = [r for r in _queue_objects(run) if kind_of(r) == kind]
+    return found
+
+
+def test_installs_kueue_from_the_pinned_oci_chart_with_the_jobset_integration() -> None:
+    run = build_kueue()
+    release = run.inputs(RELEASE, "kueue-kueue")
+    assert release["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert release["version"] == "0.19.2"
+    assert (release["name"], release["namespace"], release["createNamespace"]) == (
+        "kueue",
+        "kueue-system",
+        True,
+    )
+    assert release.get("skipAwait") in (None, False)  # Helm waits: Kueue serves when done
+    config = yaml.safe_load(release["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert "jobset.x-k8s.io/jobset" in config["integrations"]["frameworks"]
+
+
+def test_every_queue_object_waits_for_the_release() -> None:
+    run = build_kueue(pools=[FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START)])
+    release = run.resource(RELEASE, "kueue-kueue")
+    objects = _queue_objects(run)
+    assert {kind_of(r) for r in objects} == {
+        "ResourceFlavor",
+        "WorkloadPriorityClass",
+        "ProvisioningRequestConfig",
+        "AdmissionCheck",
+        "ClusterQueue",
+        "LocalQueue",
+    }
+    for registration in objects:
+        assert release.urn in registration.dependencies, registration.name
+
+
+def test_cluster_queue_follows_what_it_names_and_local_queues_follow_it() -> None:
+    run = build_kueue()
+    by_urn = run.run.by_urn()
+    cq = _one(run, "ClusterQueue")
+    assert {"ResourceFlavor", "WorkloadPriorityClass"} <= {
+        kind_of(by_urn[u]) for u in cq.dependencies if u in by_urn
+    }
+    assert cq.urn in _one(run, "LocalQueue").dependencies
+
+
+def test_four_v5e_2x4_pools_give_flavor_labels_of_the_pools_and_32_chips() -> None:
+    run = build_kueue()
+    flavor = _one(run, "ResourceFlavor")
+    assert flavor.inputs["spec"]["nodeLabels"] == dict(FOUR_V5E.flavor_node_labels)
+    cq = _one(run, "ClusterQueue").inputs
+    (group,) = cq["spec"]["resourceGroups"]
+    (quota,) = group["flavors"]
+    assert quota["name"] == flavor.inputs["metadata"]["name"]
+    assert quota["resources"] == [{"name": "google.com/tpu", "nominalQuota": 32}]
+
+
+def test_registered_queue_objects_have_only_documented_kueue_fields() -> None:
+    run = build_kueue()
+    for registration in _queue_objects(run):
+        manifest = dict(registration.inputs)
+        if "value" in manifest:  # the mock transport turns numbers into floats
+            manifest["value"] = int(manifest["value"])
+        for group in manifest.get("spec", {}).get("resourceGroups", []):
+            for flavor in group["flavors"]:
+                for resource in flavor["resources"]:
+                    resource["nominalQuota"] = int(resource["nominalQuota"])
+        assert kueue_errors(manifest) == [], registration.name
+
+
+def test_outputs_name_the_queues_and_flavors() -> None:
+    run = build_kueue(queues=QueueSpec(local_queue_name="ml"))
+    assert run.values == {
+        "cluster_queue_name": "tpu-cluster-queue",
+        "local_queue_name": "ml",
+        "flavor_names": ["tpu-v5-lite-podslice-2x4"],
+        "queue_label": "kueue.x-k8s.io/queue-name",
+    }
+
+
+def test_local_queue_namespaces_can_be_created_first() -> None:
+    run = build_kueue(queues=QueueSpec(namespaces=("default", "team-a")), create_namespaces=True)
+    namespaces = run.of_type("kubernetes:core/v1:Namespace")
+    assert [r.inputs["metadata"]["name"] for r in namespaces] == ["team-a"]
+    team_queue = [r for r in _queue_objects(run) if r.name.endswith("team-a-tpu-queue")]
+    assert namespaces[0].urn in team_queue[0].dependencies
+
+
+def test_a_platform_with_jobsets_orders_crd_controller_kueue_before_the_jobset() -> None:
+    def build() -> Kueue:
+        cluster = provider()
+        system = JobSetSystem("jobset", JobSetSystemArgs(provider=cluster, image=IMAGE))
+        kueue = Kueue(
+            "kueue",
+            KueueArgs(provider=cluster, pools=[FOUR_V5E]),
+            pulumi.ResourceOptions(depends_on=[system]),
+        )
+        pulumi.CustomResource(
+            "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+            "train",
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"},
+            pulumi.ResourceOptions(depends_on=[*system.ready_resources, *kueue.ready_resources]),
+        )
+        return kueue
+
+    run = run_component(build)
+    by_urn = run.run.by_urn()
+    jobset = run.resource("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "train")
+    waited = {kind_of(by_urn[u]) for u in jobset.dependencies}
+    assert {"CustomResourceDefinition", "Deployment", "Release", "LocalQueue"} <= waited
+    release = run.resource(RELEASE, "kueue-kueue")
+    # Kueue starts after our CRD exists, so its JobSet integration finds the API at startup.
+    assert {kind_of(by_urn[u]) for u in release.dependencies} >= {"CustomResourceDefinition"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "want_message"),
+    [
+        pytest.param({"pools": []}, "at least one SlicePoolsPlan", id="no pools"),
+        pytest.param({"provider": None}, "provider", id="no provider"),
+        pytest.param(
+            {"queues": QueueSpec(tpu_quota={"tpu-v5-lite-podslice-2x4": 64})},
+            "exceed the 32 chips",
+            id="quota above the chips",
+        ),
+    ],
+)
+def test_bad_arguments_fail_before_anything_is_created(
+    fields: dict[str, Any], want_message: str
+) -> None:
+    with pytest.raises(ProgramError, match=want_message):
+        build_kueue(**fields)
+
+
+def test_install_settings_reach_the_release() -> None:
+    run = build_kueue(install=KueueInstall(version="0.18.1", namespace="queues-system"))
+    release = run.inputs(RELEASE, "kueue-kueue")
+    assert (release["version"], release["namespace"]) == ("0.18.1", "queues-system")

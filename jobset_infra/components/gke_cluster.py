@@ -8,6 +8,7 @@ kubeconfig uses the gke-gcloud-auth-plugin exec credential. TPU pools come from 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -21,6 +22,7 @@ from jobset_infra.tpu.cluster import (
     validate_cluster_spec,
 )
 from jobset_infra.tpu.kubeconfig import context_name, render_kubeconfig
+from jobset_infra.tpu.parse import parse_cluster_spec
 
 __all__ = ["GkeCluster", "GkeClusterArgs"]
 
@@ -44,10 +46,14 @@ class GkeCluster(pulumi.ComponentResource):
     """Email of the node service account (TPU pools use it too)."""
 
     def __init__(
-        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: GkeClusterArgs | Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        args = parse_cluster_spec(args)  # a mapping (e.g. Pulumi config) is parsed and checked
+        validate_cluster_spec(args)  # before anything is registered: a bad spec fails preview
         super().__init__(TYPE_TOKEN, name, None, opts)
-        validate_cluster_spec(args)  # before any child exists: a bad spec fails preview
         self.spec = args
         cluster_name = args.name or name
         child = pulumi.ResourceOptions(parent=self)

@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 from jobset_infra.components.gke_cluster import GkeCluster
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES
+from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.pools import (
     SlicePool,
     SlicePoolsPlan,
@@ -39,7 +40,8 @@ class TpuSlicePoolsArgs:
 
     cluster: pulumi.Input[str]
     """Name of the GKE cluster (e.g. ``GkeCluster.name``)."""
-    spec: SlicePoolsSpec
+    spec: SlicePoolsSpec | Mapping[str, Any]
+    """The slices; a mapping (e.g. a Pulumi config object) is parsed into a SlicePoolsSpec."""
     project: str | None = None
     service_account: pulumi.Input[str] | None = None
     """Node service account email; None = the project's default (avoid: use for_cluster)."""
@@ -48,14 +50,17 @@ class TpuSlicePoolsArgs:
     """The ``fingerprint`` output of the last deployment; changes that replace slices are warned."""
 
     @classmethod
-    def for_cluster(cls, cluster: GkeCluster, spec: SlicePoolsSpec) -> TpuSlicePoolsArgs:
+    def for_cluster(
+        cls, cluster: GkeCluster, spec: SlicePoolsSpec | Mapping[str, Any]
+    ) -> TpuSlicePoolsArgs:
         """Return args for ``cluster``: its location, channel, version and node identity."""
         cluster_spec = cluster.spec
+        parsed = parse_slice_pools_spec(spec)
         filled = replace(
-            spec,
+            parsed,
             cluster_location=cluster_spec.location,
             release_channel=cluster_spec.release_channel,
-            gke_version=spec.gke_version or cluster_spec.version,
+            gke_version=parsed.gke_version or cluster_spec.version,
         )
         return cls(
             cluster=cluster.name,
@@ -81,7 +86,8 @@ class TpuSlicePools(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: TpuSlicePoolsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        plan = plan_slice_pools(args.spec)  # every §6 rule, before anything is registered
+        spec = parse_slice_pools_spec(args.spec)
+        plan = plan_slice_pools(spec)  # every §6 rule, before anything is registered
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.plan = plan
         self.slice = plan.slice
@@ -89,7 +95,7 @@ class TpuSlicePools(pulumi.ComponentResource):
             pulumi.log.warn(warning, resource=self)
         child = pulumi.ResourceOptions(parent=self)
         self.pools = [
-            gcp.container.NodePool(pool.name, opts=child, **_pool_inputs(plan, pool, args))
+            gcp.container.NodePool(pool.name, opts=child, **_pool_inputs(plan, pool, spec, args))
             for pool in plan.pools
         ]
         self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
@@ -104,9 +110,11 @@ class TpuSlicePools(pulumi.ComponentResource):
         )
 
 
-def _pool_inputs(plan: SlicePoolsPlan, pool: SlicePool, args: TpuSlicePoolsArgs) -> dict[str, Any]:
+def _pool_inputs(
+    plan: SlicePoolsPlan, pool: SlicePool, spec: SlicePoolsSpec, args: TpuSlicePoolsArgs
+) -> dict[str, Any]:
     """Return the gcp.container.NodePool arguments of one slice pool."""
-    pinned = args.spec.release_channel is None and args.spec.gke_version is not None
+    pinned = spec.release_channel is None and spec.gke_version is not None
     inputs: dict[str, Any] = {
         "name": pool.name,
         "cluster": args.cluster,
@@ -115,7 +123,7 @@ def _pool_inputs(plan: SlicePoolsPlan, pool: SlicePool, args: TpuSlicePoolsArgs)
         "node_locations": [plan.zone],
         "max_pods_per_node": plan.max_pods_per_node,
         "management": {"auto_repair": plan.auto_repair, "auto_upgrade": plan.auto_upgrade},
-        "version": args.spec.gke_version if pinned else None,
+        "version": spec.gke_version if pinned else None,
         "node_config": _node_config(plan, pool, args),
     }
     if plan.autoscaling is None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from jobset_infra.tpu import constants as c
+from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.slice import Taint, TpuSlice
 from jobset_infra.tpu.spec import (
     Autoscaling,
@@ -150,8 +152,12 @@ class SlicePoolsPlan:
         return tuple(PlacementDomain(p.name, self.nodes_per_pool, self.slice) for p in self.pools)
 
 
-def plan_slice_pools(spec: SlicePoolsSpec) -> SlicePoolsPlan:
-    """Validate ``spec`` and return the plan of its node pools. Pure; raises SlicePoolsError."""
+def plan_slice_pools(request: SlicePoolsSpec | Mapping[str, Any]) -> SlicePoolsPlan:
+    """Validate a spec (or a mapping of its fields) and return the plan of its node pools.
+
+    Pure; raises SlicePoolsError naming the argument.
+    """
+    spec = parse_slice_pools_spec(request)
     tpu_slice = validate_spec(spec)
     assert spec.cluster_location is not None  # validate_zone requires it
     capacity = Capacity(spec.capacity)

@@ -42,7 +42,10 @@ _MAX_PODS_RANGE = (8, 256)
 
 
 def validate_spec(spec: SlicePoolsSpec) -> TpuSlice:
-    """Run every static rule over ``spec``; return its slice. Raise on the first violation."""
+    """Run every static rule over ``spec``; return its slice. Raise on the first violation.
+
+    ``spec`` must be type-checked already (`jobset_infra.tpu.parse.parse_slice_pools_spec`).
+    """
     tpu_slice = validate_shape(spec)
     validate_name(spec)
     validate_slices(spec, tpu_slice)

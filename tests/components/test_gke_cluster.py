@@ -186,3 +186,11 @@ def test_a_pinned_version_has_no_channel_and_no_auto_upgrade() -> None:
 def test_invalid_cluster_fails_at_preview(overrides: dict[str, Any], want_message: str) -> None:
     with pytest.raises(ProgramError, match=f"^{re.escape(want_message)}"):
         _build(replace(SPEC, **overrides))
+
+
+def test_a_config_mapping_builds_the_same_cluster() -> None:
+    config = {"project": "my-project", "location": "us-west4", "name": "train"}
+    from_config = run_component(lambda: GkeCluster("gke", config))
+    assert from_config.inputs(GCP_CLUSTER, "gke") == _build().inputs(GCP_CLUSTER, "gke")
+    with pytest.raises(ProgramError, match=r"^system_pool_nodes: unknown field; did you mean"):
+        run_component(lambda: GkeCluster("gke", {**config, "system_pool_nodes": 3}))

@@ -190,3 +190,16 @@ def test_harness_runs_do_not_share_pulumi_state() -> None:
     assert len(second.of_type(GCP_NODE_POOL)) == 2
     assert pulumi.get_stack() == "stack"  # reset after each run
     assert pulumi.runtime.settings.get_root_resource() is None
+
+
+def test_pools_from_a_config_mapping_and_a_config_typo() -> None:
+    config = {"name": "cfg", "accelerator": "v5e", "topology": "4x4", "zone": "us-west4-a",
+              "cluster_location": "us-west4", "slices": "2", "capacity": "spot"}  # fmt: skip
+    args = TpuSlicePoolsArgs(cluster="c", spec=config, service_account=SA)
+    result = run_component(lambda: TpuSlicePools("cfg", args), outputs=["total_chips"])
+    assert result.values["total_chips"] == 32
+    assert result.inputs(GCP_NODE_POOL, "cfg-1")["nodeConfig"]["spot"] is True
+
+    typo = TpuSlicePoolsArgs(cluster="c", spec={**config, "topolgy": "4x4"})
+    with pytest.raises(ProgramError, match=r"^topolgy: unknown field; did you mean 'topology'"):
+        run_component(lambda: TpuSlicePools("cfg", typo))

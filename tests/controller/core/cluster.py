@@ -109,6 +109,22 @@ class State:
                 state = state.with_job(job["metadata"]["name"], change)
         return state
 
+    def without_jobs(self, *names: str) -> State:
+        """Jobs gone from the API server (e.g. foreground-deletion finalizers removed)."""
+        return replace(self, jobs={n: j for n, j in self.jobs.items() if n not in names})
+
+    def attempts(self) -> dict[int, int]:
+        """How many Jobs (deleting ones included) carry each restart-attempt label value."""
+        out: dict[int, int] = {}
+        for job in self.jobs.values():
+            attempt = int(job["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"])
+            out[attempt] = out.get(attempt, 0) + 1
+        return out
+
+    def deleting(self) -> list[str]:
+        """Names of Jobs with a deletionTimestamp."""
+        return sorted(n for n, j in self.jobs.items() if "deletionTimestamp" in j["metadata"])
+
     def with_spec(self, **fields: Any) -> State:
         """Change spec fields of the JobSet (camelCase)."""
         js = copy.deepcopy(self.jobset)
@@ -240,10 +256,10 @@ def settle(
 ) -> State:
     """Reconcile (and garbage-collect) until the plan is empty; fail if it never settles."""
     for i in range(max_passes):
+        if gc:
+            state = collect_garbage(state)
         plan = reconcile(state.observed(), now + timedelta(seconds=i), config)
         if plan.is_empty:
             return state
         state = apply_plan(state, plan, now + timedelta(seconds=i))
-        if gc:
-            state = collect_garbage(state)
     raise AssertionError(f"reconcile did not settle in {max_passes} passes; last plan: {plan}")

@@ -10,11 +10,12 @@ conditions, acceptedNames, storedVersions). Deleting the CRD deletes its objects
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from jobset_infra.sim.errors import StatusError, field_cause, invalid
+from jobset_infra.api.crd_schema import CrdSchema, CrdSchemaError
+from jobset_infra.api.errors import FieldError
+from jobset_infra.sim.errors import field_cause, invalid
 from jobset_infra.sim.resources import GVR, ResourceInfo
 
 if TYPE_CHECKING:
@@ -81,42 +82,38 @@ def _admit_crd(store: Store) -> Admit:
     return admit
 
 
-def _load_schema(crd: JsonObj, version: str) -> Any:
-    """`CrdSchema.from_crd(crd, version)`, or None until jobset_infra.api.crd_schema exists."""
-    try:
-        module = importlib.import_module("jobset_infra.api.crd_schema")
-    except ImportError:
-        return None
-    return module.CrdSchema.from_crd(crd, version)
+_REASONS = (
+    ("Required value", "FieldValueRequired"), ("Unsupported value", "FieldValueNotSupported"),
+    ("Forbidden", "FieldValueForbidden"), ("Too many", "FieldValueTooMany"),
+    ("Too long", "FieldValueTooLong"), ("Duplicate value", "FieldValueDuplicate"),
+    ("Invalid value", "FieldValueInvalid"),
+)
 
 
-def _admit_custom(schema: Any) -> Admit:
+def _cause(error: FieldError) -> JsonObj:
+    """A FieldError as an entry of Status details.causes (reason from the message's prefix)."""
+    reason = next((r for prefix, r in _REASONS if error.message.startswith(prefix)),
+                  "FieldValueInvalid")
+    return field_cause(reason, error.path, error.message)
+
+
+def _admit_custom(schema: CrdSchema) -> Admit:
     def admit(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
-        obj = schema.prune(obj) or obj
-        obj = schema.default(obj) or obj
-        errors = schema.validate(obj, old)
+        admitted, errors = schema.admit(obj, old)
         if errors:
-            causes = [_cause(e) for e in errors]
-            raise invalid(info.gvr.group, info.kind, obj["metadata"].get("name", ""), causes)
-        return obj
+            name = obj["metadata"].get("name", "")
+            raise invalid(info.gvr.group, info.kind, name, [_cause(e) for e in errors])
+        result: JsonObj = admitted
+        return result
 
     return admit
-
-
-def _cause(error: Any) -> JsonObj:
-    if isinstance(error, dict):
-        return error
-    field = str(getattr(error, "field", getattr(error, "path", "")))
-    reason = str(getattr(error, "reason", "FieldValueInvalid"))
-    message = str(getattr(error, "message", error))
-    return field_cause(reason, field, message)
 
 
 def _register(store: Store, crd: JsonObj) -> None:
     for info in infos_for(crd):
         store.registry.add(info)
-        schema = _load_schema(crd, info.gvr.version)
-        store.admission[info.gvr] = [_admit_custom(schema)] if schema is not None else []
+        schema = CrdSchema.from_crd(crd, info.gvr.version)
+        store.admission[info.gvr] = [_admit_custom(schema)]
 
 
 def _unregister(store: Store, crd: JsonObj) -> None:
@@ -136,7 +133,7 @@ def _observe(store: Store, event: str, info: ResourceInfo, obj: JsonObj) -> None
     else:
         try:
             _register(store, obj)
-        except (KeyError, TypeError, StatusError):  # a malformed CRD is stored but not served
+        except (KeyError, TypeError, CrdSchemaError):  # a malformed CRD is stored, not served
             return
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from jobset_infra.sim import discovery, tables
+from jobset_infra.sim import discovery, openapi, tables
 from jobset_infra.sim.errors import (
     StatusError,
     bad_request,
@@ -160,6 +160,12 @@ class ApiHandler:
             return discovery.api_versions(self.server_address())
         if path == "/apis":
             return discovery.api_group_list(registry)
+        if path == "/openapi/v3":
+            return openapi.index(registry)
+        if path.startswith("/openapi/v3/"):
+            rest = [*path.removeprefix("/openapi/v3/").split("/"), "", ""]
+            group, version = ("", rest[1]) if rest[0] == "api" else (rest[1], rest[2])
+            return openapi.document(registry, group, version)
         if path.startswith("/apis/") and not api.version:
             return discovery.api_group(registry, api.group)
         if path.startswith(("/api/", "/apis/")):
@@ -284,11 +290,18 @@ class ApiHandler:
             return response
         if intercept is not None and intercept.expire:
             stream.fail(gone("too old resource version: injected (forced by a fault)"))
-        await self._pump(response, stream, timeout, bookmarks)
+        as_table = "as=Table" in request.headers.get("Accept", "")
+        include = query.get("includeObject", "Metadata")
+        await self._pump(response, stream, timeout, bookmarks,
+                         self._tabulate(gvr, include) if as_table else None)
         return response
 
+    def _tabulate(self, gvr: GVR, include: str) -> Callable[[JsonObj], JsonObj]:
+        info = self.store.info(gvr)
+        return lambda obj: tables.table(info, [obj], obj["metadata"]["resourceVersion"], include)
+
     async def _pump(self, response: web.StreamResponse, stream: Any, timeout: float | None,
-                    bookmarks: bool) -> None:
+                    bookmarks: bool, tabulate: Callable[[JsonObj], JsonObj] | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:
@@ -301,6 +314,8 @@ class ApiHandler:
                     break
                 if kind == "BOOKMARK" and not bookmarks:
                     continue
+                if tabulate is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = tabulate(obj)
                 await _send(response, kind, obj)
         except (ConnectionResetError, asyncio.CancelledError):
             pass

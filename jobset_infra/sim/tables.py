@@ -1,8 +1,9 @@
 """Server-side printing (`Accept: application/json;as=Table`), which `kubectl get` asks for.
 
-CRDs print their `additionalPrinterColumns` (JSONPath cells, dates left for kubectl to show as
-ages); without any, Name and Age. Built-in kinds print the columns kubectl users know for the kinds
-this project touches (Jobs, Pods, Nodes, Namespaces) and Name and Age otherwise.
+CRDs print their `additionalPrinterColumns` (JSONPath cells, dates as ages); without any, Name and
+Age. Built-in kinds print the columns kubectl users know for the kinds this project touches (Jobs,
+Pods, Nodes, Namespaces) and Name and Age otherwise. Watches asked for as tables get one-row
+tables as event objects.
 """
 
 from __future__ import annotations
@@ -116,6 +117,11 @@ def _cell(path: str) -> Cell:
     return lambda obj: jsonpath(obj, path)
 
 
+def _date_cell(cell: Cell) -> Cell:
+    """Date columns are sent as ages, as the apiextensions table convertor does."""
+    return lambda obj: human_age(cell(obj)) if cell(obj) else "<unknown>"
+
+
 def _crd_columns(info: ResourceInfo) -> list[tuple[JsonObj, Cell]] | None:
     if info.crd is None:
         return None
@@ -129,7 +135,8 @@ def _crd_columns(info: ResourceInfo) -> list[tuple[JsonObj, Cell]] | None:
         definition = {"name": col["name"], "type": col.get("type", "string"),
                       "format": col.get("format", ""), "description": col.get("description", ""),
                       "priority": col.get("priority", 0)}
-        out.append((definition, _cell(col["jsonPath"])))
+        cell = _cell(col["jsonPath"])
+        out.append((definition, _date_cell(cell) if definition["type"] == "date" else cell))
     return out
 
 

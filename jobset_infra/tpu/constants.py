@@ -26,6 +26,8 @@ __all__ = [
     "SLICE_GROUP_LABEL",
     "SLICE_INDEX_LABEL",
     "SPOT_LABEL",
+    "SYSTEM_POOL_LABEL",
+    "SYSTEM_POOL_VALUE",
     "TOPOLOGY_LABEL",
     "TPU_RESOURCE",
     "TPU_TAINT_KEY",
@@ -71,3 +73,6 @@ MIN_GKE_VERSION_FLEX_START_TPU: Final = "1.33.0-gke.1712000"
 # Our own node labels on every slice pool: which pool group and which slice index it is.
 SLICE_GROUP_LABEL: Final = "jobset-infra/slice-group"
 SLICE_INDEX_LABEL: Final = "jobset-infra/slice-index"
+# Label on the CPU system pool's nodes; controllers may select it (TPU nodes are tainted anyway).
+SYSTEM_POOL_LABEL: Final = "jobset-infra/pool"
+SYSTEM_POOL_VALUE: Final = "system"

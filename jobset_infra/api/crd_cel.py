@@ -1,0 +1,190 @@
+"""CEL `x-kubernetes-validations` rules, evaluated with cel-python (celpy) like the kube-apiserver.
+
+A `Rule` is compiled once per distinct rule text (cached) and evaluated with `self` (and
+`oldSelf` for transition rules) bound to JSON values. Kubernetes' CEL extension functions that
+CRD rules commonly use (strings, lists) are provided on top of celpy's standard library.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import celpy
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
+
+from jobset_infra.api.errors import FieldError, child
+
+_OLD_SELF: Final = re.compile(r"\boldSelf\b")
+_FIELD_PATH_PART: Final = re.compile(
+    r"\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]*)['\"]\]|\[(\d+)\]"
+)
+_REASON_FORMATS: Final = {
+    "FieldValueInvalid": "Invalid value: {type}: {message}",
+    "FieldValueForbidden": "Forbidden: {message}",
+    "FieldValueRequired": "Required value: {message}",
+    "FieldValueDuplicate": "Duplicate value: {message}",
+}
+
+
+class RuleCompileError(ValueError):
+    """A rule that does not compile (syntax error)."""
+
+
+def _lower_ascii(s: Any) -> Any:
+    return celtypes.StringType(str(s).lower())
+
+
+def _upper_ascii(s: Any) -> Any:
+    return celtypes.StringType(str(s).upper())
+
+
+def _trim(s: Any) -> Any:
+    return celtypes.StringType(str(s).strip())
+
+
+def _join(items: Any, sep: Any = "") -> Any:
+    return celtypes.StringType(str(sep).join(str(i) for i in items))
+
+
+def _split(s: Any, sep: Any) -> Any:
+    return celtypes.ListType([celtypes.StringType(p) for p in str(s).split(str(sep))])
+
+
+def _index_of(s: Any, sub: Any) -> Any:
+    return celtypes.IntType(str(s).find(str(sub)))
+
+
+def _replace(s: Any, old: Any, new: Any) -> Any:
+    return celtypes.StringType(str(s).replace(str(old), str(new)))
+
+
+def _is_sorted(items: Any) -> Any:
+    values = list(items)
+    return celtypes.BoolType(all(a <= b for a, b in itertools.pairwise(values)))
+
+
+def _sum(items: Any) -> Any:
+    values = list(items)
+    return functools.reduce(lambda a, b: a + b, values) if values else celtypes.IntType(0)
+
+
+def _find(s: Any, pattern: Any) -> Any:
+    found = re.search(str(pattern), str(s))
+    return celtypes.StringType(found.group(0) if found else "")
+
+
+# Kubernetes CEL library functions (subset) that celpy does not ship.
+EXTENSIONS: Final[Mapping[str, Callable[..., Any]]] = {
+    "lowerAscii": _lower_ascii,
+    "upperAscii": _upper_ascii,
+    "trim": _trim,
+    "join": _join,
+    "split": _split,
+    "indexOf": _index_of,
+    "replace": _replace,
+    "isSorted": _is_sorted,
+    "sum": _sum,
+    "find": _find,
+}
+
+
+@functools.cache
+def _environment() -> Any:
+    return celpy.Environment()
+
+
+@functools.cache
+def compile_expression(text: str) -> Any:
+    """A runnable celpy program for one CEL expression (cached by text)."""
+    env = _environment()
+    try:
+        ast = env.compile(text)
+    except Exception as exc:  # celpy raises its parser's errors
+        raise RuleCompileError(f"cannot compile CEL {text!r}: {exc}") from exc
+    return env.program(ast, functions=dict(EXTENSIONS))
+
+
+def to_cel(value: Any) -> Any:
+    """A JSON value as a celpy value."""
+    return json_to_cel(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One x-kubernetes-validations entry."""
+
+    rule: str
+    message: str | None = None
+    message_expression: str | None = None
+    field_path: str | None = None
+    reason: str | None = None
+    optional_old_self: bool = False
+
+    @staticmethod
+    def from_schema(entry: Mapping[str, Any]) -> Rule:
+        """Parse (and compile) a schema entry."""
+        rule = Rule(
+            rule=str(entry["rule"]),
+            message=entry.get("message"),
+            message_expression=entry.get("messageExpression"),
+            field_path=entry.get("fieldPath"),
+            reason=entry.get("reason"),
+            optional_old_self=bool(entry.get("optionalOldSelf", False)),
+        )
+        compile_expression(rule.rule)
+        return rule
+
+    @property
+    def is_transition(self) -> bool:
+        """True when the rule reads oldSelf (evaluated only on update with an old value)."""
+        return bool(_OLD_SELF.search(self.rule))
+
+    def evaluate(self, value: Any, old: Any, path: str, type_name: str) -> FieldError | None:
+        """None when the rule holds; otherwise the error the apiserver reports."""
+        activation: dict[str, Any] = {}
+        try:
+            activation["self"] = to_cel(value)
+            if self.is_transition:
+                activation["oldSelf"] = to_cel(old)
+            result = compile_expression(self.rule).evaluate(activation)
+        except Exception as exc:  # celpy raises CELEvalError and Python errors alike
+            return self._error(path, type_name, f"{exc} evaluating rule: {self.rule}")
+        if isinstance(result, CELEvalError):
+            return self._error(path, type_name, f"{result.args[0]} evaluating rule: {self.rule}")
+        if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
+            return None
+        return self._error(path, type_name, self._message(activation))
+
+    def _message(self, activation: Mapping[str, Any]) -> str:
+        if self.message_expression:
+            try:
+                text = compile_expression(self.message_expression).evaluate(dict(activation))
+                if isinstance(text, str) and text.strip():
+                    return str(text)
+            except Exception:
+                pass
+        return self.message or f"failed rule: {self.rule}"
+
+    def _error(self, path: str, type_name: str, message: str) -> FieldError:
+        where = append_field_path(path, self.field_path) if self.field_path else path
+        template = _REASON_FORMATS.get(self.reason or "", _REASON_FORMATS["FieldValueInvalid"])
+        return FieldError(where, template.format(type=f'"{type_name}"', message=message))
+
+
+def append_field_path(path: str, field_path: str) -> str:
+    """`spec` + `.a['b'][0]` -> `spec.a[b][0]`."""
+    for name, key, index in _FIELD_PATH_PART.findall(field_path):
+        if name:
+            path = child(path, name)
+        elif index:
+            path = child(path, int(index))
+        else:
+            path = f"{path}[{key}]"
+    return path

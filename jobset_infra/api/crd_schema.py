@@ -1,0 +1,393 @@
+"""A generic engine for any CRD's structural openAPIV3Schema, as the kube-apiserver applies it.
+
+    schema = CrdSchema.from_crd(crd, "v1alpha2")
+    obj, errors = schema.admit(manifest, old=None)    # prune -> default -> validate
+
+- `prune` drops fields the schema does not know (honouring x-kubernetes-preserve-unknown-fields
+  and x-kubernetes-embedded-resource; the root keeps apiVersion/kind/metadata);
+- `default` applies structural defaults (recursively, also into defaulted values) and drops nulls
+  of non-nullable fields without a default;
+- `validate` checks types, enums, bounds, lengths, patterns, formats, required, list-type map/set
+  uniqueness, and evaluates x-kubernetes-validations CEL rules (`crd_cel`), transition rules only
+  on update where an old value correlates. Messages are worded like the kube-apiserver's.
+Pure (no I/O); CEL programs and regexes are compiled once and cached.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from jobset_infra.api.crd_cel import Rule
+from jobset_infra.api.crd_formats import format_ok
+from jobset_infra.api.errors import FieldError, child, show_value
+
+__all__ = ["CrdSchema", "CrdSchemaError"]
+
+_ROOT_KEPT: Final = frozenset({"apiVersion", "kind", "metadata"})
+_MISSING: Final = object()
+
+
+class CrdSchemaError(ValueError):
+    """A CRD without the requested version or schema."""
+
+
+class CrdSchema:
+    """The openAPIV3Schema of one CRD version, ready to prune, default and validate objects."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._rules: dict[int, list[Rule]] = {}
+        self._compile_rules(schema)
+
+    @classmethod
+    def from_crd(cls, crd: Mapping[str, Any], version: str) -> CrdSchema:
+        """The schema of `version` of a CustomResourceDefinition manifest."""
+        versions = (crd.get("spec") or {}).get("versions") or []
+        for entry in versions:
+            if entry.get("name") == version:
+                schema = (entry.get("schema") or {}).get("openAPIV3Schema")
+                if not isinstance(schema, Mapping):
+                    raise CrdSchemaError(f"CRD version {version!r} has no openAPIV3Schema")
+                return cls(schema)
+        names = [v.get("name") for v in versions]
+        raise CrdSchemaError(f"CRD has no version {version!r} (it has {names})")
+
+    # -- prune --------------------------------------------------------------------------------
+
+    def prune(self, obj: Any) -> Any:
+        """A copy of `obj` without the fields the schema does not know."""
+        return _prune(self.schema, obj, "", [], root=True)
+
+    def pruned_fields(self, obj: Any) -> list[str]:
+        """Paths of the fields `prune` would drop."""
+        dropped: list[str] = []
+        _prune(self.schema, obj, "", dropped, root=True)
+        return dropped
+
+    # -- default ------------------------------------------------------------------------------
+
+    def default(self, obj: Any) -> Any:
+        """A copy of `obj` with structural defaults applied."""
+        out = copy.deepcopy(obj)
+        _default(self.schema, out)
+        return out
+
+    # -- validate -----------------------------------------------------------------------------
+
+    def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
+        """Every schema and CEL problem of `obj` (an update when `old` is given)."""
+        has_old = old is not None
+        return list(self._validate(self.schema, obj, old, "", has_old=has_old, root=True))
+
+    def admit(self, obj: Any, old: Any = None) -> tuple[Any, list[FieldError]]:
+        """What a create/update request does: prune, default, validate."""
+        admitted = self.default(self.prune(obj))
+        return admitted, self.validate(admitted, old)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _compile_rules(self, schema: Any) -> None:
+        if not isinstance(schema, Mapping):
+            return
+        entries = schema.get("x-kubernetes-validations") or []
+        if entries:
+            self._rules[id(schema)] = [Rule.from_schema(e) for e in entries]
+        for sub in (schema.get("properties") or {}).values():
+            self._compile_rules(sub)
+        for key in ("items", "additionalProperties"):
+            self._compile_rules(schema.get(key))
+        for key in ("allOf", "anyOf", "oneOf"):
+            for sub in schema.get(key) or []:
+                self._compile_rules(sub)
+
+    def _validate(
+        self,
+        schema: Mapping[str, Any],
+        value: Any,
+        old: Any,
+        path: str,
+        *,
+        has_old: bool,
+        root: bool = False,
+    ) -> Iterator[FieldError]:
+        if value is None:
+            if not schema.get("nullable") and _type_of(schema):
+                yield _type_error(path, value, _type_of(schema))
+            return
+        type_errors = list(_check_type(schema, value, path))
+        if type_errors:
+            yield from type_errors
+            return
+        yield from _check_value(schema, value, path)
+        if isinstance(value, dict):
+            yield from self._validate_object(schema, value, old, path, has_old=has_old, root=root)
+        elif isinstance(value, list):
+            yield from self._validate_array(schema, value, old, path, has_old=has_old)
+        for rule in self._rules.get(id(schema), []):
+            if rule.is_transition and not has_old:
+                continue
+            error = rule.evaluate(value, old, path, _type_of(schema) or "object")
+            if error is not None:
+                yield error
+
+    def _validate_object(
+        self,
+        schema: Mapping[str, Any],
+        value: dict[str, Any],
+        old: Any,
+        path: str,
+        *,
+        has_old: bool,
+        root: bool,
+    ) -> Iterator[FieldError]:
+        for key in schema.get("required") or []:
+            if key not in value:
+                yield FieldError(child(path, key), "Required value")
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        old_map = old if has_old and isinstance(old, dict) else {}
+        for key, item in value.items():
+            sub = props.get(key)
+            if sub is None and isinstance(additional, Mapping):
+                sub = additional
+            if sub is None or (root and key == "metadata"):
+                continue
+            yield from self._validate(
+                sub, item, old_map.get(key), child(path, key), has_old=key in old_map
+            )
+        yield from _check_counts(schema, len(value), path, "properties")
+
+    def _validate_array(
+        self, schema: Mapping[str, Any], value: list[Any], old: Any, path: str, *, has_old: bool
+    ) -> Iterator[FieldError]:
+        yield from _check_counts(schema, len(value), path, "items")
+        yield from _check_list_type(schema, value, path)
+        items = schema.get("items")
+        if not isinstance(items, Mapping):
+            return
+        correlate = _correlator(schema, old if has_old else None)
+        for i, item in enumerate(value):
+            old_item = correlate(item)
+            yield from self._validate(
+                items,
+                item,
+                None if old_item is _MISSING else old_item,
+                child(path, i),
+                has_old=old_item is not _MISSING,
+            )
+
+
+# --- prune / default ------------------------------------------------------------------------------
+
+
+def _prune(schema: Any, value: Any, path: str, dropped: list[str], root: bool = False) -> Any:
+    if not isinstance(schema, Mapping):
+        return copy.deepcopy(value)
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        keep_all = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or additional is True
+        kept = _ROOT_KEPT if root or schema.get("x-kubernetes-embedded-resource") else frozenset()
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if root and key == "metadata":
+                out[key] = copy.deepcopy(item)
+            elif key in props:
+                out[key] = _prune(props[key], item, child(path, key), dropped)
+            elif isinstance(additional, Mapping):
+                out[key] = _prune(additional, item, child(path, key), dropped)
+            elif keep_all or key in kept:
+                out[key] = copy.deepcopy(item)
+            else:
+                dropped.append(child(path, key))
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [_prune(items, v, child(path, i), dropped) for i, v in enumerate(value)]
+    return value
+
+
+def _default(schema: Any, value: Any) -> None:
+    if not isinstance(schema, Mapping):
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for key, sub in props.items():
+            absent = key not in value or (value[key] is None and not sub.get("nullable"))
+            if absent and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+        for key in list(value):
+            sub = props.get(key)
+            if sub is None:
+                additional = schema.get("additionalProperties")
+                _default(additional, value[key])
+            elif value[key] is None and not sub.get("nullable"):
+                del value[key]  # the apiserver drops nulls of non-nullable fields
+            else:
+                _default(sub, value[key])
+    elif isinstance(value, list):
+        for item in value:
+            _default(schema.get("items"), item)
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+
+def _type_of(schema: Mapping[str, Any]) -> str:
+    return str(schema.get("type") or "")
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _type_error(path: str, value: Any, wanted: str) -> FieldError:
+    actual = _json_type(value)
+    return FieldError(
+        path, f'Invalid value: "{actual}": {path} in body must be of type {wanted}: "{actual}"'
+    )
+
+
+def _check_type(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[FieldError]:
+    actual = _json_type(value)
+    if schema.get("x-kubernetes-int-or-string"):
+        if actual not in ("integer", "string"):
+            yield _type_error(path, value, "integer or string")
+        return
+    wanted = _type_of(schema)
+    if not wanted or wanted == actual or (wanted == "number" and actual == "integer"):
+        return
+    yield _type_error(path, value, wanted)
+
+
+def _check_value(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[FieldError]:
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        allowed = ", ".join(json.dumps(v) for v in enum)
+        yield FieldError(
+            path, f"Unsupported value: {show_value(value)}: supported values: {allowed}"
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield from _check_number(schema, value, path)
+    if isinstance(value, str):
+        yield from _check_string(schema, value, path)
+
+
+def _check_number(schema: Mapping[str, Any], value: float, path: str) -> Iterator[FieldError]:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    shown = show_value(value)
+    if low is not None:
+        if schema.get("exclusiveMinimum") and value <= low:
+            yield FieldError(
+                path, f"Invalid value: {shown}: {path} in body should be greater than {low}"
+            )
+        elif value < low:
+            yield FieldError(
+                path,
+                f"Invalid value: {shown}: {path} in body should be greater than or equal to {low}",
+            )
+    if high is not None:
+        if schema.get("exclusiveMaximum") and value >= high:
+            yield FieldError(
+                path, f"Invalid value: {shown}: {path} in body should be less than {high}"
+            )
+        elif value > high:
+            yield FieldError(
+                path,
+                f"Invalid value: {shown}: {path} in body should be less than or equal to {high}",
+            )
+    step = schema.get("multipleOf")
+    if step and value % step:
+        yield FieldError(
+            path, f"Invalid value: {shown}: {path} in body should be a multiple of {step}"
+        )
+
+
+def _check_string(schema: Mapping[str, Any], value: str, path: str) -> Iterator[FieldError]:
+    longest, shortest = schema.get("maxLength"), schema.get("minLength")
+    if longest is not None and len(value) > longest:
+        yield FieldError(path, f"Too long: may not be more than {longest} bytes")
+    if shortest is not None and len(value) < shortest:
+        yield FieldError(
+            path,
+            f"Invalid value: {show_value(value)}: {path} in body should be at least "
+            f"{shortest} chars long",
+        )
+    pattern = schema.get("pattern")
+    if pattern is not None and not _regex(pattern).search(value):
+        yield FieldError(
+            path, f"Invalid value: {show_value(value)}: {path} in body should match '{pattern}'"
+        )
+    fmt = schema.get("format")
+    if fmt is not None and not format_ok(fmt, value):
+        yield FieldError(
+            path,
+            f"Invalid value: {show_value(value)}: {path} in body must be of type {fmt}: "
+            f"{show_value(value)}",
+        )
+
+
+@functools.cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _check_counts(
+    schema: Mapping[str, Any], count: int, path: str, noun: str
+) -> Iterator[FieldError]:
+    most = schema.get(f"max{noun.capitalize()}")
+    least = schema.get(f"min{noun.capitalize()}")
+    if most is not None and count > most:
+        yield FieldError(path, f"Too many: {count}: must have at most {most} {noun}")
+    if least is not None and count < least:
+        yield FieldError(
+            path, f"Invalid value: {count}: {path} in body should have at least {least} {noun}"
+        )
+
+
+def _check_list_type(
+    schema: Mapping[str, Any], value: list[Any], path: str
+) -> Iterator[FieldError]:
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type not in ("map", "set"):
+        return
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: set[str] = set()
+    for i, item in enumerate(value):
+        identity = _identity(item, keys if list_type == "map" else None)
+        if identity in seen:
+            shown = identity if list_type == "map" else show_value(item)
+            yield FieldError(child(path, i), f"Duplicate value: {shown}")
+        seen.add(identity)
+
+
+def _identity(item: Any, keys: list[str] | None) -> str:
+    if keys is not None and isinstance(item, dict):
+        return json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
+    return json.dumps(item, sort_keys=True)
+
+
+def _correlator(schema: Mapping[str, Any], old: Any) -> Any:
+    """item -> the correlated old item (list-type map only) or _MISSING."""
+    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list):
+        return lambda item: _MISSING
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    by_key = {_identity(o, keys): o for o in old if isinstance(o, dict)}
+    return lambda item: by_key.get(_identity(item, keys), _MISSING)

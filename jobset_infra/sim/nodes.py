@@ -10,18 +10,20 @@ A spec string lists pools, comma-separated:
 - `cpu:3`: one CPU pool `default-pool` of 3 nodes (untainted, for ordinary pods).
 
 `parse_nodes(text)` returns `PoolSpec`s (pure, errors name the entry and the fix);
-`node_manifests(pools, now)` the Node objects; `create_nodes(store, pools)` puts them in a Store.
+`node_manifests(pools, now)` the Node objects; `create_nodes(store, pools, now)` puts them in a
+Store.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.store import Store
 from jobset_infra.tpu import SlicePoolsSpec, TpuSlice, plan_slice_pools, resolve_accelerator
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.catalog import TpuShapeError
@@ -212,22 +214,15 @@ def _node(pool: PoolSpec, name: str, at: str, ip: str) -> JsonObj:
     }
 
 
-async def create_nodes(store: Any, pools: Sequence[PoolSpec], now: datetime) -> list[JsonObj]:
-    """Create the Nodes in a sim Store (status written through the status subresource)."""
+async def create_nodes(store: Store, pools: Sequence[PoolSpec], now: datetime) -> list[JsonObj]:
+    """Create the Nodes in a sim Store (a Node keeps the status it is created with)."""
     created: list[JsonObj] = []
-    for node in node_manifests(pools, now):
-        created.append(await _maybe_await(store.create(NODES, node)))
-        current = created[-1]
-        if current.get("status") != node["status"]:
-            current = {**current, "status": node["status"]}
-            created[-1] = await _maybe_await(store.update_status(NODES, current))
-        await asyncio.sleep(0)
+    for i, node in enumerate(node_manifests(pools, now)):
+        created.append(store.create(NODES, node))
+        if i % 256 == 255:
+            await asyncio.sleep(0)  # thousands of Nodes: let the server answer meanwhile
     return created
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-# The Store key of core/v1 nodes.
-NODES: Final = ("", "v1", "nodes")
+# The resource of core/v1 Nodes.
+NODES: Final = GVR("", "v1", "nodes")

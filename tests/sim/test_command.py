@@ -1,0 +1,148 @@
+"""`jobset-infra sim`: argument checks, serving kubectl, clean shutdown, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobset_infra import cli
+from jobset_infra.sim import command
+
+KUBECTL = Path(sys.executable).parent / "kubectl"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "want_in_error"),
+    [
+        pytest.param(["--port", "70000"], "--port 70000: use 0..65535", id="a port out of range"),
+        pytest.param(["--nodes", "v5e-3x3:1"], "topology '3x3' does not exist",
+                     id="a TPU topology that does not exist"),
+        pytest.param(["--nodes", "v5e-2x4"], "needs a positive count", id="nodes without a count"),
+        pytest.param(["--latency", "-1"], "--latency -1.0", id="a negative latency"),
+        pytest.param(["--faults", "error:code=418"], "--faults 'error:code=418': code: 418",
+                     id="a fault code that cannot be injected"),
+        pytest.param(["--auto-complete", "-2"], "--auto-complete -2.0",
+                     id="a negative auto-complete time"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message_naming_the_flag(
+    argv: list[str], want_in_error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert command.run(parse(*argv)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jobset-infra sim: ") and want_in_error in err
+    assert "Traceback" not in err
+
+
+def test_options_combine_latency_and_fault_rules() -> None:
+    opts = command.options(parse("--latency", "5", "--faults", "error:code=429,rate=0.1"))
+    assert [(r.fault.value, r.delay, r.code) for r in opts.faults] == [
+        ("latency", 0.005, 500), ("error", 0.0, 429)
+    ]
+    assert opts.port == command.DEFAULT_PORT and opts.job_controller
+
+
+def test_the_demo_uses_a_free_port_unless_one_is_given() -> None:
+    assert command.options(parse("--demo")).port == 0
+    assert command.options(parse("--demo", "--port", "9000")).port == 9000
+
+
+def _start(*argv: str) -> tuple[subprocess.Popen[str], list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobset_infra.cli", "sim", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if line.startswith("Press Ctrl-C"):
+            return proc, lines
+    proc.kill()
+    _, err = proc.communicate()
+    raise AssertionError(f"sim did not start: {lines} {err}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_the_server_serves_kubectl_and_stops_cleanly_on_a_signal(sig: signal.Signals) -> None:
+    proc, lines = _start("--port", "0", "--nodes", "v5e-2x4:1,cpu:1")
+    try:
+        url = re.search(r"Kubernetes API at (http://127\.0\.0\.1:\d+)", lines[0])
+        assert url is not None, lines
+        kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
+        assert any(f"kubectl --server={url[1]}" in line for line in lines)
+        nodes = subprocess.run(
+            [str(KUBECTL), "--kubeconfig", kubeconfig, "get", "nodes", "-o", "name"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.split()
+        assert nodes == [
+            "node/gke-sim-default-pool-node-0",
+            "node/gke-sim-v5e-2x4-0-node-0", "node/gke-sim-v5e-2x4-0-node-1",
+        ]
+        crd = subprocess.run(
+            [str(KUBECTL), "--server", url[1], "get", "crd", "-o", "name"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.split()
+        assert crd == ["customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io"]
+    finally:
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert "shutting down" in out and "Traceback" not in err
+
+
+def test_a_port_in_use_is_an_error_not_a_traceback() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [sys.executable, "-m", "jobset_infra.cli", "sim", "--port", str(port)],
+            capture_output=True, text=True, timeout=30, env=env, cwd=REPO, check=False,
+        )
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started = time.monotonic()
+    assert cli.main(["sim", "--demo"]) == 0
+    out = capsys.readouterr().out
+    assert time.monotonic() - started < 30
+    for step in (
+        "8 TPU nodes in 4 v5e 2x4 slice pools",
+        "created JobSet default/pretrain",
+        "8/8 pods Running, each slice on its own pool",
+        "failing slice pretrain-slice-1",
+        "restart 1 of max 3",
+        "all 4 slices recreated",
+        "JobSet pretrain Completed (AllJobsCompleted: jobset completed successfully), restarts: 1",
+    ):
+        assert step in out, f"missing {step!r} in:\n{out}"
+    pools = re.findall(r"Job pretrain-slice-\d -> node pool (v5e-2x4-\d)", out)
+    assert sorted(pools) == ["v5e-2x4-0", "v5e-2x4-1", "v5e-2x4-2", "v5e-2x4-3"]

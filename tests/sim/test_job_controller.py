@@ -1,0 +1,196 @@
+"""The fake Job controller on the sim Store: Pods, status, suspend, failures, binding, scale."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
+from jobset_infra.sim.job_controller import JOBS, PODS, JobController
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.store import Store
+from tests.sim.test_job_sync import make_job
+
+NS = "team"
+
+
+async def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Poll `check` until it returns something truthy; fail with a clear message on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+def new_store() -> Store:
+    store = Store()
+    store.create(GVR("", "v1", "namespaces"), {"metadata": {"name": NS}})
+    return store
+
+
+def create_job(store: Store, name: str = "js-w-0", **kw: Any) -> dict[str, Any]:
+    job = make_job(name, **kw)
+    del job["metadata"]["uid"]  # the store assigns it
+    job["metadata"]["namespace"] = NS
+    return store.create(JOBS, job, NS)
+
+
+def status(store: Store, name: str = "js-w-0") -> dict[str, Any]:
+    return dict(store.get(JOBS, name, NS).get("status") or {})
+
+
+def condition(store: Store, kind: str, name: str = "js-w-0") -> dict[str, Any] | None:
+    return next((c for c in status(store, name).get("conditions") or () if c["type"] == kind), None)
+
+
+def pods(store: Store) -> list[dict[str, Any]]:
+    return sorted(store.iter_objects(PODS, NS), key=lambda p: p["metadata"]["name"])
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[Store]:
+    yield new_store()
+
+
+@pytest.fixture
+async def jc(store: Store) -> AsyncIterator[JobController]:
+    async with JobController(store) as controller:
+        yield controller
+
+
+async def test_a_new_job_gets_running_indexed_pods_and_ready_status(
+    store: Store, jc: JobController
+) -> None:
+    job = create_job(store)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    got = jc.pods_of(NS, "js-w-0")
+    assert [p["metadata"]["annotations"][JOB_COMPLETION_INDEX_KEY] for p in got] == ["0", "1"]
+    assert [p["spec"]["hostname"] for p in got] == ["js-w-0-0", "js-w-0-1"]
+    assert all(p["status"]["phase"] == "Running" for p in got)
+    assert got[0]["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    assert status(store)["active"] == 2 and "startTime" in status(store)
+
+
+async def test_succeed_job_completes_the_job_with_kubernetes_conditions(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, parallelism=2, completions=4)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    job = await jc.succeed_job(NS, "js-w-0")
+    kinds = [c["type"] for c in job["status"]["conditions"]]
+    assert kinds == ["SuccessCriteriaMet", "Complete"]
+    assert job["status"]["succeeded"] == 4 and job["status"]["completedIndexes"] == "0-3"
+    assert "completionTime" in job["status"]
+
+
+async def test_fail_job_fails_it_with_the_given_reason_and_message(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, parallelism=3, completions=3)
+    await wait_for(lambda: status(store).get("ready") == 3)
+    job = await jc.fail_job(NS, "js-w-0", reason="PodFailurePolicy", message="exit code 42")
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert (failed["reason"], failed["message"]) == ("PodFailurePolicy", "exit code 42")
+    assert [p["status"]["phase"] for p in pods(store)] == ["Failed"]
+    assert job["status"]["failed"] == 1 and job["status"]["ready"] == 0
+
+
+async def test_a_failed_pod_is_replaced_until_the_backoff_limit_is_reached(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, parallelism=1, completions=1, backoff_limit=1)
+    await wait_for(lambda: status(store).get("ready") == 1)
+    first = pods(store)[0]["metadata"]["name"]
+    await jc.fail_pod(NS, first, reason="Evicted", message="node drained")
+    await wait_for(lambda: status(store).get("ready") == 1)
+    assert status(store)["failed"] == 1 and condition(store, "Failed") is None
+    second = next(p["metadata"]["name"] for p in pods(store) if p["status"]["phase"] == "Running")
+    assert second != first
+    await jc.fail_pod(NS, second)
+    failed = await wait_for(lambda: condition(store, "Failed"))
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert store.get(PODS, first, NS)["status"]["reason"] == "Evicted"
+
+
+async def test_suspend_removes_pods_and_resume_brings_them_back(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, suspend=True)
+    await wait_for(lambda: condition(store, "Suspended"))
+    assert pods(store) == []
+    store.patch(JOBS, "js-w-0", NS, "application/merge-patch+json", {"spec": {"suspend": False}})
+    await wait_for(lambda: status(store).get("ready") == 2)
+    resumed = condition(store, "Suspended")
+    assert resumed is not None and (resumed["status"], resumed["reason"]) == ("False", "JobResumed")
+    store.patch(JOBS, "js-w-0", NS, "application/merge-patch+json", {"spec": {"suspend": True}})
+    await wait_for(lambda: not pods(store) and status(store).get("ready") == 0)
+    suspended = condition(store, "Suspended")
+    assert suspended is not None and suspended["status"] == "True"
+
+
+async def test_with_a_scheduler_pods_run_only_after_they_are_bound(store: Store) -> None:
+    async with JobController(store, wait_for_binding=True):
+        create_job(store)
+        await wait_for(lambda: status(store).get("active") == 2)
+        await asyncio.sleep(0.05)
+        assert {p["status"]["phase"] for p in pods(store)} == {"Pending"}
+        pod = pods(store)[0]
+        store.update(PODS, {**pod, "spec": {**pod["spec"], "nodeName": "gke-sim-node-0"}})
+        await wait_for(lambda: status(store).get("ready") == 1)
+        assert store.get(PODS, pod["metadata"]["name"], NS)["status"]["phase"] == "Running"
+
+
+async def test_auto_complete_lets_pods_succeed_after_the_configured_time(store: Store) -> None:
+    async with JobController(store, auto_complete_after=0.05):
+        create_job(store)
+        complete = await wait_for(lambda: condition(store, "Complete"))
+        assert complete["reason"] == "CompletionsReached"
+
+
+async def test_deleting_a_job_in_the_foreground_removes_its_pods_first(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store)
+    await wait_for(lambda: len(pods(store)) == 2)
+    store.delete(JOBS, "js-w-0", NS, propagation="Foreground")
+    await wait_for(lambda: store.try_get(JOBS, "js-w-0", NS) is None)
+    assert pods(store) == []
+
+
+async def test_thousands_of_jobs_each_get_their_pods_in_one_pass(
+    store: Store, jc: JobController
+) -> None:
+    count = 1000
+    for i in range(count):
+        create_job(store, f"js-w-{i}")
+        if i % 200 == 0:
+            await asyncio.sleep(0)
+    started = time.monotonic()
+    await wait_for(
+        lambda: all((j.get("status") or {}).get("ready") == 2 for j in store.iter_objects(JOBS)),
+        timeout=20,
+    )
+    assert len(pods(store)) == 2 * count
+    # one decision per Job: the echoes of the controller's own writes do not trigger more passes
+    assert jc.syncs == count, f"{jc.syncs} syncs for {count} Jobs"
+    assert time.monotonic() - started < 10
+
+
+async def test_the_controller_keeps_working_after_its_watch_streams_are_dropped(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, "before")
+    await wait_for(lambda: status(store, "before").get("ready") == 2)
+    for stream in store.watches():
+        stream.close()  # what a dropped connection does to a watcher
+    await asyncio.sleep(0.05)
+    create_job(store, "after")
+    await wait_for(lambda: status(store, "after").get("ready") == 2)

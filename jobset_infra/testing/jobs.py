@@ -54,6 +54,11 @@ class JobBuilder:
         self._pod_meta().setdefault("labels", {})[key] = value
         return self
 
+    def annotation(self, key: str, value: str) -> Self:
+        """Set one annotation on the Job (not its pod template)."""
+        self._job["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
     def restart_attempt(self, attempt: int) -> Self:
         """Set the restart-attempt label."""
         return self.label(c.RESTARTS_KEY, str(attempt))
@@ -89,6 +94,11 @@ class JobBuilder:
     def node_selector(self, **selector: str) -> Self:
         """Set the pod template's nodeSelector."""
         self._pod_spec()["nodeSelector"] = dict(selector)
+        return self
+
+    def tolerations(self, *tolerations: dict[str, Any]) -> Self:
+        """Set the pod template's tolerations."""
+        self._pod_spec()["tolerations"] = [dict(t) for t in tolerations]
         return self
 
     # -- status (what the kube Job controller would write) -----------------------------------

@@ -23,6 +23,7 @@ from jobset_infra.controller.core.types import (
     IncrementMetric,
     Plan,
     RequeueAfter,
+    UpdateJob,
 )
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 from tests.controller.core.cluster import T0, State, apply_plan, settle, start, step
@@ -579,7 +580,8 @@ def test_resume_a_suspended_jobset_with_kueue_template_edits() -> None:
         js["spec"]["suspend"] = False  # type: ignore[index]
 
     state, plan = step(state.with_jobset(admit))
-    assert all(u.clear_start_time for u in plan.of_type(type(plan.actions[0])))
+    updates = plan.of_type(UpdateJob)
+    assert len(updates) == 4 and all(u.clear_start_time for u in updates)
     for job in state.jobs.values():
         pod = job["spec"]["template"]
         assert job["spec"]["suspend"] is False

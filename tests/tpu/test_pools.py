@@ -146,3 +146,49 @@ def test_plan_totals_add_up(case: tuple[TpuSlice, int]) -> None:
     assert len(set(plan.pool_names)) == slices
     assert plan.compact_placement == tpu_slice.is_multi_host
     assert plan.initial_node_count == tpu_slice.hosts
+
+
+@st.composite
+def arbitrary_specs(draw: st.DrawFn) -> dict[str, object]:
+    """Mostly valid specs with one or two odd values: the outcome is a plan or a named error."""
+    family = draw(st.sampled_from(list(ACCELERATORS.values())))
+    topology = draw(st.sampled_from([*list(family.topologies)[:8], "3x3"]))
+    chips = sorted(family.topologies.get(topology, {4}))
+    natural = family.machine_type_for(chips[0])
+    machine_type = draw(st.sampled_from([natural] * 4 + [None] * 4 + ["ct6e-standard-4t"]))
+    bounds = st.builds(Autoscaling, st.integers(0, 4), st.integers(0, 4))
+    return {
+        "name": draw(st.sampled_from(["train"] * 9 + ["Bad_Name"])),
+        "accelerator": draw(st.sampled_from([family.label] * 9 + ["v9"])),
+        "topology": topology,
+        "machine_type": machine_type,
+        "slices": draw(st.sampled_from([1, 1, 2, 4, 0])),
+        "zone": draw(st.sampled_from(["us-west4-a"] * 9 + ["us-central1-a"])),
+        "cluster_location": draw(st.sampled_from(["us-west4"] * 8 + ["us-west4-a", None])),
+        "capacity": draw(st.sampled_from(list(Capacity))),
+        "reservation": draw(st.sampled_from([None, "res"])) if draw(st.booleans()) else None,
+        "autoscaling": draw(st.none() | st.none() | bounds),
+        "max_run_duration_seconds": draw(st.sampled_from([None, None, 3600, 10**7])),
+        "max_pods_per_node": draw(st.sampled_from([15, 15, 110, 4])),
+        "release_channel": draw(st.sampled_from([None, "REGULAR", "FAST"])),
+        "auto_upgrade": draw(st.sampled_from([None, None, True, False])),
+        "gke_version": draw(st.sampled_from([None, None, "1.34", "1.27.1", "nope"])),
+    }  # fmt: skip
+
+
+@given(arbitrary_specs())
+def test_any_request_yields_a_consistent_plan_or_a_named_error(fields: dict[str, object]) -> None:
+    try:
+        plan = plan_slice_pools(fields)
+    except SlicePoolsError as error:
+        assert str(error).startswith(f"{error.field}: ")
+        return
+    hosts = plan.slice.hosts
+    assert plan.slices == fields["slices"] >= 1
+    assert plan.compact_placement == plan.slice.is_multi_host
+    assert plan.slices == 1 or plan.slice.is_multi_host
+    if plan.autoscaling is not None:
+        assert plan.autoscaling.max_nodes == hosts
+        assert plan.autoscaling.min_nodes in {0, hosts}
+    assert (plan.reservation is not None) == (plan.capacity is Capacity.RESERVATION)
+    assert plan.zone.startswith(str(fields["cluster_location"])[: len("us-west4")])

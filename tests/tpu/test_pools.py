@@ -184,7 +184,8 @@ def test_any_request_yields_a_consistent_plan_or_a_named_error(fields: dict[str,
         assert str(error).startswith(f"{error.field}: ")
         return
     hosts = plan.slice.hosts
-    assert plan.slices == fields["slices"] >= 1
+    assert plan.slices == fields["slices"]
+    assert plan.slices >= 1
     assert plan.compact_placement == plan.slice.is_multi_host
     assert plan.slices == 1 or plan.slice.is_multi_host
     if plan.autoscaling is not None:

@@ -119,9 +119,12 @@ class JobSetController:
             client, JOBSETS, cache_jobset, namespace=namespace
         )
         self.jobs: Informer[CachedJob] = Informer(
-            client, JOBS, cache_job, namespace=namespace,
+            client,
+            JOBS,
+            cache_job,
+            namespace=namespace,
             indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
-        )  # fmt: skip
+        )
         self.services: Informer[CachedService] = Informer(
             client, SERVICES, cache_service, namespace=namespace
         )
@@ -136,12 +139,16 @@ class JobSetController:
         self._views: dict[str, JobPlacementView] = {}  # exclusive Jobs, from the cache
         self._inflight: dict[str, JobPlacementView] = {}  # written by us, not yet in the cache
         self.executor = PlanExecutor(
-            client, self.expectations, recorder, metrics,
-            max_parallelism=tuning.max_parallelism, clock=clock,
+            client,
+            self.expectations,
+            recorder,
+            metrics,
+            max_parallelism=tuning.max_parallelism,
+            clock=clock,
             on_jobset_written=self.jobsets.write_through,
             on_job_written=self.jobs.write_through,
             on_job_created=self._record_inflight,
-        )  # fmt: skip
+        )
         self.reconciles = 0
         self._wire_handlers()
 
@@ -240,8 +247,12 @@ class JobSetController:
     async def process(self, key: Hashable) -> str:
         """One reconcile of `key` with its accounting; returns the result label."""
         namespace, _, name = str(key).partition("/")
-        fields = {"controller": CONTROLLER_NAME, "namespace": namespace, "name": name,
-                  "reconcileID": uuid.uuid4().hex}  # fmt: skip
+        fields = {
+            "controller": CONTROLLER_NAME,
+            "namespace": namespace,
+            "name": name,
+            "reconcileID": uuid.uuid4().hex,
+        }
         context = {FIELDS: fields}
         started = self._clock()
         labels = {"controller": CONTROLLER_NAME}
@@ -310,8 +321,9 @@ class JobSetController:
         if self.nodes is not None and not self.nodes.forbidden:
             nodes = tuple(self.nodes.store.values())
         views = [*self._views.values(), *self._inflight.values()]
-        return placement_inputs(nodes, self.config.placement.domains, views,
-                                self.config.placement.mode)  # fmt: skip
+        return placement_inputs(
+            nodes, self.config.placement.domains, views, self.config.placement.mode
+        )
 
     def _record_inflight(self, created: dict[str, Any]) -> None:
         """A Job we just created holds its domain before the informer shows it."""

@@ -167,9 +167,12 @@ class PlanExecutor:
     async def _delete_job(self, key: Hashable, action: DeleteJob, outcome: Outcome) -> None:
         try:
             await self.client.delete(
-                JOBS, action.name, namespace=action.namespace,
-                propagation=action.propagation, uid=action.uid,
-            )  # fmt: skip
+                JOBS,
+                action.name,
+                namespace=action.namespace,
+                propagation=action.propagation,
+                uid=action.uid,
+            )
         except (NotFoundError, ConflictError):  # gone, or a different object by now
             self.expectations.observe_delete(key, action.uid)
             return
@@ -181,9 +184,12 @@ class PlanExecutor:
     async def _update_job(self, action: UpdateJob, outcome: Outcome) -> None:
         if action.clear_start_time:
             await self.client.patch(
-                JOBS, action.name, {"status": {"startTime": None}},
-                namespace=action.namespace, subresource="status",
-            )  # fmt: skip
+                JOBS,
+                action.name,
+                {"status": {"startTime": None}},
+                namespace=action.namespace,
+                subresource="status",
+            )
             outcome.writes += 1
         patch = copy.deepcopy(action.patch)
         patch.setdefault("metadata", {})["resourceVersion"] = action.resource_version
@@ -208,9 +214,12 @@ class PlanExecutor:
     async def _delete_jobset(self, action: DeleteJobSet, outcome: Outcome) -> None:
         try:
             await self.client.delete(
-                JOBSETS, action.name, namespace=action.namespace,
-                propagation=action.propagation, uid=action.uid,
-            )  # fmt: skip
+                JOBSETS,
+                action.name,
+                namespace=action.namespace,
+                propagation=action.propagation,
+                uid=action.uid,
+            )
         except (NotFoundError, ConflictError):
             return
         outcome.writes += 1

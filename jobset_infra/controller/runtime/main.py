@@ -45,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-async def serve(config: ControllerConfig, kubeconfig: str | None = None,
-                url: str | None = None) -> int:  # fmt: skip
+async def serve(
+    config: ControllerConfig, kubeconfig: str | None = None, url: str | None = None
+) -> int:
     """Run until a signal (0) or a lost Lease (1)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -196,8 +196,9 @@ async def _lead(ctl: RunningController, workers: int) -> None:
         for task in (work, elector_task):
             if task is not None:
                 task.cancel()
-        await asyncio.gather(work, *([elector_task] if elector_task else []),
-                             return_exceptions=True)  # fmt: skip
+        await asyncio.gather(
+            work, *([elector_task] if elector_task else []), return_exceptions=True
+        )
 
 
 async def _tick(controller: JobSetController) -> None:

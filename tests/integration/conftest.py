@@ -1,0 +1,252 @@
+"""Integration harness: an API server (the sim, or envtest when KUBEBUILDER_ASSETS is set) and the
+real controller in-process over real HTTP.
+
+Every test using `cluster` runs once per backend: `sim` always; `envtest` only with envtest
+binaries, otherwise it is *skipped* (never counted as passed). Like upstream's envtest suite, the
+tests set Job status by hand (no Job controller); on envtest, where no garbage collector runs, the
+harness finishes foreground deletions itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.defaults import default
+from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
+from jobset_infra.controller.runtime.kube import (
+    MERGE_PATCH,
+    AlreadyExistsError,
+    KubeClient,
+    NotFoundError,
+)
+from jobset_infra.controller.runtime.manager import RunningController, run_controller
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, SERVICES, Resource
+from jobset_infra.testing.jobs import job_from
+from jobset_infra.testing.jobsets import JobSetBuilder
+from tests.integration import envtest
+
+T = TypeVar("T")
+CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
+_names = itertools.count()
+
+
+def fast_config(**sections: Any) -> ControllerConfig:
+    """Controller config for tests: no ports, no election, 2 workers (sections override)."""
+    data: dict[str, Any] = {
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": "0"},
+        "controller": {"workers": 2},
+        "logging": {"level": "warning"},
+    }
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value}
+    return ControllerConfig.from_dict(data)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T]], timeout: float = 5.0, what: str = "condition"
+) -> T:
+    """Poll `check` until it returns a truthy value (returned) or `timeout` passes (fails)."""
+    deadline = time.monotonic() + timeout
+    last: T = await check()
+    while not last:
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last value: {last!r}")
+        await asyncio.sleep(0.02)
+        last = await check()
+    return last
+
+
+def manifest(builder: JobSetBuilder) -> dict[str, Any]:
+    """The JobSet as a user submits it, after upstream's defaulting (our CRD + defaults)."""
+    dumped: dict[str, Any] = default(builder.model()).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    return dumped
+
+
+@dataclass
+class Cluster:
+    """A test's view of the API server: an unrestricted client and a fresh namespace."""
+
+    backend: str
+    access: ClusterAccess
+    api: KubeClient
+    namespace: str
+    has_gc: bool
+    sim: Any = None
+    controllers: list[RunningController] = field(default_factory=list)
+
+    async def start_controller(
+        self, config: ControllerConfig | None = None, identity: str | None = None
+    ) -> RunningController:
+        config = config or fast_config(controller={"watchNamespace": self.namespace})
+        ctl = await _start(config, self.access, identity)
+        self.controllers.append(ctl)
+        return ctl
+
+    async def create_jobset(self, builder: JobSetBuilder) -> dict[str, Any]:
+        body = manifest(builder)
+        body["metadata"]["namespace"] = self.namespace
+        return await self.api.create(JOBSETS, body, self.namespace)
+
+    async def jobset(self, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.api.request("GET", JOBSETS.path(self.namespace, name))
+        except NotFoundError:
+            return None
+
+    async def jobs(self, live_only: bool = True) -> list[dict[str, Any]]:
+        await self.collect_garbage()
+        items = (await self.api.list(JOBS, self.namespace))["items"]
+        if live_only:
+            items = [j for j in items if not j["metadata"].get("deletionTimestamp")]
+        return sorted(items, key=lambda j: j["metadata"]["name"])
+
+    async def job_names(self) -> list[str]:
+        return [j["metadata"]["name"] for j in await self.jobs()]
+
+    async def services(self) -> list[str]:
+        items = (await self.api.list(SERVICES, self.namespace))["items"]
+        return sorted(s["metadata"]["name"] for s in items)
+
+    async def set_job_status(self, name: str, change: str) -> None:
+        """Mark Job `name` "ready", "completed" or "failed", as the Job controller would."""
+        job = await self.api.request("GET", JOBS.path(self.namespace, name))
+        builder = job_from(job).started(datetime.now(UTC))
+        status = getattr(builder, change)().obj()["status"]
+        await self.api.patch(
+            JOBS,
+            name,
+            {"status": status},
+            namespace=self.namespace,
+            content_type=MERGE_PATCH,
+            subresource="status",
+        )
+
+    async def collect_garbage(self) -> None:
+        """Without a garbage collector (envtest), finish foreground deletions of Jobs."""
+        if self.has_gc:
+            return
+        for job in (await self.api.list(JOBS, self.namespace))["items"]:
+            meta = job["metadata"]
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                await self.api.patch(
+                    JOBS, meta["name"], {"metadata": {"finalizers": None}}, namespace=self.namespace
+                )
+
+    async def events(self, reason: str | None = None) -> list[dict[str, Any]]:
+        items = (await self.api.list(EVENTS, self.namespace))["items"]
+        return [e for e in items if reason is None or e.get("reason") == reason]
+
+    async def condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        js = await self.jobset(name) or {}
+        for cond in (js.get("status") or {}).get("conditions") or ():
+            if cond["type"] == type_ and cond["status"] == "True":
+                return dict(cond)
+        return None
+
+
+async def _start(
+    config: ControllerConfig, access: ClusterAccess, identity: str | None
+) -> RunningController:
+    from jobset_infra.controller.runtime.manager import start_controller
+
+    return await start_controller(config, access=access, identity=identity)
+
+
+@pytest.fixture(scope="session")
+def envtest_server() -> Iterator[envtest.EnvTest]:
+    assets = envtest.assets_dir()
+    if assets is None:
+        pytest.skip("envtest tier: KUBEBUILDER_ASSETS is not set (no etcd/kube-apiserver here)")
+    server = envtest.start(assets)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_sim() -> Iterator[Any]:
+    """One sim for the session (registering the CRD compiles its schema: ~1 s); tests are
+    isolated by namespace. It runs on its own thread; tests reach it over HTTP only."""
+    from jobset_infra.sim.command import register_crd
+    from jobset_infra.sim.server import SimThread
+
+    with SimThread(port=0) as sim:
+        sim.call(register_crd)
+        yield sim
+
+
+@pytest.fixture(params=["sim", pytest.param("envtest", marks=pytest.mark.envtest)])
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    """An API server with our CRD, a fresh namespace and an admin client; controllers started
+    through it are stopped afterwards."""
+    namespace = f"it-{next(_names)}"
+    if request.param == "sim":
+        sim = request.getfixturevalue("shared_sim")
+        async with KubeClient(for_url(sim.url), enforce_permissions=False) as api:
+            await api.create(NAMESPACES, {"metadata": {"name": namespace}})
+            c = Cluster("sim", for_url(sim.url), api, namespace, has_gc=True, sim=sim)
+            try:
+                yield c
+            finally:
+                await _stop_all(c)
+        return
+    server: envtest.EnvTest = request.getfixturevalue("envtest_server")
+    async with KubeClient(server.access(), enforce_permissions=False) as api:
+        await _install_crd(api)
+        await api.create(NAMESPACES, {"metadata": {"name": namespace}})
+        c = Cluster("envtest", server.access(), api, namespace, has_gc=False)
+        try:
+            yield c
+        finally:
+            await _stop_all(c)
+
+
+async def _stop_all(c: Cluster) -> None:
+    for ctl in c.controllers:
+        await ctl.stop()
+
+
+async def _install_crd(api: KubeClient) -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    with contextlib.suppress(AlreadyExistsError):  # installed by an earlier test
+        await api.create(CRDS, crd)
+
+    async def established() -> bool:
+        got = await api.request("GET", CRDS.path(None, crd["metadata"]["name"]))
+        conds = (got.get("status") or {}).get("conditions") or ()
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    await envtest.wait_established(established)
+
+
+@pytest.fixture
+async def controller(cluster: Cluster) -> AsyncIterator[RunningController]:
+    ctl = await cluster.start_controller()
+    await ctl.wait_leader(5)
+    yield ctl
+
+
+__all__ = ["Cluster", "eventually", "fast_config", "manifest", "run_controller"]

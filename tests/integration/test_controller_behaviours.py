@@ -1,0 +1,344 @@
+"""Every core behaviour end to end: the real controller over HTTP against an API server.
+
+Job status is set by hand, as upstream's envtest suite does; each test runs on the sim and (when
+envtest binaries are present) on a real kube-apiserver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobset_infra.api import constants as c
+from jobset_infra.controller.runtime.kube import MERGE_PATCH
+from jobset_infra.controller.runtime.manager import RunningController
+from jobset_infra.controller.runtime.resources import JOBSETS, SERVICES
+from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import Cluster, eventually, fast_config
+
+
+def labels(job: dict[str, Any]) -> dict[str, str]:
+    return dict(job["metadata"].get("labels") or {})
+
+
+async def wait_jobs(
+    cluster: Cluster, names: list[str], timeout: float = 5.0
+) -> list[dict[str, Any]]:
+    async def check() -> list[dict[str, Any]] | None:
+        jobs = await cluster.jobs()
+        return jobs if [j["metadata"]["name"] for j in jobs] == sorted(names) else None
+
+    return await eventually(check, timeout, what=f"jobs {sorted(names)}")
+
+
+async def wait_condition(cluster: Cluster, name: str, type_: str) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        return await cluster.condition(name, type_)
+
+    return await eventually(check, what=f"condition {type_} on {name}")
+
+
+async def test_create_makes_jobs_service_and_status(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(
+        make_jobset("js").replicated_job("a", replicas=2).replicated_job("b")
+    )
+    jobs = await wait_jobs(cluster, ["js-a-0", "js-a-1", "js-b-0"])
+    assert labels(jobs[1])[c.JOB_INDEX_KEY] == "1"
+    assert labels(jobs[0])[c.RESTARTS_KEY] == "0"
+    assert jobs[0]["metadata"]["ownerReferences"][0]["kind"] == c.KIND
+    assert await eventually(cluster.services, what="headless service") == ["js"]
+
+    async def status() -> list[str] | None:
+        js = await cluster.jobset("js") or {}
+        rjobs = (js.get("status") or {}).get("replicatedJobsStatus") or []
+        return sorted(r["name"] for r in rjobs) or None
+
+    assert await eventually(status, what="replicatedJobsStatus") == ["a", "b"]
+
+
+async def test_success_completes_the_jobset_once(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=2))
+    await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+    for name in ("js-a-0", "js-a-1"):
+        await cluster.set_job_status(name, "completed")
+    cond = await wait_condition(cluster, "js", c.CONDITION_COMPLETED)
+    assert cond["reason"] == c.ALL_JOBS_COMPLETED_REASON
+    labels_ = {"jobset_name": "js", "namespace": cluster.namespace}
+    await eventually(
+        lambda: _async(controller.metrics.sample("jobset_completed_total", labels_) == 1)
+    )
+    events = await eventually(lambda: cluster.events(c.ALL_JOBS_COMPLETED_REASON), what="event")
+    assert events[0]["regarding"]["name"] == "js"
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+@pytest.mark.parametrize(
+    ("action", "max_restarts", "want"),
+    [
+        pytest.param(
+            "FailJobSet",
+            3,
+            (c.CONDITION_FAILED, c.FAIL_JOBSET_ACTION_REASON),
+            id="FailJobSet fails the jobset at once",
+        ),
+        pytest.param(
+            "RestartJobSet",
+            1,
+            (c.CONDITION_RESTARTING, None),
+            id="RestartJobSet recreates every job and counts a restart",
+        ),
+        pytest.param(
+            "RestartJobSetAndIgnoreMaxRestarts",
+            0,
+            (c.CONDITION_RESTARTING, None),
+            id="RestartJobSetAndIgnoreMaxRestarts restarts past maxRestarts",
+        ),
+        pytest.param(
+            "RestartJobSet",
+            0,
+            (c.CONDITION_FAILED, c.REACHED_MAX_RESTARTS_REASON),
+            id="RestartJobSet with no restarts left fails the jobset",
+        ),
+    ],
+)
+async def test_failure_policy_actions(
+    cluster: Cluster,
+    controller: RunningController,
+    action: str,
+    max_restarts: int,
+    want: tuple[str, str | None],
+) -> None:
+    want_condition, want_reason = want
+    builder = (
+        make_jobset("js")
+        .replicated_job("a", replicas=2)
+        .failure_policy(max_restarts=max_restarts)
+        .rule(action, name="r1")
+    )
+    await cluster.create_jobset(builder)
+    await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+    await cluster.set_job_status("js-a-1", "failed")
+    cond = await wait_condition(cluster, "js", want_condition)
+    if want_reason:
+        assert cond["reason"] == want_reason
+        return
+    jobs = await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+
+    async def restarted() -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == 2 and all(labels(j)[c.RESTARTS_KEY] == "1" for j in jobs)
+
+    await eventually(restarted, what="jobs recreated with restart-attempt 1")
+    js = await cluster.jobset("js") or {}
+    assert js["status"]["restarts"] == 1
+    assert jobs
+
+
+async def test_default_policy_fails_after_max_restarts(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(
+        make_jobset("js").replicated_job("a").failure_policy(max_restarts=1)
+    )
+    await wait_jobs(cluster, ["js-a-0"])
+    await cluster.set_job_status("js-a-0", "failed")
+
+    async def attempt(n: str) -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == 1 and labels(jobs[0])[c.RESTARTS_KEY] == n
+
+    await eventually(lambda: attempt("1"), what="restart attempt 1")
+    await cluster.set_job_status("js-a-0", "failed")
+    cond = await wait_condition(cluster, "js", c.CONDITION_FAILED)
+    assert cond["reason"] == c.REACHED_MAX_RESTARTS_REASON
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        pytest.param("Recreate", id="Recreate"),
+        pytest.param("BlockingRecreate", id="BlockingRecreate"),
+    ],
+)
+async def test_restart_strategies_recreate_every_job(
+    cluster: Cluster, controller: RunningController, strategy: str
+) -> None:
+    builder = make_jobset("js").replicated_job("a", replicas=2).replicated_job("b")
+    await cluster.create_jobset(builder.failure_policy(max_restarts=3, restart_strategy=strategy))
+    await wait_jobs(cluster, ["js-a-0", "js-a-1", "js-b-0"])
+    await cluster.set_job_status("js-b-0", "failed")
+
+    async def recreated() -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == 3 and all(labels(j)[c.RESTARTS_KEY] == "1" for j in jobs)
+
+    await eventually(recreated, what=f"{strategy}: all jobs at restart-attempt 1")
+    js = await cluster.jobset("js") or {}
+    assert js["status"]["restarts"] == 1
+    assert js["status"].get("restartsCountTowardsMax", 1) == 1
+
+
+async def test_in_order_startup_waits_for_ready_jobs(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    builder = (
+        make_jobset("js")
+        .replicated_job("leader")
+        .replicated_job("workers", replicas=2)
+        .startup_policy("InOrder")
+    )
+    await cluster.create_jobset(builder)
+    await wait_jobs(cluster, ["js-leader-0"])
+    await wait_condition(cluster, "js", c.CONDITION_STARTUP_POLICY_IN_PROGRESS)
+    assert await cluster.job_names() == ["js-leader-0"], "workers wait for the leader to be ready"
+    await cluster.set_job_status("js-leader-0", "ready")
+    await wait_jobs(cluster, ["js-leader-0", "js-workers-0", "js-workers-1"])
+    for name in ("js-workers-0", "js-workers-1"):
+        await cluster.set_job_status(name, "ready")
+    await wait_condition(cluster, "js", c.CONDITION_STARTUP_POLICY_COMPLETED)
+
+
+async def test_depends_on_waits_for_completion(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    builder = (
+        make_jobset("js")
+        .replicated_job("init")
+        .replicated_job("main", depends_on=[("init", "Complete")])
+    )
+    await cluster.create_jobset(builder)
+    await wait_jobs(cluster, ["js-init-0"])
+    await cluster.set_job_status("js-init-0", "ready")
+    await wait_jobs(cluster, ["js-init-0"])
+    assert await cluster.job_names() == ["js-init-0"], "Ready is not Complete"
+    await cluster.set_job_status("js-init-0", "completed")
+    await wait_jobs(cluster, ["js-init-0", "js-main-0"])
+
+
+async def test_suspend_and_resume_with_kueue_template_edits(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=2).suspend())
+    jobs = await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+    assert all(j["spec"]["suspend"] is True for j in jobs)
+    await wait_condition(cluster, "js", c.CONDITION_SUSPENDED)
+    # What Kueue does on admission: inject the flavor's node selector, then unsuspend.
+    js = await cluster.jobset("js") or {}
+    rjobs = js["spec"]["replicatedJobs"]
+    pod_spec = rjobs[0]["template"]["spec"]["template"]["spec"]
+    pod_spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": "pool-1"}
+    await cluster.api.patch(
+        JOBSETS,
+        "js",
+        {"spec": {"replicatedJobs": rjobs}},
+        namespace=cluster.namespace,
+        content_type=MERGE_PATCH,
+    )
+    await cluster.api.patch(
+        JOBSETS,
+        "js",
+        {"spec": {"suspend": False}},
+        namespace=cluster.namespace,
+        content_type=MERGE_PATCH,
+    )
+
+    async def resumed() -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == 2 and all(
+            not j["spec"].get("suspend")
+            and j["spec"]["template"]["spec"]
+            .get("nodeSelector", {})
+            .get("cloud.google.com/gke-nodepool")
+            == "pool-1"
+            for j in jobs
+        )
+
+    await eventually(resumed, what="jobs resumed with Kueue's node selector")
+
+    async def resumed_condition() -> bool:
+        js = await cluster.jobset("js") or {}
+        conds = {x["type"]: x for x in (js.get("status") or {}).get("conditions") or ()}
+        return conds.get(c.CONDITION_SUSPENDED, {}).get("reason") == c.RESUMED_REASON
+
+    await eventually(resumed_condition, what="Suspended=False ResumeJobs")
+
+
+async def test_ttl_after_finished_deletes_the_jobset(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(make_jobset("js").replicated_job("a").ttl_after_finished(1))
+    await wait_jobs(cluster, ["js-a-0"])
+    await cluster.set_job_status("js-a-0", "completed")
+    await wait_condition(cluster, "js", c.CONDITION_COMPLETED)
+
+    async def gone() -> bool:
+        js = await cluster.jobset("js")
+        return js is None or bool(js["metadata"].get("deletionTimestamp"))
+
+    await eventually(gone, timeout=6.0, what="JobSet deleted by TTL")
+
+
+async def test_deleted_service_is_recreated(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    await cluster.create_jobset(make_jobset("js").replicated_job("a"))
+    assert await eventually(cluster.services, what="service") == ["js"]
+    await cluster.api.delete(SERVICES, "js", namespace=cluster.namespace, propagation=None)
+
+    async def recreated() -> bool:
+        return await cluster.services() == ["js"]
+
+    await eventually(recreated, what="service recreated")
+
+
+async def test_deleting_the_jobset_removes_its_jobs(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    if not cluster.has_gc:
+        pytest.skip("envtest runs no garbage collector; child removal is the GC's job")
+    await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=3))
+    await wait_jobs(cluster, ["js-a-0", "js-a-1", "js-a-2"])
+    await cluster.api.delete(JOBSETS, "js", namespace=cluster.namespace, propagation="Foreground")
+
+    async def empty() -> bool:
+        return await cluster.jobs(live_only=False) == [] and await cluster.jobset("js") is None
+
+    await eventually(empty, what="jobs and jobset gone")
+
+
+async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> None:
+    config = fast_config(
+        controller={"watchNamespace": cluster.namespace}, featureGates={"RestartJob": True}
+    )
+    ctl = await cluster.start_controller(config)
+    await ctl.wait_leader(5)
+    builder = (
+        make_jobset("js")
+        .replicated_job("a", replicas=2)
+        .failure_policy(max_restarts=2)
+        .rule("RestartJob", name="one")
+    )
+    await cluster.create_jobset(builder)
+    jobs = await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+    untouched_uid = jobs[0]["metadata"]["uid"]
+    await cluster.set_job_status("js-a-1", "failed")
+
+    async def recreated() -> bool:
+        jobs = await cluster.jobs()
+        return (
+            len(jobs) == 2
+            and labels(jobs[1]).get(c.JOB_RESTART_ATTEMPT_KEY) == "1"
+            and jobs[0]["metadata"]["uid"] == untouched_uid
+        )
+
+    await eventually(recreated, what="only js-a-1 recreated with job-restart-attempt 1")
+    js = await cluster.jobset("js") or {}
+    assert js["status"]["restarts"] == 0, "a job restart is not a JobSet restart"

@@ -18,8 +18,14 @@ from jobset_infra.controller.runtime.resources import JOBS
 
 
 def job(name: str, rv: int, owner: str = "a") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv),
-                         "labels": {"owner": owner}}}  # fmt: skip
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": str(rv),
+            "labels": {"owner": owner},
+        }
+    }
 
 
 class ListWatchServer:

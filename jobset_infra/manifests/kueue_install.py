@@ -51,5 +51,9 @@ def helm_values(install: KueueInstall) -> dict[str, Any]:
                 manager_configuration(install), sort_keys=False
             )
         },
-        "controllerManager": {"replicas": install.replicas},
+        "controllerManager": {
+            "replicas": install.replicas,
+            # With standbys, keep one Kueue (and its webhooks, failurePolicy Fail) up in drains.
+            "podDisruptionBudget": {"enabled": install.replicas > 1, "minAvailable": 1},
+        },
     }

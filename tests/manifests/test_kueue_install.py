@@ -25,6 +25,9 @@ def test_helm_values_carry_the_configuration_as_yaml_text() -> None:
     assert isinstance(text, str)
     assert yaml.safe_load(text) == manager_configuration(install)
     assert values["controllerManager"]["replicas"] == 2
+    assert values["controllerManager"]["podDisruptionBudget"]["enabled"] is True
+    single = helm_values(KueueInstall())["controllerManager"]
+    assert single["podDisruptionBudget"]["enabled"] is False  # one pod: a PDB would block drains
     assert yaml.safe_load(text)["manageJobsWithoutQueueName"] is True
 
 

@@ -16,6 +16,11 @@ from types import MappingProxyType
 
 __all__ = [
     "ACCELERATORS",
+    "V4",
+    "V5E",
+    "V5E_DEVICE",
+    "V5P",
+    "V6E",
     "Accelerator",
     "TpuShapeError",
     "accelerator_for_machine_type",

@@ -19,7 +19,7 @@ from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
 __all__ = ["parse_cluster_spec", "parse_slice_pools_spec"]
 
-SpecT = TypeVar("SpecT", SlicePoolsSpec, GkeClusterSpec)
+_SpecT = TypeVar("_SpecT", SlicePoolsSpec, GkeClusterSpec)
 
 
 def parse_slice_pools_spec(data: SlicePoolsSpec | Mapping[str, Any]) -> SlicePoolsSpec:
@@ -39,8 +39,8 @@ _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
 
 
 def _parse(
-    kind: type[SpecT], data: SpecT | Mapping[str, Any], error: type[SlicePoolsError]
-) -> SpecT:
+    kind: type[_SpecT], data: _SpecT | Mapping[str, Any], error: type[SlicePoolsError]
+) -> _SpecT:
     fields = {f.name: f for f in dataclasses.fields(kind)}
     if isinstance(data, kind):
         values = {name: getattr(data, name) for name in fields}
@@ -54,7 +54,7 @@ def _parse(
             hint = f"did you mean {near[0]!r}?" if near else f"valid: {', '.join(fields)}"
             raise error(str(key), f"unknown field; {hint}")
     try:
-        parsed: SpecT = _ADAPTERS[kind].validate_python(values)
+        parsed: _SpecT = _ADAPTERS[kind].validate_python(values)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or kind.__name__

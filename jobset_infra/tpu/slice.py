@@ -20,7 +20,7 @@ from jobset_infra.tpu.catalog import (
     resolve_accelerator,
 )
 
-__all__ = ["Taint", "TpuSlice"]
+__all__ = ["TPU_TAINT", "Taint", "TpuSlice"]
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,6 @@ JOBSET_GROUP = GROUP
 EVENTS_GROUP = "events.k8s.io"
 COORDINATION_GROUP = "coordination.k8s.io"
 
-_READ = ("get", "list", "watch")
-
-
 @dataclass(frozen=True)
 class PolicyRule:
     """One RBAC rule: these verbs on these resources of these API groups."""
@@ -52,23 +49,23 @@ class PolicyRule:
 
 
 CLUSTER_RULES: tuple[PolicyRule, ...] = (
-    # JobSets: watched by the informer; `update`/`patch` for metadata the controller owns,
-    # `delete` for ttlSecondsAfterFinished.
-    PolicyRule((JOBSET_GROUP,), ("jobsets",), (*_READ, "update", "patch", "delete")),
-    # Status is written once per reconcile through the status subresource.
-    PolicyRule((JOBSET_GROUP,), ("jobsets/status",), ("get", "update", "patch")),
+    # Reads come from list+watch informers, so no rule grants `get` on a watched kind.
+    # JobSets: the informer; `delete` for ttlSecondsAfterFinished.
+    PolicyRule((JOBSET_GROUP,), ("jobsets",), ("list", "watch", "delete")),
+    # Status is written once per reconcile: PUT on the status subresource.
+    PolicyRule((JOBSET_GROUP,), ("jobsets/status",), ("update",)),
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
     # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
     PolicyRule((JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
-    # Child Jobs: created, suspended/resumed (update/patch), deleted on restart and failure.
-    PolicyRule((BATCH_GROUP,), ("jobs",), (*_READ, "create", "update", "patch", "delete")),
+    # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart.
+    PolicyRule((BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
     # On resume the controller clears a child Job's status.startTime, as upstream does.
-    PolicyRule((BATCH_GROUP,), ("jobs/status",), ("get", "update", "patch")),
+    PolicyRule((BATCH_GROUP,), ("jobs/status",), ("patch",)),
     # The headless Service for pod DNS; removed by garbage collection through its ownerReference.
-    PolicyRule((CORE_GROUP,), ("services",), (*_READ, "create")),
-    # Nodes are read to learn the topology domains (node pools) for exclusive placement.
-    PolicyRule((CORE_GROUP,), ("nodes",), _READ),
-    # Events in both APIs: events.k8s.io for new events, core for tools that still read v1 Events.
+    PolicyRule((CORE_GROUP,), ("services",), ("list", "watch", "create")),
+    # Nodes are watched to learn the topology domains (node pools) for exclusive placement.
+    PolicyRule((CORE_GROUP,), ("nodes",), ("list", "watch")),
+    # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
     PolicyRule((EVENTS_GROUP,), ("events",), ("create", "patch")),
     PolicyRule((CORE_GROUP,), ("events",), ("create", "patch")),
 )

@@ -14,22 +14,18 @@ WANT_CLUSTER_RULES = [
     {
         "apiGroups": ["jobset.x-k8s.io"],
         "resources": ["jobsets"],
-        "verbs": ["get", "list", "watch", "update", "patch", "delete"],
+        "verbs": ["list", "watch", "delete"],
     },
-    {
-        "apiGroups": ["jobset.x-k8s.io"],
-        "resources": ["jobsets/status"],
-        "verbs": ["get", "update", "patch"],
-    },
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["update"]},
     {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/finalizers"], "verbs": ["update"]},
     {
         "apiGroups": ["batch"],
         "resources": ["jobs"],
-        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+        "verbs": ["list", "watch", "create", "patch", "delete"],
     },
-    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "update", "patch"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch", "create"]},
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["patch"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch", "create"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
@@ -67,7 +63,7 @@ def test_no_rule_uses_a_wildcard(rule: rbac.PolicyRule) -> None:
 
 def test_nodes_are_read_only() -> None:
     node_rules = [rule for rule in CLUSTER_RULES if "nodes" in rule.resources]
-    assert [set(rule.verbs) for rule in node_rules] == [{"get", "list", "watch"}]
+    assert [set(rule.verbs) for rule in node_rules] == [{"list", "watch"}]
 
 
 def test_leases_are_never_granted_cluster_wide() -> None:

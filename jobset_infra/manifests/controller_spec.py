@@ -113,8 +113,13 @@ class ControllerInstall(BaseModel):
                 f"config.leaderElection.resourceNamespace is {election.resource_namespace!r} but "
                 f"the controller's Role only grants Leases in {self.namespace!r}; remove it"
             )
-        bind_port(self.config.health.health_probe_bind_address, "config.health")
-        bind_port(self.config.metrics.bind_address, "config.metrics")
+        health = bind_port(self.config.health.health_probe_bind_address, "config.health")
+        metrics = bind_port(self.config.metrics.bind_address, "config.metrics")
+        if health == metrics:
+            raise ValueError(
+                f"config.health and config.metrics both use port {health}; two servers cannot "
+                "listen on one port, give them different ports"
+            )
         return self
 
     def effective_config(self) -> ControllerConfig:

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.k8s_openapi import validate_builtin
@@ -187,6 +189,11 @@ def test_pinned_images_are_accepted(image: str) -> None:
             id="probes bound to loopback",
         ),
         pytest.param(
+            {"config": config_from(health={"healthProbeBindAddress": ":8443"})},
+            "both use port 8443",
+            id="health and metrics on one port",
+        ),
+        pytest.param(
             {"resources": {"cpu_request": "lots"}}, "resources.cpu_request", id="bad quantity"
         ),
         pytest.param({"image_pull_policy": "Sometimes"}, "image_pull_policy", id="pull policy"),
@@ -202,3 +209,37 @@ def test_one_replica_may_run_without_leader_election() -> None:
     install = make_install(replicas=1, config=config_from(leaderElection={"leaderElect": False}))
     text = controller.config_map(install)["data"]["config.yaml"]
     assert yaml.safe_load(text)["leaderElection"]["leaderElect"] is False
+
+
+_NAMES = st.from_regex(r"[a-z][a-z0-9-]{0,20}[a-z0-9]", fullmatch=True)
+
+
+@given(
+    namespace=_NAMES,
+    replicas=st.integers(1, 10),
+    health=st.integers(1024, 65535),
+    metrics=st.integers(1024, 65535),
+    qps=st.floats(1, 5000),
+)
+def test_any_valid_install_renders_a_valid_restricted_deployment(
+    namespace: str, replicas: int, health: int, metrics: int, qps: float
+) -> None:
+    if health == metrics:
+        metrics = health - 1
+    install = make_install(
+        namespace=namespace,
+        replicas=replicas,
+        config=config_from(
+            health={"healthProbeBindAddress": f":{health}"},
+            metrics={"bindAddress": f":{metrics}"},
+            clientConnection={"qps": qps},
+        ),
+    )
+    deployment = controller.deployment(install)
+    assert validate_builtin(deployment) == []
+    assert restricted_violations(deployment["spec"]["template"]) == []
+    config = ControllerConfig.from_yaml(controller.config_map(install)["data"]["config.yaml"])
+    assert config.leader_election.resource_namespace == namespace
+    assert config.leader_election.leader_elect is True
+    # The Deployment is awaited by Pulumi: nothing may opt it out.
+    assert "pulumi.com/skipAwait" not in deployment["metadata"].get("annotations", {})

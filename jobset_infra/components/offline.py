@@ -9,6 +9,7 @@ outputs that programs read (a GKE endpoint and CA, Kubernetes object names).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import runpy
 import threading
@@ -196,23 +197,47 @@ def run_offline(
     Raises ProgramError when the program raises, with the program's own message.
     """
     with _RUN_LOCK:
-        run = OfflineRun()
-        chosen = mocks or OfflineMocks()
-        monitor = _RecordingMonitor(chosen, run)
-        pulumi.runtime.set_mocks(
-            chosen, project=project, stack=stack, preview=preview, monitor=monitor
-        )
-        settings = pulumi.runtime.settings.SETTINGS
-        settings.engine = _RecordingEngine(run)
-        set_all_config(dict(config or {}), secret_keys)
-        settings.rpc_manager.clear()
-        settings.outputs.clear()
-        body = program if callable(program) else _path_runner(program)
+        # A fresh loop per run: a previous user of this thread (pytest-asyncio, a CLI) may have
+        # closed or unset the thread's loop, and Pulumi's runtime pumps the current one.
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         try:
-            _sync_await(run_pulumi_func(body))
-        except Exception as exc:  # the program's own failure, reported as such
-            raise ProgramError(_describe(exc)) from exc
-        return run
+            return _run_with_mocks(
+                program, project=project, stack=stack, config=config,
+                secret_keys=secret_keys, preview=preview, mocks=mocks,
+            )
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _run_with_mocks(
+    program: Callable[[], None] | Path,
+    *,
+    project: str,
+    stack: str,
+    config: Mapping[str, str] | None,
+    secret_keys: list[str] | None,
+    preview: bool,
+    mocks: pulumi_mocks.Mocks | None,
+) -> OfflineRun:
+    run = OfflineRun()
+    chosen = mocks or OfflineMocks()
+    monitor = _RecordingMonitor(chosen, run)
+    pulumi.runtime.set_mocks(
+        chosen, project=project, stack=stack, preview=preview, monitor=monitor
+    )
+    settings = pulumi.runtime.settings.SETTINGS
+    settings.engine = _RecordingEngine(run)
+    set_all_config(dict(config or {}), secret_keys)
+    settings.rpc_manager.clear()
+    settings.outputs.clear()
+    body = program if callable(program) else _path_runner(program)
+    try:
+        _sync_await(run_pulumi_func(body))
+    except Exception as exc:  # the program's own failure, reported as such
+        raise ProgramError(_describe(exc)) from exc
+    return run
 
 
 def _path_runner(path: Path) -> Callable[[], None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from hypothesis import given
@@ -243,3 +244,52 @@ def test_any_valid_install_renders_a_valid_restricted_deployment(
     assert config.leader_election.leader_elect is True
     # The Deployment is awaited by Pulumi: nothing may opt it out.
     assert "pulumi.com/skipAwait" not in deployment["metadata"].get("annotations", {})
+
+
+# The ServiceMonitor fields we render, as the Prometheus operator documents them
+# (monitoring.coreos.com/v1): unknown fields are errors, so a misspelling fails here.
+_SERVICE_MONITOR_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {"type": "object", "required": ["name", "namespace"]},
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["selector", "endpoints"],
+            "properties": {
+                "selector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchLabels": {"type": "object"}},
+                },
+                "namespaceSelector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchNames": {"type": "array", "items": {"type": "string"}}},
+                },
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string"},
+                            "interval": {"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def test_service_monitor_has_only_documented_fields() -> None:
+    monitor = controller.service_monitor(make_install())
+    errors = list(jsonschema.Draft202012Validator(_SERVICE_MONITOR_SCHEMA).iter_errors(monitor))
+    assert errors == []

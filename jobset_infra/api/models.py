@@ -66,6 +66,9 @@ __all__ = [
 # json_schema_extra keys understood by crdgen.
 CRD_DEFAULT = "x-crd-default"  # structural default in the CRD (the model default may differ)
 K8S_DEFINITION = "x-k8s-definition"  # inline this Kubernetes OpenAPI definition
+EMBEDDED_DEFAULTS = (
+    "x-crd-embedded-defaults"  # dotted path inside the inlined definition -> default
+)
 LIST_TYPE = "x-kubernetes-list-type"
 LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 VALIDATIONS = "x-kubernetes-validations"
@@ -200,11 +203,15 @@ class DependsOn(_Model):
 class Network(_Model):
     """Pod DNS for the JobSet (a headless Service)."""
 
-    enable_dns_hostnames: bool | None = Field(default=None, alias="enableDNSHostnames")
+    enable_dns_hostnames: bool | None = Field(
+        default=None, alias="enableDNSHostnames", json_schema_extra={CRD_DEFAULT: True}
+    )
     """Create a headless Service so pods resolve each other by hostname."""
-    subdomain: str | None = None
+    subdomain: str | None = Field(default=None, json_schema_extra={"maxLength": 63})
     """Headless Service name; defaults to the JobSet name at runtime."""
-    publish_not_ready_addresses: bool | None = None
+    publish_not_ready_addresses: bool | None = Field(
+        default=None, json_schema_extra={CRD_DEFAULT: True}
+    )
     """Publish DNS records of pods before they are ready (nil means true)."""
 
 
@@ -232,7 +239,10 @@ class FailurePolicyRule(_Model):
     """Rule name, unique in the policy; defaulted to failurePolicyRule<index>."""
     action: FailurePolicyAction
     """What to do when the rule matches."""
-    on_job_failure_reasons: list[str] = Field(default_factory=list)
+    on_job_failure_reasons: list[str] = Field(
+        default_factory=list,
+        json_schema_extra={"items": {"type": "string", "enum": list(c.VALID_JOB_FAILURE_REASONS)}},
+    )
     """Job failure reasons the rule matches; empty matches any."""
     on_job_failure_message_patterns: list[str] = Field(default_factory=list)
     """RE2 patterns searched in the Job failure message; empty matches any."""
@@ -295,7 +305,9 @@ class VolumeClaimPolicy(_Model):
         Field(max_length=c.MAX_VOLUME_CLAIM_POLICIES, json_schema_extra=_ATOMIC),
     ] = Field(default_factory=list)
     """PersistentVolumeClaim templates; the PVC name is <template>-<jobset>."""
-    retention_policy: VolumeRetentionPolicy | None = None
+    retention_policy: VolumeRetentionPolicy | None = Field(
+        default=None, json_schema_extra={CRD_DEFAULT: {}}
+    )
     """Retention of the PVCs; defaulted to whenDeleted: Delete."""
 
     @field_validator("templates")
@@ -315,14 +327,24 @@ class VolumeClaimPolicy(_Model):
 class ReplicatedJob(_Model):
     """A group of identical child Jobs made from one template."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
     """Replicated job name; part of every child Job name."""
     group_name: str = Field(
-        default=c.DEFAULT_GROUP_NAME, json_schema_extra={CRD_DEFAULT: "default"}
+        default=c.DEFAULT_GROUP_NAME,
+        json_schema_extra={CRD_DEFAULT: c.DEFAULT_GROUP_NAME, "maxLength": c.DNS_LABEL_MAX_LENGTH},
     )
     """Group for the group-name/group-replicas/job-group-index labels."""
     template: Annotated[
-        dict[str, Any], Field(json_schema_extra={K8S_DEFINITION: JOB_TEMPLATE_SPEC})
+        dict[str, Any],
+        Field(
+            json_schema_extra={
+                K8S_DEFINITION: JOB_TEMPLATE_SPEC,
+                EMBEDDED_DEFAULTS: {
+                    "spec.completionMode": c.COMPLETION_MODE_INDEXED,
+                    "spec.template.spec.restartPolicy": c.RESTART_POLICY_ON_FAILURE,
+                },
+            }
+        ),
     ]
     """A batch/v1 JobTemplateSpec."""
     replicas: int = Field(default=1, ge=0, le=c.MAX_INT32, json_schema_extra={CRD_DEFAULT: 1})
@@ -364,10 +386,18 @@ class JobSetSpec(_Model):
         Field(default_factory=list)
     )
     """The replicated jobs; names are unique."""
-    network: Annotated[Network | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE})] = None
+    network: Annotated[
+        Network | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE, CRD_DEFAULT: {}})
+    ] = None
     """Pod DNS settings."""
     success_policy: Annotated[
-        SuccessPolicy | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE})
+        SuccessPolicy | None,
+        Field(
+            json_schema_extra={
+                VALIDATIONS: _IMMUTABLE,
+                CRD_DEFAULT: {"operator": Operator.ALL.value},
+            }
+        ),
     ] = None
     """When the JobSet completes; defaulted to operator All."""
     failure_policy: Annotated[
@@ -375,7 +405,13 @@ class JobSetSpec(_Model):
     ] = None
     """How failed Jobs are handled; absent means fail on the first Job failure."""
     startup_policy: Annotated[
-        StartupPolicy | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE})
+        StartupPolicy | None,
+        Field(
+            json_schema_extra={
+                VALIDATIONS: _IMMUTABLE,
+                CRD_DEFAULT: {"startupPolicyOrder": StartupPolicyOrder.ANY_ORDER.value},
+            }
+        ),
     ] = None
     """Deprecated startup ordering; defaulted to AnyOrder."""
     suspend: bool | None = None

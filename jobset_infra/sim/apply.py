@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 JsonObj = dict[str, Any]
 Path = tuple[str, ...]
-_SKIP_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
+SKIP_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
                         "creationTimestamp", "deletionTimestamp", "managedFields",
                         "deletionGracePeriodSeconds"})
 
@@ -57,7 +57,7 @@ def field_paths(obj: Any, prefix: Path = (), top: bool = True) -> set[Path]:
     for key, value in obj.items():
         if top and key in ("apiVersion", "kind"):
             continue
-        if prefix == ("f:metadata",) and key in _SKIP_META:
+        if prefix == ("f:metadata",) and key in SKIP_META:
             continue
         path = (*prefix, f"f:{key}")
         if isinstance(value, dict) and value:

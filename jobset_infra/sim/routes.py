@@ -189,21 +189,24 @@ class ApiHandler:
         if (api.verb == "create" and api.subresource == "binding") or (
                 api.verb == "create" and api.resource == "pods" and api.name):
             return json_response(self._bind(api, body), 201)
+        manager = query.get("fieldManager") or _agent_manager(request)
         if api.verb == "create":
-            obj = store.create(gvr, _object(body), api.namespace, dry_run=dry_run)
+            obj = store.create(gvr, _object(body), api.namespace, field_manager=manager,
+                               dry_run=dry_run)
             return json_response(obj, 201)
         if api.verb == "update":
             obj = _object(body)
             if obj.get("metadata", {}).get("name", api.name) != api.name:
                 raise bad_request("the name of the object does not match the name on the URL")
             obj.setdefault("metadata", {})["name"] = api.name
-            return json_response(store.update(gvr, obj, api.namespace,
+            return json_response(store.update(gvr, obj, api.namespace, field_manager=manager,
                                               subresource=api.subresource, dry_run=dry_run))
         if api.verb == "patch":
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             obj = store.patch(gvr, api.name or "", api.namespace, content_type, body,
                               subresource=api.subresource,
-                              field_manager=query.get("fieldManager"),
+                              field_manager=query.get("fieldManager") if "apply" in content_type
+                              else manager,
                               force=query.get("force") in ("true", "1"), dry_run=dry_run)
             return json_response(obj)
         if api.verb in ("delete", "deletecollection"):
@@ -345,6 +348,12 @@ def _check_watch_list(send_initial: bool, bookmarks: bool, rv_match: str | None)
         from jobset_infra.sim.errors import invalid
 
         raise invalid("meta.k8s.io", "ListOptions", "", causes)
+
+
+def _agent_manager(request: web.Request) -> str:
+    """The default field manager: the User-Agent up to its first "/", as Kubernetes derives it."""
+    agent = request.headers.get("User-Agent", "")
+    return agent.split("/", 1)[0][:128] or "unknown"
 
 
 def _object(body: Any) -> JsonObj:

@@ -30,15 +30,13 @@ stores a fresh copy of what the caller passed.
 
 from __future__ import annotations
 
-import base64
-import json
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from jobset_infra.sim import gc, patch, strategies
+from jobset_infra.sim import gc, managed_fields, patch, strategies, updates
 from jobset_infra.sim.errors import (
     StatusError,
     already_exists,
@@ -51,6 +49,7 @@ from jobset_infra.sim.errors import (
 )
 from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
+from jobset_infra.sim.updates import clone
 from jobset_infra.sim.watch import Event, EventLog, Watch
 
 JsonObj = dict[str, Any]
@@ -81,20 +80,6 @@ class ListResult:
     resource_version: str
     continue_token: str | None = None
     remaining: int | None = None
-
-
-def clone(value: Any) -> Any:
-    """Deep copy of JSON-like data (several times faster than copy.deepcopy)."""
-    if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clone(v) for v in value]
-    return value
-
-
-def _content(obj: JsonObj, has_status: bool) -> JsonObj:
-    skip = ("metadata", "status") if has_status else ("metadata",)
-    return {k: v for k, v in obj.items() if k not in skip}
 
 
 class Store:
@@ -197,7 +182,7 @@ class Store:
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
         field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
-        rv, start = self._decode_continue(continue_token) if continue_token else (self._rv, None)
+        rv, start = updates.decode_continue(continue_token) if continue_token else (self._rv, None)
         namespaces = [namespace] if namespace else sorted(self._data.get(gvr, {}))
         items: list[JsonObj] = []
         for ns in namespaces:
@@ -210,22 +195,9 @@ class Store:
                     items.append(obj)
         if limit and len(items) > limit:
             last = items[limit - 1]["metadata"]
-            token = self._encode_continue(rv, (last.get("namespace", ""), last["name"]))
+            token = updates.encode_continue(rv, (last.get("namespace", ""), last["name"]))
             return ListResult(items[:limit], str(rv), token, len(items) - limit)
         return ListResult(items, str(rv))
-
-    @staticmethod
-    def _encode_continue(rv: int, start: tuple[str, str]) -> str:
-        raw = json.dumps({"rv": rv, "start": list(start)}).encode()
-        return base64.urlsafe_b64encode(raw).decode()
-
-    @staticmethod
-    def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token.encode()))
-            return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise bad_request(f"continue key is not valid: {exc}") from None
 
     # ---- writes -------------------------------------------------------------------------------
 
@@ -256,7 +228,13 @@ class Store:
         return obj
 
     def create(
-        self, gvr: GVR, obj: JsonObj, namespace: str | None = None, *, dry_run: bool = False
+        self,
+        gvr: GVR,
+        obj: JsonObj,
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
@@ -285,6 +263,9 @@ class Store:
         meta["creationTimestamp"] = self.now()
         meta["generation"] = 1
         obj = self._admit(info, obj, None)
+        if field_manager:
+            obj["metadata"]["managedFields"] = managed_fields.record_update(
+                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now())
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -297,6 +278,7 @@ class Store:
         namespace: str | None = None,
         *,
         subresource: str | None = None,
+        field_manager: str | None = None,
         dry_run: bool = False,
     ) -> JsonObj:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
@@ -309,7 +291,8 @@ class Store:
             raise invalid(gvr.group, info.kind, old["metadata"]["name"], [field_cause(
                 "FieldValueInvalid", "metadata.resourceVersion",
                 "Invalid value: 0x0: must be specified for an update")])
-        return self.replace(info, old, obj, subresource=subresource, dry_run=dry_run)
+        return self.replace(info, old, obj, subresource=subresource,
+                            field_manager=field_manager, dry_run=dry_run)
 
     def replace(
         self,
@@ -318,6 +301,7 @@ class Store:
         obj: JsonObj,
         *,
         subresource: str | None = None,
+        field_manager: str | None = None,
         dry_run: bool = False,
     ) -> JsonObj:
         """The shared update path of PUT, PATCH and apply (after their bodies became `obj`)."""
@@ -329,11 +313,15 @@ class Store:
         if meta.get("uid") and meta["uid"] != old_meta["uid"]:
             raise StatusError(409, "Conflict", f"Precondition failed: UID in precondition: "
                               f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
-        new = self._merge_subresource(info, old, obj, subresource)
-        self._check_finalizers(info, old, new)
-        if _content(new, info.has_status) != _content(old, info.has_status):
+        new = updates.merge_subresource(info, old, obj, subresource)
+        updates.check_finalizers(info, old, new)
+        if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         new = self._admit(info, new, old)
+        if field_manager and new != old:
+            new["metadata"]["managedFields"] = managed_fields.record_update(
+                old, new, manager=field_manager, api_version=info.gvr.api_version,
+                now=self.now(), subresource=subresource)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")
@@ -343,48 +331,6 @@ class Store:
         if new["metadata"].get("deletionTimestamp"):
             gc.process_deleting(self, info, ns, name)
         return new
-
-    def _merge_subresource(
-        self, info: ResourceInfo, old: JsonObj, obj: JsonObj, subresource: str | None
-    ) -> JsonObj:
-        old_meta = old["metadata"]
-        if subresource == "status":
-            new: JsonObj = clone(old)
-            if "status" in obj:
-                new["status"] = clone(obj["status"])
-            else:
-                new.pop("status", None)
-            return new
-        if subresource is not None:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
-        new = clone(obj)
-        assert isinstance(new, dict)
-        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        if info.has_status:
-            if "status" in old:
-                new["status"] = old["status"]
-            else:
-                new.pop("status", None)
-        meta = new.setdefault("metadata", {})
-        for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                    "deletionGracePeriodSeconds", "generation", "resourceVersion"):
-            if key in old_meta:
-                meta[key] = old_meta[key]
-            else:
-                meta.pop(key, None)
-        return new
-
-    @staticmethod
-    def _check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
-        if not old["metadata"].get("deletionTimestamp"):
-            return
-        before = set(old["metadata"].get("finalizers") or ())
-        added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
-        if added:
-            raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
-                "FieldValueForbidden", "metadata.finalizers",
-                "Forbidden: no new finalizers can be added if the object is being deleted, "
-                f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
 
     def patch(
         self,
@@ -409,27 +355,9 @@ class Store:
                                            field_manager=field_manager, force=force,
                                            dry_run=dry_run)
         old = self._find(info, name, ns)
-        new = self.patched(info, old, patch_type, body)
-        return self.replace(info, old, new, subresource=subresource, dry_run=dry_run)
-
-    @staticmethod
-    def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:
-        if patch_type == patch.MERGE_PATCH:
-            new = patch.json_merge(old, body)
-        elif patch_type == patch.JSON_PATCH:
-            new = patch.json_patch(old, body)
-        elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
-            new = patch.strategic_merge(old, body)
-        else:
-            from jobset_infra.sim.errors import unsupported_media_type
-
-            raise unsupported_media_type(patch_type)
-        if not isinstance(new, dict):
-            raise bad_request("the patch did not result in an object")
-        meta = new.get("metadata") or {}
-        if not meta.get("resourceVersion"):
-            new["metadata"] = dict(meta) | {"resourceVersion": old["metadata"]["resourceVersion"]}
-        return new
+        new = updates.patched(info, old, patch_type, body)
+        return self.replace(info, old, new, subresource=subresource,
+                            field_manager=field_manager, dry_run=dry_run)
 
     def delete(
         self,

@@ -1,0 +1,118 @@
+"""Pure steps of a write, shared by create, update, patch and apply: copying, the status
+subresource split, finalizer rules, turning a PATCH body into the next object, continue tokens,
+and the `Update` entries of metadata.managedFields.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from jobset_infra.sim import patch
+from jobset_infra.sim.errors import (
+    StatusError,
+    bad_request,
+    field_cause,
+    invalid,
+    unsupported_media_type,
+)
+from jobset_infra.sim.resources import ResourceInfo
+
+JsonObj = dict[str, Any]
+# metadata fields a client cannot change with an update
+SERVER_OWNED_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "generation", "resourceVersion")
+
+
+def clone(value: Any) -> Any:
+    """Deep copy of JSON-like data (several times faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
+def content(obj: JsonObj, has_status: bool) -> JsonObj:
+    """What `generation` counts: everything but metadata (and status, with the subresource)."""
+    skip = ("metadata", "status") if has_status else ("metadata",)
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+def merge_subresource(
+    info: ResourceInfo, old: JsonObj, obj: JsonObj, subresource: str | None
+) -> JsonObj:
+    """The next stored object: a status write changes only status; a write to the main resource
+    keeps the stored status (with the subresource) and the server-owned metadata."""
+    if subresource == "status":
+        new: JsonObj = clone(old)
+        if "status" in obj:
+            new["status"] = clone(obj["status"])
+        else:
+            new.pop("status", None)
+        return new
+    if subresource is not None:
+        raise StatusError(404, "NotFound", "the server could not find the requested resource")
+    new = clone(obj)
+    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+    if info.has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    old_meta = old["metadata"]
+    meta = new.setdefault("metadata", {})
+    for key in SERVER_OWNED_META:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if "managedFields" not in meta and "managedFields" in old_meta:
+        meta["managedFields"] = old_meta["managedFields"]
+    return new
+
+
+def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
+    """422 for a finalizer added to an object that is already being deleted."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    before = set(old["metadata"].get("finalizers") or ())
+    added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
+    if added:
+        raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
+
+
+def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:
+    """The object a merge, JSON or strategic-merge PATCH turns `old` into. Strategic merge is
+    refused for custom resources (415), as Kubernetes does."""
+    if patch_type == patch.MERGE_PATCH:
+        new = patch.json_merge(old, body)
+    elif patch_type == patch.JSON_PATCH:
+        new = patch.json_patch(old, body)
+    elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
+        new = patch.strategic_merge(old, body)
+    else:
+        raise unsupported_media_type(patch_type)
+    if not isinstance(new, dict):
+        raise bad_request("the patch did not result in an object")
+    meta = new.get("metadata") or {}
+    if not meta.get("resourceVersion"):
+        new["metadata"] = dict(meta) | {"resourceVersion": old["metadata"]["resourceVersion"]}
+    return new
+
+
+def encode_continue(rv: int, start: tuple[str, str]) -> str:
+    raw = json.dumps({"rv": rv, "start": list(start)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise bad_request(f"continue key is not valid: {exc}") from None

@@ -1,0 +1,120 @@
+"""Server-side apply and managedFields in the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobset_infra.sim.apply import field_paths, from_fields_v1, to_fields_v1
+from jobset_infra.sim.errors import StatusError
+from jobset_infra.sim.patch import APPLY_PATCH, MERGE_PATCH
+from jobset_infra.sim.store import Store
+from tests.sim.kube_objects import CONFIGMAPS, PODS, configmap, pod
+
+
+def managers(obj: dict[str, Any]) -> dict[tuple[str, str], set[tuple[str, ...]]]:
+    return {(e["manager"], e["operation"]): from_fields_v1(e["fieldsV1"])
+            for e in obj["metadata"]["managedFields"]}
+
+
+def apply(store: Store, body: dict[str, Any], manager: str = "applier",
+          force: bool = False) -> dict[str, Any]:
+    return store.patch(CONFIGMAPS, body["metadata"]["name"], "default", APPLY_PATCH, body,
+                       field_manager=manager, force=force)
+
+
+def test_create_records_the_creator_as_owner_of_every_field() -> None:
+    store = Store()
+    created = store.create(CONFIGMAPS, configmap("c", {"a": "1"}), "default",
+                           field_manager="creator")
+    assert managers(created) == {("creator", "Update"): {("f:data", "f:a")}}
+
+
+def test_an_update_moves_ownership_of_the_fields_it_changed() -> None:
+    store = Store()
+    store.create(CONFIGMAPS, configmap("c", {"a": "1", "b": "1"}), "default",
+                 field_manager="creator")
+    updated = store.patch(CONFIGMAPS, "c", "default", MERGE_PATCH, {"data": {"b": "2"}},
+                          field_manager="editor")
+    assert managers(updated) == {("creator", "Update"): {("f:data", "f:a")},
+                                 ("editor", "Update"): {("f:data", "f:b")}}
+
+
+def test_apply_creates_a_missing_object() -> None:
+    store = Store()
+    created = apply(store, configmap("c", {"a": "1"}))
+    assert created["data"] == {"a": "1"}
+    assert managers(created) == {("applier", "Apply"): {("f:data", "f:a")}}
+
+
+@pytest.mark.parametrize(
+    ("force", "want_code", "want_data"),
+    [
+        pytest.param(False, 409, {"a": "1"}, id="a field owned by another manager conflicts"),
+        pytest.param(True, None, {"a": "2"}, id="force takes the field over"),
+    ],
+)
+def test_apply_conflicts(force: bool, want_code: int | None, want_data: dict[str, str]) -> None:
+    store = Store()
+    store.create(CONFIGMAPS, configmap("c", {"a": "1"}), "default", field_manager="creator")
+    code = None
+    try:
+        apply(store, configmap("c", {"a": "2"}), force=force)
+    except StatusError as err:
+        code = err.code
+        assert err.details is not None
+        assert err.details["causes"] == [{"reason": "FieldManagerConflict",
+                                          "message": 'conflict with "creator" using v1',
+                                          "field": ".data.a"}]
+    assert code == want_code
+    assert store.get(CONFIGMAPS, "c", "default")["data"] == want_data
+
+
+def test_apply_with_the_same_value_shares_ownership_without_conflict() -> None:
+    store = Store()
+    store.create(CONFIGMAPS, configmap("c", {"a": "1"}), "default", field_manager="creator")
+    applied = apply(store, configmap("c", {"a": "1", "b": "2"}))
+    assert managers(applied)[("applier", "Apply")] == {("f:data", "f:a"), ("f:data", "f:b")}
+
+
+def test_apply_removes_fields_it_no_longer_applies_unless_someone_else_owns_them() -> None:
+    store = Store()
+    apply(store, configmap("c", {"mine": "1", "shared": "1"}))
+    store.patch(CONFIGMAPS, "c", "default", MERGE_PATCH, {"data": {"shared": "2"}},
+                field_manager="editor")
+    after = apply(store, configmap("c", {}))
+    assert after["data"] == {"shared": "2"}
+
+
+def test_apply_merges_containers_by_name() -> None:
+    store = Store()
+    store.create(PODS, pod("p"), "default", field_manager="creator")
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "sidecar", "image": "s:1"}]}}
+    applied = store.patch(PODS, "p", "default", APPLY_PATCH, body, field_manager="applier")
+    assert [c["name"] for c in applied["spec"]["containers"]] == ["c", "sidecar"]
+
+
+def test_apply_needs_a_field_manager() -> None:
+    store = Store()
+    with pytest.raises(StatusError) as err:
+        store.patch(CONFIGMAPS, "c", "default", APPLY_PATCH, configmap("c"))
+    assert err.value.code == 400
+    assert "fieldManager" in err.value.message
+
+
+json_leaf = st.one_of(st.integers(), st.text(max_size=3), st.booleans())
+json_tree = st.recursive(
+    st.dictionaries(st.text("abc", min_size=1, max_size=3), json_leaf, max_size=3),
+    lambda inner: st.dictionaries(st.text("abc", min_size=1, max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(json_tree)
+def test_fields_v1_round_trips_the_field_set(tree: dict[str, Any]) -> None:
+    paths = field_paths({"spec": tree})
+    assert from_fields_v1(to_fields_v1(paths)) == paths

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.controller_config import ControllerConfig, parse_config
 from jobset_infra.api.k8s_openapi import validate_builtin
 from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import (
@@ -293,3 +293,14 @@ def test_service_monitor_has_only_documented_fields() -> None:
     monitor = controller.service_monitor(make_install())
     errors = list(jsonschema.Draft202012Validator(_SERVICE_MONITOR_SCHEMA).iter_errors(monitor))
     assert errors == []
+
+
+def test_the_controller_parses_the_deployment_args_and_config_file_as_rendered() -> None:
+    install = make_install(config=config_from(logging={"level": "warning"}))
+    files = {
+        f"{controller.CONFIG_DIR}/{controller.CONFIG_FILE}": controller.config_map(install)["data"][
+            controller.CONFIG_FILE
+        ]
+    }
+    config, _ = parse_config(_container(install)["args"], read_file=files.__getitem__)
+    assert config == install.effective_config()

@@ -29,7 +29,10 @@ __all__ = [
     "SYSTEM_POOL_LABEL",
     "SYSTEM_POOL_VALUE",
     "TOPOLOGY_LABEL",
+    "TPU_MEGASCALE_PORT",
+    "TPU_METRICS_PORT",
     "TPU_RESOURCE",
+    "TPU_RUNTIME_PORT",
     "TPU_TAINT_KEY",
     "TPU_TAINT_VALUE",
 ]
@@ -47,6 +50,11 @@ RESERVATION_NAME_LABEL: Final = "cloud.google.com/reservation-name"
 
 # Extended resource a TPU pod requests; the request equals the chips of its VM (1 pod per TPU node).
 TPU_RESOURCE: Final = "google.com/tpu"
+# Container ports of TPU workloads (gke-tpu.md §1.5): 8471 TPU VM communication, 8080 the
+# megascale (Multislice DCN) port XPK opens, 8431 TPU runtime metrics.
+TPU_RUNTIME_PORT: Final = 8471
+TPU_MEGASCALE_PORT: Final = 8080
+TPU_METRICS_PORT: Final = 8431
 # Taint on TPU nodes: google.com/tpu=present:NoSchedule.
 TPU_TAINT_KEY: Final = "google.com/tpu"
 TPU_TAINT_VALUE: Final = "present"

@@ -16,8 +16,9 @@ The choice is deterministic (the same inputs give the same domains on every repl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jobset_infra.controller.placement.domains import Domain, domain_sort_key
 from jobset_infra.controller.placement.fit import Fit, fit
@@ -51,64 +52,128 @@ class _Candidate:
     domain: Domain
     room: int
 
+    @property
+    def slot(self) -> tuple[str, str]:
+        return (self.domain.topology_key, self.domain.name)
 
-def _candidates(
-    request: PlacementRequest, domains: Sequence[Domain], occupancy: Occupancy
-) -> list[_Candidate]:
-    out = []
-    for domain in domains:
-        if domain.topology_key != request.topology_key:
-            continue
-        if occupancy.blockers(domain.topology_key, domain.name, request.scope, request.key):
-            continue
-        result = fit(request, domain)
-        if not result.ok:
-            continue
-        held = occupancy.holders_of(domain.topology_key, domain.name)
-        tier = 0 if not any(v.key != request.key for v in held) else 1
-        out.append(_Candidate(tier, domain, result.room))
-    out.sort(
-        key=lambda cand: (
-            cand.tier,
-            cand.domain.name != request.previous,
-            cand.room,
-            domain_sort_key(cand.domain.name),
-        )
+
+def _shape(request: PlacementRequest) -> tuple[object, ...]:
+    """Return what fit() depends on: the Jobs of one replicated job share it."""
+    return (
+        request.topology_key,
+        request.pods,
+        tuple(sorted(request.per_pod.items())),
+        tuple(sorted(request.node_selector.items())),
+        json.dumps(request.affinity, sort_keys=True) if request.affinity else "",
+        request.tolerations,
+        request.pinned,
     )
-    return out
 
 
-def _augment(
-    i: int,
-    options: Sequence[list[_Candidate]],
-    owner_of: dict[tuple[str, str], int],
-    seen: set[tuple[str, str]],
-) -> bool:
-    # A free slot first, in preference order: Jobs already matched move only when they must.
-    for cand in options[i]:
-        slot = (cand.domain.topology_key, cand.domain.name)
-        if slot not in owner_of:
-            owner_of[slot] = i
+class _Options:
+    """Candidate lists per request, computed once per distinct (shape, priority scope).
+
+    Jobs of one replicated job are identical for placement, so a JobSet of 512 slices costs one
+    pass over the domains, not 512; only a Job with a previous domain or one it still holds gets
+    a list of its own.
+    """
+
+    def __init__(self, domains: Sequence[Domain], occupancy: Occupancy) -> None:
+        self.domains, self.occupancy = domains, occupancy
+        self._fits: dict[tuple[object, ...], list[tuple[Domain, int]]] = {}
+        self._lists: dict[tuple[tuple[object, ...], str], list[_Candidate]] = {}
+        self._holding = {v.key for vs in occupancy.holders.values() for v in vs}
+
+    def fitting(self, request: PlacementRequest) -> list[tuple[Domain, int]]:
+        shape = _shape(request)
+        if shape not in self._fits:
+            results = (
+                (d, fit(request, d)) for d in self.domains if d.topology_key == request.topology_key
+            )
+            self._fits[shape] = [(d, r.room) for d, r in results if r.ok]
+        return self._fits[shape]
+
+    def of(self, request: PlacementRequest) -> list[_Candidate]:
+        if request.key in self._holding:
+            return self._build(request)
+        key = (_shape(request), request.scope)
+        if key not in self._lists:
+            self._lists[key] = self._build(replace(request, previous=None))
+        shared = self._lists[key]
+        return _preferring(shared, request.previous) if request.previous else shared
+
+    def _build(self, request: PlacementRequest) -> list[_Candidate]:
+        out = []
+        for domain, room in self.fitting(request):
+            name, key = domain.name, domain.topology_key
+            if self.occupancy.blockers(key, name, request.scope, request.key):
+                continue
+            held = self.occupancy.holders_of(key, name)
+            tier = 0 if not any(v.key != request.key for v in held) else 1
+            out.append(_Candidate(tier, domain, room))
+        out.sort(
+            key=lambda cand: (
+                cand.tier,
+                cand.domain.name != request.previous,
+                cand.room,
+                domain_sort_key(cand.domain.name),
+            )
+        )
+        return out
+
+
+def _preferring(cands: list[_Candidate], previous: str) -> list[_Candidate]:
+    """Return `cands` with the domain named `previous` first within its tier (resume)."""
+    found = next((c for c in cands if c.domain.name == previous), None)
+    if found is None:
+        return cands
+    pos = cands.index(found)
+    first = next(i for i, c in enumerate(cands) if c.tier == found.tier)
+    return [*cands[:first], found, *cands[first:pos], *cands[pos + 1 :]]
+
+
+class _Matcher:
+    """Bipartite matching of Jobs to domains by augmenting paths (Kuhn), free slots first."""
+
+    def __init__(self, options: Sequence[list[_Candidate]]) -> None:
+        self.options = options
+        self.owner_of: dict[tuple[str, str], int] = {}
+        self._cursor: dict[int, int] = {}  # per shared list: slots before it are all taken
+
+    def _free(self, i: int) -> _Candidate | None:
+        cands = self.options[i]
+        start = self._cursor.get(id(cands), 0)
+        for pos in range(start, len(cands)):
+            if cands[pos].slot not in self.owner_of:
+                self._cursor[id(cands)] = pos
+                return cands[pos]
+        self._cursor[id(cands)] = len(cands)
+        return None
+
+    def augment(self, i: int, seen: set[tuple[str, str]]) -> bool:
+        # A free slot first, in preference order: Jobs already matched move only when they must.
+        free = self._free(i)
+        if free is not None:
+            self.owner_of[free.slot] = i
             return True
-    for cand in options[i]:
-        slot = (cand.domain.topology_key, cand.domain.name)
-        if slot in seen:
-            continue
-        seen.add(slot)
-        if _augment(owner_of[slot], options, owner_of, seen):
-            owner_of[slot] = i
-            return True
-    return False
+        for cand in self.options[i]:
+            if cand.slot in seen:
+                continue
+            seen.add(cand.slot)
+            if self.augment(self.owner_of[cand.slot], seen):
+                self.owner_of[cand.slot] = i
+                return True
+        return False
 
-
-def _match(options: Sequence[list[_Candidate]]) -> dict[int, str] | None:
-    # Most constrained Jobs first; each later Job may move an earlier one along an augmenting path.
-    order = sorted(range(len(options)), key=lambda i: (len(options[i]), i))
-    owner_of: dict[tuple[str, str], int] = {}
-    for i in order:
-        if not _augment(i, options, owner_of, set()):
-            return None
-    return {i: slot[1] for slot, i in owner_of.items()}
+    def match(self) -> dict[int, str] | None:
+        slots = {cand.slot for cands in {id(o): o for o in self.options}.values() for cand in cands}
+        if len(slots) < len(self.options):
+            return None  # fewer candidate domains than Jobs: no matching can exist
+        # Most constrained Jobs first; a later Job may move an earlier one along an augmenting path.
+        for i in sorted(range(len(self.options)), key=lambda i: (len(self.options[i]), i)):
+            if not self.augment(i, set()):
+                return None
+        return {i: slot[1] for slot, i in self.owner_of.items()}
 
 
 def allocate(
@@ -117,8 +182,9 @@ def allocate(
     """Return a domain for every request, or a NoFit saying why that is impossible now."""
     if not requests:
         return Assignment()
-    options = [_candidates(r, domains, occupancy) for r in requests]
-    matched = _match(options)
+    table = _Options(domains, occupancy)
+    options = [table.of(r) for r in requests]
+    matched = _Matcher(options).match()
     if matched is not None:
         return Assignment({requests[i].key: name for i, name in matched.items()})
     return _no_fit(requests, options, domains, occupancy)

@@ -201,6 +201,15 @@ CASES = [
         id="a resumed job gets its previous pool back when free",
     ),
     pytest.param(
+        Case(
+            [request_from_job_manifest(make_job("js-w-0").on("pool-0").obj(), POOL_KEY, "pool-0")],
+            FOUR_POOLS[:2],
+            _occupancy(make_job("low-w-0", "low").priority_class("low").on("pool-0").obj()),
+            {"default/js-w-0": "pool-1"},
+        ),
+        id="a resumed job prefers a free pool over its previous one held at another priority",
+    ),
+    pytest.param(
         Case(_requests("js", 1), (), Occupancy(), None, "no node has the label"),
         id="no domains at all says so",
     ),
@@ -344,3 +353,16 @@ def test_no_two_running_jobs_of_one_priority_share_a_domain(events: list[Event])
         running = [j for j in jobs.values() if j.state == "running"]
         slots = [(j.domain, j.request.scope) for j in running]
         assert len(slots) == len(set(slots)), f"shared domain after {event}: {slots}"
+
+
+def test_large_jobsets_allocate_quickly() -> None:
+    import time
+
+    domains = _domains(tpu_pools(1024, 2))
+    held = [make_job(f"o-w-{i}", "o").on(f"pool-{2 * i}").obj() for i in range(512)]
+    occupancy = _occupancy(*held)
+    started = time.perf_counter()
+    result = allocate(_requests("big", 256), domains, occupancy)
+    elapsed = time.perf_counter() - started
+    assert isinstance(result, Assignment) and len(set(result.domains.values())) == 256
+    assert elapsed < 2.0, f"{elapsed:.2f}s"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -32,7 +33,7 @@ from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import ControllerInstall, Resources, parse_install
 from jobset_infra.manifests.jobset_system import SystemObjects, system_objects
 from jobset_infra.manifests.meta import Manifest
-from jobset_infra.manifests.placement_domains import with_pool_domains
+from jobset_infra.manifests.placement_domains import pool_plans, with_pool_domains
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = [
@@ -77,8 +78,8 @@ class JobSetSystemArgs:
     """Controller flags: QPS, burst, placement mode, log level, ... (api.controller_config)."""
     resources: Resources = field(default_factory=Resources)
     service_monitor: bool = False
-    pools: Sequence[SlicePoolsPlan] = ()
-    """Slice pools (`TpuSlicePools` plans) declared to the controller as placement domains."""
+    pools: Sequence[SlicePoolsPlan | Any] = ()
+    """Slice pools (`TpuSlicePools` or their `.plan`) declared to the controller as domains."""
 
 
 def image_reference(build: ImageBuild) -> str:
@@ -106,7 +107,7 @@ def validate_args(args: JobSetSystemArgs) -> ControllerInstall:
         image=image,
         namespace=args.namespace,
         replicas=args.replicas,
-        config=with_pool_domains(args.config, args.pools),
+        config=with_pool_domains(args.config, pool_plans(args.pools)),
         resources=args.resources,
         service_monitor=args.service_monitor,
     )

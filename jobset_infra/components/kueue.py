@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -31,6 +32,7 @@ from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
 from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.manifests.meta import Manifest
+from jobset_infra.manifests.placement_domains import pool_plans
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Kueue", "KueueArgs", "validate_args"]
@@ -46,8 +48,8 @@ class KueueArgs:
 
     provider: k8s.Provider
     """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
-    pools: Sequence[SlicePoolsPlan]
-    """Slice pools (`TpuSlicePools` plans) whose chips the queue hands out."""
+    pools: Sequence[SlicePoolsPlan | Any]
+    """Slice pools (`TpuSlicePools` or their `.plan`) whose chips the queue hands out."""
     queues: QueueSpec = field(default_factory=QueueSpec)
     install: KueueInstall = field(default_factory=KueueInstall)
     create_namespaces: bool = False
@@ -61,7 +63,7 @@ def validate_args(args: KueueArgs) -> QueueObjects:
             "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
             "GkeCluster.provider); Kueue never uses the ambient kubeconfig"
         )
-    return queue_objects(args.queues, list(args.pools))
+    return queue_objects(args.queues, pool_plans(args.pools))
 
 
 class Kueue(pulumi.ComponentResource):

@@ -19,7 +19,21 @@ from jobset_infra.api.controller_config import (
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
-__all__ = ["pool_domains", "with_pool_domains"]
+__all__ = ["pool_domains", "pool_plans", "with_pool_domains"]
+
+
+def pool_plans(pools: Sequence[object], field: str = "pools") -> list[SlicePoolsPlan]:
+    """Return the SlicePoolsPlans of `pools`: plans, or anything with a `.plan` (TpuSlicePools)."""
+    plans = []
+    for index, pool in enumerate(pools):
+        plan = getattr(pool, "plan", pool)
+        if not isinstance(plan, SlicePoolsPlan):
+            raise ValueError(
+                f"{field}[{index}]: expected a SlicePoolsPlan or a TpuSlicePools, got "
+                f"{type(pool).__name__}"
+            )
+        plans.append(plan)
+    return plans
 
 
 def pool_domains(plans: Sequence[SlicePoolsPlan]) -> tuple[PlacementDomain, ...]:

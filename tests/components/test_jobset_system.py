@@ -176,6 +176,7 @@ def test_image_build_creates_a_repository_and_pushes_the_pinned_tag() -> None:
         pytest.param(
             {"pools": [v5e_pools(), v5e_pools()]}, "declared twice", id="pools given twice"
         ),
+        pytest.param({"pools": [{"name": "v5e"}]}, "pools\\[0\\]", id="pool not a plan"),
     ],
 )
 def test_bad_arguments_fail_before_anything_is_created(

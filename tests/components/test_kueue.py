@@ -8,10 +8,13 @@ import pulumi
 import pytest
 import yaml
 
+from jobset_infra.components.gke_cluster import GkeCluster
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.offline import ProgramError, Registration
+from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.tpu.cluster import GkeClusterSpec
 from jobset_infra.tpu.spec import Capacity
 from tests.components.platform_fixtures import IMAGE, kind_of, provider
 from tests.components.pulumi_harness import ComponentRun, run_component
@@ -19,6 +22,9 @@ from tests.manifests.kueue_schema import kueue_errors
 from tests.manifests.pools import v5e_pools
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+TYPE_SYSTEM = "jobset-infra:index:JobSetSystem"
+TYPE_KUEUE = "jobset-infra:index:Kueue"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 FOUR_V5E = v5e_pools()
 
@@ -125,31 +131,76 @@ def test_local_queue_namespaces_can_be_created_first() -> None:
     assert namespaces[0].urn in team_queue[0].dependencies
 
 
-def test_a_platform_with_jobsets_orders_crd_controller_kueue_before_the_jobset() -> None:
+def test_a_cluster_with_four_v5e_2x4_pools_orders_crd_controller_kueue_queues_then_jobsets() -> (
+    None
+):
+    built: dict[str, Any] = {}
+
     def build() -> Kueue:
-        cluster = provider()
-        system = JobSetSystem("jobset", JobSetSystemArgs(provider=cluster, image=IMAGE))
+        cluster = GkeCluster("train", GkeClusterSpec(project="my-project", location="us-west4"))
+        v5e = TpuSlicePools(
+            "v5e",
+            TpuSlicePoolsArgs.for_cluster(
+                cluster,
+                {
+                    "name": "v5e",
+                    "accelerator": "v5e",
+                    "topology": "2x4",
+                    "machine_type": "ct5lp-hightpu-4t",
+                    "slices": 4,
+                    "zone": "us-west4-a",
+                },
+            ),
+        )
+        args = JobSetSystemArgs(provider=cluster.provider, image=IMAGE, pools=[v5e])
+        system = JobSetSystem("jobset", args)
         kueue = Kueue(
             "kueue",
-            KueueArgs(provider=cluster, pools=[FOUR_V5E]),
+            KueueArgs(provider=cluster.provider, pools=[v5e]),
             pulumi.ResourceOptions(depends_on=[system]),
         )
         pulumi.CustomResource(
             "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
             "train",
             {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"},
-            pulumi.ResourceOptions(depends_on=[*system.ready_resources, *kueue.ready_resources]),
+            pulumi.ResourceOptions(
+                provider=cluster.provider,
+                depends_on=[*system.ready_resources, *kueue.ready_resources],
+            ),
         )
+        built["plan"] = v5e.plan
         return kueue
 
     run = run_component(build)
     by_urn = run.run.by_urn()
+    plan = built["plan"]
+
+    def after(registration: Registration) -> set[str]:
+        return {kind_of(by_urn[u]) for u in registration.dependencies if u in by_urn}
+
+    # Types and parents: every Kubernetes object belongs to its component.
+    parents = {
+        kind_of(r): r.parent_type for r in run.run.registrations if r.type.startswith("kubernetes:")
+    }
+    assert parents["Deployment"] == parents["CustomResourceDefinition"] == TYPE_SYSTEM
+    assert parents["Release"] == parents["ClusterQueue"] == parents["LocalQueue"] == TYPE_KUEUE
+    # CRD -> controller -> JobSet; Kueue (after the CRD) -> queues -> JobSet.
+    assert "CustomResourceDefinition" in after(run.resource(DEPLOYMENT, "jobset-controller"))
+    assert "CustomResourceDefinition" in after(run.resource(RELEASE, "kueue-kueue"))
+    assert all(RELEASE in {by_urn[u].type for u in r.dependencies} for r in _queue_objects(run))
     jobset = run.resource("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "train")
-    waited = {kind_of(by_urn[u]) for u in jobset.dependencies}
-    assert {"CustomResourceDefinition", "Deployment", "Release", "LocalQueue"} <= waited
-    release = run.resource(RELEASE, "kueue-kueue")
-    # Kueue starts after our CRD exists, so its JobSet integration finds the API at startup.
-    assert {kind_of(by_urn[u]) for u in release.dependencies} >= {"CustomResourceDefinition"}
+    assert {"CustomResourceDefinition", "Deployment", "Release", "LocalQueue"} <= after(jobset)
+    # Flavor labels are the pools' node labels; the quota is the pools' 32 chips.
+    flavor = _one(run, "ResourceFlavor").inputs
+    assert flavor["spec"]["nodeLabels"] == dict(plan.flavor_node_labels)
+    (quota,) = _one(run, "ClusterQueue").inputs["spec"]["resourceGroups"][0]["flavors"]
+    assert quota["resources"] == [{"name": "google.com/tpu", "nominalQuota": 32}]
+    # The controller knows the four pools as placement domains, even while scaled to zero.
+    text = run.inputs("kubernetes:core/v1:ConfigMap", "jobset-config")["data"]["config.yaml"]
+    domains = yaml.safe_load(text)["placement"]["domains"]
+    assert [d["name"] for d in domains] == list(plan.pool_names)
+    pools = {r.name for r in run.of_type("gcp:container/nodePool:NodePool")}
+    assert set(plan.pool_names) <= pools
 
 
 @pytest.mark.parametrize(
@@ -157,6 +208,7 @@ def test_a_platform_with_jobsets_orders_crd_controller_kueue_before_the_jobset()
     [
         pytest.param({"pools": []}, "at least one SlicePoolsPlan", id="no pools"),
         pytest.param({"provider": None}, "provider", id="no provider"),
+        pytest.param({"pools": ["v5e"]}, r"pools\[0\]: expected a SlicePoolsPlan", id="not a plan"),
         pytest.param(
             {"queues": QueueSpec(tpu_quota={"tpu-v5-lite-podslice-2x4": 64})},
             "exceed the 32 chips",

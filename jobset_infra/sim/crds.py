@@ -114,6 +114,7 @@ def _register(store: Store, crd: JsonObj) -> None:
         store.registry.add(info)
         schema = CrdSchema.from_crd(crd, info.gvr.version)
         store.admission[info.gvr] = [_admit_custom(schema)]
+        store.schemas[info.gvr] = schema
 
 
 def _unregister(store: Store, crd: JsonObj) -> None:
@@ -123,6 +124,7 @@ def _unregister(store: Store, crd: JsonObj) -> None:
             store.drop(info, meta.get("namespace", ""), meta["name"])
         store.registry.remove(info.gvr)
         store.admission.pop(info.gvr, None)
+        store.schemas.pop(info.gvr, None)
 
 
 def _observe(store: Store, event: str, info: ResourceInfo, obj: JsonObj) -> None:

@@ -129,8 +129,7 @@ class ApiHandler:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         api = parse_request(request.method, request.path, request.query)
         try:
-            if self.token is not None and request.headers.get(
-                    "Authorization") != f"Bearer {self.token}":
+            if self.token is not None and not self._authorized(request):
                 return error_response(StatusError(401, "Unauthorized", "Unauthorized"))
             self.stats.record(api)
             if self.latency:
@@ -150,6 +149,10 @@ class ApiHandler:
             return await self._serve(request, api)
         except StatusError as error:
             return error_response(error)
+
+    def _authorized(self, request: web.Request) -> bool:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and token.strip() == self.token
 
     def _discovery(self, api: ApiRequest) -> JsonObj:
         path = api.path.rstrip("/") or "/"
@@ -190,17 +193,19 @@ class ApiHandler:
                 api.verb == "create" and api.resource == "pods" and api.name):
             return json_response(self._bind(api, body), 201)
         manager = query.get("fieldManager") or _agent_manager(request)
+        warnings = self._field_validation(gvr, body, query.get("fieldValidation"))
         if api.verb == "create":
             obj = store.create(gvr, _object(body), api.namespace, field_manager=manager,
                                dry_run=dry_run)
-            return json_response(obj, 201)
+            return _warn(json_response(obj, 201), warnings)
         if api.verb == "update":
             obj = _object(body)
             if obj.get("metadata", {}).get("name", api.name) != api.name:
                 raise bad_request("the name of the object does not match the name on the URL")
             obj.setdefault("metadata", {})["name"] = api.name
-            return json_response(store.update(gvr, obj, api.namespace, field_manager=manager,
-                                              subresource=api.subresource, dry_run=dry_run))
+            obj = store.update(gvr, obj, api.namespace, field_manager=manager,
+                               subresource=api.subresource, dry_run=dry_run)
+            return _warn(json_response(obj), warnings)
         if api.verb == "patch":
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             obj = store.patch(gvr, api.name or "", api.namespace, content_type, body,
@@ -212,6 +217,17 @@ class ApiHandler:
         if api.verb in ("delete", "deletecollection"):
             return self._delete(api, gvr, body or {}, query)
         raise method_not_allowed(f"{request.method} is not supported")
+
+    def _field_validation(self, gvr: GVR, body: Any, mode: str | None) -> list[str]:
+        """Unknown fields of a custom resource body: 400 under Strict (kubectl's default),
+        Warning headers under Warn, silently pruned under Ignore."""
+        schema = self.store.schemas.get(gvr)
+        if schema is None or mode not in ("Strict", "Warn") or not isinstance(body, dict):
+            return []
+        unknown = [f'unknown field "{path}"' for path in schema.pruned_fields(body)]
+        if unknown and mode == "Strict":
+            raise bad_request("strict decoding error: " + ", ".join(unknown))
+        return unknown
 
     def _delete(self, api: ApiRequest, gvr: GVR, options: JsonObj,
                 query: Mapping[str, str]) -> web.Response:
@@ -348,6 +364,13 @@ def _check_watch_list(send_initial: bool, bookmarks: bool, rv_match: str | None)
         from jobset_infra.sim.errors import invalid
 
         raise invalid("meta.k8s.io", "ListOptions", "", causes)
+
+
+def _warn(response: web.Response, warnings: list[str]) -> web.Response:
+    for warning in warnings:
+        text = warning.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{text}"')
+    return response
 
 
 def _agent_manager(request: web.Request) -> str:

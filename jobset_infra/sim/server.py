@@ -168,6 +168,19 @@ class Sim:
         """Write a kubeconfig for this server (context "sim") and return its path."""
         return write_kubeconfig(Path(path), self.url, token=self.token, ca_file=self.ca_file)
 
+    def service_account(self, folder: Path | str, namespace: str = "default") -> dict[str, str]:
+        """Write `token`, `ca.crt` and `namespace` as a Pod's service-account volume holds them
+        and return the environment in-cluster configuration reads (KUBERNETES_SERVICE_HOST and
+        _PORT). Needs `tls=True` and a `token`, like a real in-cluster API server."""
+        if self.ca_file is None or self.token is None:
+            raise RuntimeError("in-cluster configuration needs Sim(tls=True, token=...)")
+        root = Path(folder)
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "token").write_text(self.token)
+        (root / "ca.crt").write_bytes(self.ca_file.read_bytes())
+        (root / "namespace").write_text(namespace)
+        return {"KUBERNETES_SERVICE_HOST": self.host, "KUBERNETES_SERVICE_PORT": str(self.port)}
+
 
 def write_kubeconfig(
     path: Path, url: str, *, token: str | None = None, ca_file: Path | None = None
@@ -238,6 +251,9 @@ class SimThread:
 
     def kubeconfig(self, path: Path | str) -> Path:
         return self._require().kubeconfig(path)
+
+    def service_account(self, folder: Path | str, namespace: str = "default") -> dict[str, str]:
+        return self._require().service_account(folder, namespace)
 
     def call(self, fn: Callable[[Store], T]) -> T:
         """Run `fn(store)` on the Sim's loop (the store is not thread-safe) and return its value."""

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.sim import gc, managed_fields, patch, strategies, updates
 from jobset_infra.sim.errors import (
     StatusError,
@@ -98,6 +99,7 @@ class Store:
         self.watch_window = watch_window
         self.rng = rng or random.Random(0)
         self.admission: dict[GVR, list[Admit]] = {}
+        self.schemas: dict[GVR, CrdSchema] = {}  # of served custom resources
         self.observers: list[Observer] = []
         self.writes = 0
         self._rv = 0

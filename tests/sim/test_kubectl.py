@@ -131,3 +131,10 @@ def test_get_watch_streams_a_change(kubectl: Kubectl) -> None:
     finally:
         watcher.kill()
         watcher.communicate()
+
+
+def test_a_jobset_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:
+    body = make_jobset("typo").replicated_job("a").obj()
+    body["spec"]["replicatedJob"] = []
+    out = kubectl("create", "-f", kubectl.write("typo.yaml", body), ok=False)
+    assert 'unknown field "spec.replicatedJob"' in out

@@ -201,3 +201,29 @@ def test_sim_thread_serves_synchronous_callers(tmp_path: Path) -> None:
             names = [n["metadata"]["name"] for n in json.load(response)["items"]]
         assert "default" in names
         assert sim.call(lambda store: store.resource_version) > 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "want_status", "want_warning"),
+    [
+        pytest.param("Strict", 400, None, id="strict validation refuses unknown fields"),
+        pytest.param("Warn", 201, '299 - "unknown field \\"spec.colour\\""',
+                     id="warn validation prunes and warns"),
+        pytest.param("Ignore", 201, None, id="ignore validation prunes silently"),
+    ],
+)
+async def test_field_validation_of_custom_resources(
+    http: aiohttp.ClientSession, mode: str, want_status: int, want_warning: str | None
+) -> None:
+    await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+               widget_crd())
+    body = widget("w", colour="red")
+    async with http.post(f"/apis/example.com/v1/namespaces/default/widgets?fieldValidation={mode}",
+                         json=body) as response:
+        assert response.status == want_status
+        assert response.headers.get("Warning") == want_warning
+        created = await response.json()
+    if want_status == 400:
+        assert created["message"] == 'strict decoding error: unknown field "spec.colour"'
+    else:
+        assert "colour" not in created["spec"]

@@ -1,0 +1,123 @@
+"""The complete verdict on a JobSet manifest, as a cluster running our CRD would give it, and more.
+
+`check_jobset(manifest, old=None)` runs, in the apiserver's order:
+1. the generated CRD schema (prune -> structural defaults -> schema and CEL validation), reporting
+   unknown fields as errors (kubectl's default `--validate=strict`);
+2. the pydantic models (types, the Job template against the pinned Kubernetes OpenAPI);
+3. `default` + `validate`: upstream's webhook rules, also those the CRD cannot express.
+Problems found twice are reported once. Pure apart from loading the packaged CRD (cached).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.crd_schema import CrdSchema
+from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.defaults import default
+from jobset_infra.api.errors import FieldError
+from jobset_infra.api.models import JobSet, field_errors
+from jobset_infra.api.validation import validate
+
+__all__ = ["CheckResult", "check_jobset", "jobset_crd_schema"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Problems of one manifest and, when it parses, the defaulted JobSet."""
+
+    errors: list[FieldError] = field(default_factory=list)
+    jobset: JobSet | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no problem."""
+        return not self.errors
+
+
+@functools.cache
+def jobset_crd_schema() -> CrdSchema:
+    """The schema of the generated JobSet CRD (built once)."""
+    return CrdSchema.from_crd(generate_crd(), c.VERSION)
+
+
+def check_jobset(
+    manifest: object,
+    old: object | None = None,
+    *,
+    feature_gates: Mapping[str, bool] | None = None,
+    existing_pvcs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> CheckResult:
+    """Every problem of a JobSet manifest (an update of `old` when given)."""
+    if not isinstance(manifest, dict):
+        return CheckResult([FieldError("", "a JobSet manifest must be a mapping (YAML object)")])
+    type_errors = _type_meta(manifest)
+    if type_errors:
+        return CheckResult(type_errors)
+    errors = _Errors()
+    schema = jobset_crd_schema()
+    admitted_old = schema.admit(old)[0] if isinstance(old, dict) else None
+    for path in schema.pruned_fields(manifest):
+        errors.add(FieldError(path, f'unknown field "{path.rsplit(".", 1)[-1]}"'))
+    errors.extend(schema.admit(manifest, admitted_old)[1])
+    try:
+        js = JobSet.model_validate(manifest)
+        old_js = JobSet.model_validate(old, context={"check_templates": False}) if old else None
+    except ValidationError as exc:
+        errors.extend_new_paths(field_errors(exc))
+        return CheckResult(errors.items)
+    defaulted = default(js)
+    old_defaulted = default(old_js) if old_js is not None else None
+    gates, pvcs = feature_gates, existing_pvcs
+    errors.extend(validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs))
+    return CheckResult(errors.items, defaulted)
+
+
+def _type_meta(manifest: Mapping[str, Any]) -> list[FieldError]:
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if api_version == c.API_VERSION and kind == c.KIND:
+        return []
+    return [
+        FieldError(
+            "apiVersion" if api_version != c.API_VERSION else "kind",
+            f"not a JobSet: want apiVersion: {c.API_VERSION} and kind: {c.KIND}, "
+            f"got {api_version!r} / {kind!r}",
+        )
+    ]
+
+
+class _Errors:
+    """Ordered, de-duplicated errors."""
+
+    def __init__(self) -> None:
+        self.items: list[FieldError] = []
+        self._seen: set[FieldError] = set()
+        self._paths: set[str] = set()
+
+    def add(self, error: FieldError) -> None:
+        if error not in self._seen:
+            self._seen.add(error)
+            self._paths.add(error.path)
+            self.items.append(error)
+
+    def extend(self, errors: list[FieldError]) -> None:
+        for error in errors:
+            self.add(error)
+
+    def extend_new_paths(self, errors: list[FieldError]) -> None:
+        """Add errors at paths (or below paths) not reported yet: one wording per problem."""
+        for error in errors:
+            if not any(_under(error.path, p) for p in self._paths):
+                self.add(error)
+
+
+def _under(path: str, parent: str) -> bool:
+    if path == parent:
+        return True
+    return bool(parent) and path.startswith((f"{parent}.", f"{parent}["))

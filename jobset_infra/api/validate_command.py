@@ -1,0 +1,133 @@
+"""`jobset-infra validate FILE...`: check JobSet manifests before they reach a cluster.
+
+Each YAML document (multi-document files, `-` for stdin) is checked: JobSets by `check_jobset`
+(models, CRD schema with CEL rules, upstream's defaulting and validation), other Kubernetes kinds
+against the pinned Kubernetes OpenAPI. One line per problem, `file:document: field.path: message`
+(documents count from 1); exit 0 when everything is valid, 1 otherwise, 2 for bad arguments.
+Whatever the input, the command reports and never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register FILE... and --feature-gates."""
+    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON file, or - for stdin")
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help="JobSet feature gates, e.g. RestartJob=true,InPlaceRestart=true",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check every document of every file; print problems; 0 when all are valid."""
+    gates = parse_feature_gates(args.feature_gates)
+    if isinstance(gates, str):
+        print(f"jobset-infra validate: --feature-gates: {gates}", file=sys.stderr)
+        return 2
+    problems = documents = 0
+    for name in args.files:
+        for line, counted in _check_file(name, gates, sys.stdin.buffer):
+            documents += counted
+            if line:
+                problems += 1
+                print(line)
+    plural = "" if problems == 1 else "s"
+    print(f"checked {documents} document(s): {problems} problem{plural}", file=sys.stderr)
+    return 0 if problems == 0 else 1
+
+
+def parse_feature_gates(text: str) -> dict[str, bool] | str:
+    """`A=true,B=false` -> {A: True, B: False}; a message string when malformed."""
+    from jobset_infra.api import constants as c
+
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            return f"{item!r} is not GATE=true|false"
+        if name not in c.FEATURE_GATE_DEFAULTS:
+            return f"unknown gate {name!r}; known: {', '.join(sorted(c.FEATURE_GATE_DEFAULTS))}"
+        gates[name] = value.lower() == "true"
+    return gates
+
+
+def check_text(name: str, data: bytes, gates: dict[str, bool] | None = None) -> list[str]:
+    """Problem lines for one file's content (the command's core, for tests and tools)."""
+    return [line for line, _ in _check_data(name, data, gates or {}) if line]
+
+
+def _check_file(name: str, gates: dict[str, bool], stdin: Any) -> Iterator[tuple[str, int]]:
+    try:
+        data = stdin.read() if name == "-" else _read(name)
+    except OSError as exc:
+        yield f"{name}: cannot read: {exc.strerror or exc}", 0
+        return
+    yield from _check_data("<stdin>" if name == "-" else name, data, gates)
+
+
+def _read(name: str) -> bytes:
+    with open(name, "rb") as handle:
+        return handle.read()
+
+
+def _check_data(name: str, data: bytes, gates: dict[str, bool]) -> Iterator[tuple[str, int]]:
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
+    try:
+        documents = load_documents(data)
+    except YamlError as exc:
+        yield f"{name}: {exc}", 0
+        return
+    except Exception as exc:  # never a traceback, whatever the input
+        yield f"{name}: cannot read as YAML: {type(exc).__name__}: {exc}", 0
+        return
+    if not documents:
+        yield f"{name}: no YAML documents (empty input)", 0
+        return
+    for index, document in enumerate(documents, start=1):
+        lines = _check_document(document, gates)
+        yield "", 1
+        for line in lines:
+            yield f"{name}:{index}: {line}", 0
+
+
+def _check_document(document: Any, gates: dict[str, bool]) -> list[str]:
+    try:
+        return [str(e) if e.path else f"<document>: {e.message}" for e in _errors(document, gates)]
+    except RecursionError:
+        return ["<document>: nested too deeply to check"]
+    except Exception as exc:  # report, never crash
+        return [f"<document>: internal error while checking: {type(exc).__name__}: {exc}"]
+
+
+def _errors(document: Any, gates: dict[str, bool]) -> list[Any]:
+    from jobset_infra.api import constants as c
+    from jobset_infra.api.check import check_jobset
+    from jobset_infra.api.errors import FieldError
+    from jobset_infra.api.k8s_openapi import K8S_VERSION, validate_builtin
+
+    if not isinstance(document, dict):
+        return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
+    api_version, kind = document.get("apiVersion"), document.get("kind")
+    if (api_version, kind) == (c.API_VERSION, c.KIND) or str(api_version).startswith(c.GROUP):
+        return check_jobset(document, feature_gates=gates).errors
+    errors = validate_builtin(document)
+    if errors and errors[0].path == "kind" and errors[0].message.startswith("no kind"):
+        return [
+            FieldError(
+                "kind",
+                f"{kind!r} ({api_version!r}) is neither a JobSet nor a Kubernetes {K8S_VERSION} "
+                "built-in kind",
+            )
+        ]
+    return errors

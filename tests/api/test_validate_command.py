@@ -1,0 +1,166 @@
+"""`jobset-infra validate`: problem lines, exit codes, and no traceback whatever the input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobset_infra.api.validate_command import check_text, parse_feature_gates
+from jobset_infra.cli import main
+from jobset_infra.testing.jobsets import make_jobset
+
+
+def _yaml(*documents: Any) -> bytes:
+    return yaml.safe_dump_all(documents).encode()
+
+
+def _valid() -> dict[str, Any]:
+    return make_jobset("js", "ns").replicated_job("w", replicas=2).obj()
+
+
+def test_valid_jobset_has_no_problems() -> None:
+    assert check_text("f.yaml", _yaml(_valid())) == []
+
+
+def test_problems_name_file_document_and_field() -> None:
+    bad = _valid()
+    bad["spec"]["replicatedJobs"][0]["replicas"] = -1
+    lines = check_text("f.yaml", _yaml(_valid(), bad))
+    assert lines == [
+        "f.yaml:2: spec.replicatedJobs[0].replicas: Invalid value: -1: "
+        "spec.replicatedJobs[0].replicas in body should be greater than or equal to 0"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "want"),
+    [
+        pytest.param(b"", "f: no YAML documents (empty input)", id="empty file"),
+        pytest.param(b"a: [", "f: not valid YAML", id="not YAML"),
+        pytest.param(b"\x00\x01\x02", "f: binary data", id="binary"),
+        pytest.param(b"\xff\xfe\xfa", "f: not UTF-8 text", id="not UTF-8"),
+        pytest.param(b"- 1\n- 2\n", "f:1: <document>: a manifest must be a mapping", id="a list"),
+        pytest.param(b"apiVersion: v1\nkind: Widget\n", "f:1: kind: 'Widget'", id="unknown kind"),
+        pytest.param(
+            b"apiVersion: jobset.x-k8s.io/v1alpha2\nkind: Job\n",
+            "f:1: kind: not a JobSet",
+            id="JobSet group with the wrong kind",
+        ),
+        pytest.param(b"!!python/object:os.system {}", "f: not valid YAML", id="unsafe YAML tag"),
+    ],
+)
+def test_bad_input_is_reported(data: bytes, want: str) -> None:
+    lines = check_text("f", data)
+    assert any(line.startswith(want) for line in lines), lines
+
+
+def test_huge_numbers_are_reported_not_crashing() -> None:
+    bad = _valid()
+    bad["spec"]["replicatedJobs"][0]["replicas"] = 10**30
+    bad["spec"]["ttlSecondsAfterFinished"] = -(10**30)
+    lines = check_text("f", json.dumps(bad).encode())
+    assert any("spec.replicatedJobs[0].replicas" in line for line in lines)
+    assert any("spec.ttlSecondsAfterFinished" in line for line in lines)
+
+
+def test_other_builtin_kinds_are_checked_against_the_pinned_openapi() -> None:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spek": {}}
+    assert check_text("f", _yaml(namespace)) == ['f:1: spek: unknown field "spek"']
+
+
+def test_feature_gates_flag() -> None:
+    assert parse_feature_gates("RestartJob=true, ElasticJobSet=false") == {
+        "RestartJob": True,
+        "ElasticJobSet": False,
+    }
+    assert "unknown gate" in str(parse_feature_gates("Nope=true"))
+    assert "GATE=true|false" in str(parse_feature_gates("RestartJob"))
+    jobset = make_jobset("js").replicated_job("w").rule("RestartJob", "r").obj()
+    assert check_text("f", _yaml(jobset)) != []
+    assert check_text("f", _yaml(jobset), {"RestartJob": True}) == []
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_bytes(_yaml(_valid()))
+    bad.write_bytes(b"kind: [")
+    assert main(["validate", str(good)]) == 0
+    assert main(["validate", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{bad}: not valid YAML")
+    assert main(["validate", "--feature-gates", "x", str(good)]) == 2
+
+
+def test_stdin_is_read_with_dash() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "jobset_infra.cli", "validate", "-"],
+        input=_yaml(_valid()),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+spec_keys = st.sampled_from(
+    [
+        "replicatedJobs",
+        "network",
+        "successPolicy",
+        "failurePolicy",
+        "startupPolicy",
+        "suspend",
+        "coordinator",
+        "managedBy",
+        "ttlSecondsAfterFinished",
+        "volumeClaimPolicies",
+        "other",
+    ]
+)
+
+
+@given(spec=st.dictionaries(spec_keys, json_value, max_size=4))
+def test_garbage_jobset_specs_never_raise(spec: dict[str, Any]) -> None:
+    manifest = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": spec,
+    }
+    lines = check_text("f", json.dumps(manifest).encode())
+    assert all(line.startswith("f") and "internal error" not in line for line in lines)
+
+
+rjob_keys = st.sampled_from(["name", "replicas", "groupName", "template", "dependsOn", "x"])
+
+
+@given(rjob=st.dictionaries(rjob_keys, json_value, max_size=4))
+def test_garbage_replicated_jobs_never_raise(rjob: dict[str, Any]) -> None:
+    manifest = _valid()
+    manifest["spec"]["replicatedJobs"].append(rjob)
+    lines = check_text("f", json.dumps(manifest).encode())
+    assert lines, "a garbage replicated job must be reported"
+    assert not [line for line in lines if "internal error" in line]
+
+
+@given(data=st.binary(max_size=200))
+def test_random_bytes_never_raise(data: bytes) -> None:
+    lines = check_text("f", data)
+    assert all(line.startswith("f") and "internal error" not in line for line in lines)

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import ChildJob, JobCondition
 
 __all__ = [
@@ -85,33 +84,21 @@ def job_succeeded(job: ChildJob) -> bool:
     )
 
 
-def _attempt(labels: Mapping[str, str], key: str) -> int | None:
-    raw = labels.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
-
-
 def _is_previous(
     job: ChildJob,
     restarts: int,
     job_restarts: Mapping[str, Sequence[int]] | None,
 ) -> bool:
-    attempt = _attempt(job.labels, c.RESTARTS_KEY)
-    if attempt is None or attempt < restarts:
+    if job.restart_attempt is None or job.restart_attempt < restarts:
         return True
     if job_restarts is None:
         return False
-    targets = job_restarts.get(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""), ())
-    index = _attempt(job.labels, c.JOB_INDEX_KEY)
+    targets = job_restarts.get(job.rjob, ())
+    index = job.job_index
     if index is None or not 0 <= index < len(targets):
         return False
-    job_attempt = _attempt(job.labels, c.JOB_RESTART_ATTEMPT_KEY)
     # upstream only logs a missing per-Job label; the Job then stays current
-    return job_attempt is not None and job_attempt < targets[index]
+    return job.job_restart_attempt is not None and job.job_restart_attempt < targets[index]
 
 
 def classify_child_jobs(

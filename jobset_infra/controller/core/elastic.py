@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.models import ReplicatedJob
 from jobset_infra.controller.core.types import ChildJob, UpdateJob
 
@@ -28,7 +27,7 @@ def scaling_updates(
     }
     updates = []
     for job in active:
-        size = wanted.get(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
+        size = wanted.get(job.rjob)
         if size is None or (job.parallelism == size and job.completions == size):
             continue
         patch = {"spec": {"parallelism": size, "completions": size}}

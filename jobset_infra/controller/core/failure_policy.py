@@ -92,8 +92,8 @@ def rule_applies(rule: FailurePolicyRule, job: ChildJob) -> bool:
     failure = job_failure(job)
     if failure is None:
         return False
-    rjob = job.labels.get(c.REPLICATED_JOB_NAME_KEY)
-    if rjob is None:
+    rjob = job.rjob
+    if not rjob:
         return False
     if rule.target_replicated_jobs and rjob not in rule.target_replicated_jobs:
         return False
@@ -194,8 +194,8 @@ def _restart_job(ctx: _Context, *, counted: bool) -> FailureOutcome:
         return replace(fallback, events=(*fallback.events, warning))
     if counted and _reached_max(ctx):
         return _max_reached(ctx)
-    rjob = ctx.job.labels.get(c.REPLICATED_JOB_NAME_KEY, "")
-    index = int(ctx.job.labels.get(c.JOB_INDEX_KEY, "0") or 0)
+    rjob = ctx.job.rjob
+    index = ctx.job.job_index or 0
     size = ctx.replicas.get(rjob, index + 1)
     counters = replace(
         ctx.counters, job_restarts=_bumped(ctx.counters.job_restarts, rjob, index, size)

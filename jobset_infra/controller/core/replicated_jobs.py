@@ -99,7 +99,7 @@ def resume_jobs(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts])
     by_rjob: dict[str, list[ChildJob]] = {}
     for job in jobs.active:
         if job.suspend:
-            by_rjob.setdefault(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""), []).append(job)
+            by_rjob.setdefault(job.rjob, []).append(job)
     ordered = in_order(js)
     resuming: list[tuple[ChildJob, dict[str, Any]]] = []
     for rjob in js.spec.replicated_jobs:

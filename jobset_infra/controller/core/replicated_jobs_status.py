@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.models import ReplicatedJob
 from jobset_infra.controller.core.classify import ChildJobs
 from jobset_infra.controller.core.types import ChildJob
@@ -50,7 +49,7 @@ def count_replicated_jobs(rjobs: Sequence[ReplicatedJob], jobs: ChildJobs) -> di
     """Return counts for every replicated job in spec order. Pure; one pass over the Jobs."""
     counts = {rjob.name: RJobCounts() for rjob in rjobs}
     for job in jobs.active:
-        entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
+        entry = counts.get(job.rjob)
         if entry is None:
             continue
         entry.ready += is_ready(job)
@@ -58,7 +57,7 @@ def count_replicated_jobs(rjobs: Sequence[ReplicatedJob], jobs: ChildJobs) -> di
         entry.suspended += job.suspend
     for group, field in ((jobs.successful, "succeeded"), (jobs.failed, "failed")):
         for job in group:
-            entry = counts.get(job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
+            entry = counts.get(job.rjob)
             if entry is not None:
                 setattr(entry, field, getattr(entry, field) + 1)
     return counts

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.models import JobSet, Operator
 from jobset_infra.controller.core.types import ChildJob
 
@@ -35,7 +34,7 @@ def jobs_matching_success_policy(js: JobSet, successful: Iterable[ChildJob]) -> 
     targets = set(_targets(js))
     if not targets:
         return sum(1 for _ in successful)
-    return sum(1 for job in successful if job.labels.get(c.REPLICATED_JOB_NAME_KEY) in targets)
+    return sum(1 for job in successful if job.rjob in targets)
 
 
 def jobs_expected_to_succeed(js: JobSet) -> int:

@@ -115,6 +115,23 @@ class ChildJob:
     ready: int = 0
     succeeded: int = 0
     failed: int = 0
+    # derived from labels once, here, so a reconcile over 10,000 Jobs parses nothing
+    rjob: str = field(init=False, default="")
+    """The replicatedjob-name label ("" when missing)."""
+    restart_attempt: int | None = field(init=False, default=None)
+    """The restart-attempt label as an int (None when missing or not an integer)."""
+    job_index: int | None = field(init=False, default=None)
+    """The job-index label as an int."""
+    job_restart_attempt: int | None = field(init=False, default=None)
+    """The job-restart-attempt label as an int (RestartJob gate)."""
+
+    def __post_init__(self) -> None:
+        labels = self.labels
+        object.__setattr__(self, "rjob", labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
+        object.__setattr__(self, "restart_attempt", _label_int(labels, c.RESTARTS_KEY))
+        object.__setattr__(self, "job_index", _label_int(labels, c.JOB_INDEX_KEY))
+        attempt = _label_int(labels, c.JOB_RESTART_ATTEMPT_KEY)
+        object.__setattr__(self, "job_restart_attempt", attempt)
 
     def condition(self, type_: str) -> JobCondition | None:
         """Return the condition of type `type_` whose status is True, or None."""
@@ -124,10 +141,24 @@ class ChildJob:
         return None
 
 
+def _label_int(labels: Mapping[str, str], key: str) -> int | None:
+    raw = labels.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
 def _str_map(value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         return {}
-    return {str(k): str(v) for k, v in value.items()}
+    out = dict(value)
+    for key, item in out.items():  # API data is str -> str; convert only if it is not
+        if type(key) is not str or type(item) is not str:
+            return {str(k): str(v) for k, v in out.items()}
+    return out
 
 
 def _dict_tuple(value: object) -> tuple[Mapping[str, Any], ...]:

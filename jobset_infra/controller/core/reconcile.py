@@ -17,7 +17,7 @@ from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
 from jobset_infra.controller.core.failure_policy import execute_failure_policy
 from jobset_infra.controller.core.headless_service import service_to_create
-from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs
+from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs, select_resumes
 from jobset_infra.controller.core.replicated_jobs_status import (
     RJobCounts,
     count_replicated_jobs,
@@ -72,13 +72,15 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
     create_headless_service(draft)
     # 14. elastic JobSets: propagate parallelism/completions (gate ElasticJobSet)
     sync_job_scaling(draft, jobs)
-    # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement)
-    create_jobs(draft, jobs, counts)
+    # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement);
+    #     the Jobs to resume are chosen first so placement sees both in one pass
+    resumes = None if draft.suspended else select_resumes(draft, jobs, counts)
+    create_jobs(draft, jobs, counts, resumes)
     # 16. suspend or resume
-    if draft.suspended:
+    if resumes is None:
         suspend(draft, jobs)
     else:
-        resume_jobs(draft, jobs, counts)
+        resume_jobs(draft, resumes)
     return draft.plan()
 
 

@@ -6,6 +6,7 @@ placement (upstream `reconcileReplicatedJobs` l.684-729 and `resumeJobsIfNecessa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
@@ -25,7 +26,7 @@ from jobset_infra.controller.core.startup_policy import all_replicas_started, in
 from jobset_infra.controller.core.suspend_resume import resume_job
 from jobset_infra.controller.core.types import ChildJob, CreateJob, Manifest
 
-__all__ = ["create_jobs", "needs_placement", "resume_jobs"]
+__all__ = ["Resumes", "create_jobs", "needs_placement", "resume_jobs", "select_resumes"]
 
 
 def needs_placement(annotations: Mapping[str, str]) -> bool:
@@ -49,8 +50,18 @@ def _job_restarts(draft: Draft, rjob: ReplicatedJob) -> Sequence[int] | None:
     return draft.counters.job_restarts.get(rjob.name, ())
 
 
-def create_jobs(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts]) -> None:
-    """Create every missing Job of every replicated job whose turn it is (step 15)."""
+def create_jobs(
+    draft: Draft,
+    jobs: ChildJobs,
+    counts: Mapping[str, RJobCounts],
+    resumes: Resumes | None = None,
+) -> None:
+    """Create every missing Job of every replicated job whose turn it is (step 15).
+
+    `resumes`: the resumes decided for this pass, so exclusive placement never hands a domain
+    to a new Job that a resumed Job of the same pass gets.
+    """
+    earlier = resumes.placement if resumes is not None else None
     js = draft.js
     replicas = {rjob.name: rjob.replicas for rjob in js.spec.replicated_jobs}
     existing = {job.name for job in jobs.all()}
@@ -68,11 +79,11 @@ def create_jobs(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts])
         if ordered:
             # wait for this replicated job to start before the next one
             draft.set_condition(cond.in_order_in_progress())
-            _create(draft, tuple(pending))
+            _create(draft, tuple(pending), earlier)
             return
     if ordered:
         draft.set_condition(cond.in_order_completed())
-    _create(draft, tuple(pending))
+    _create(draft, tuple(pending), earlier)
 
 
 def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
@@ -82,18 +93,32 @@ def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
         draft.requeue_after(decision.requeue_after)
 
 
-def _create(draft: Draft, jobs: tuple[Manifest, ...]) -> None:
+def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision | None) -> None:
     if draft.config.exclusive_placement and any(
         needs_placement(job["metadata"]["annotations"]) for job in jobs
     ):
-        decision = place_new_jobs(jobs, draft.observed, draft.config)
+        decision = place_new_jobs(jobs, draft.observed, draft.config, earlier)
         _apply_placement(draft, decision)
         jobs = decision.create
     draft.add(*(CreateJob(job) for job in jobs))
 
 
-def resume_jobs(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts]) -> None:
-    """Resume suspended Jobs of every replicated job whose turn it is (step 16)."""
+@dataclass(frozen=True, slots=True)
+class Resumes:
+    """Which suspended Jobs this pass resumes, and what exclusive placement gave them."""
+
+    jobs: tuple[tuple[ChildJob, dict[str, Any]], ...] = ()
+    """(Job, its replicated job's current Job template) in spec order."""
+    in_progress: bool = False
+    """InOrder stopped at a replicated job that has not started yet."""
+    placement: PlacementDecision | None = None
+
+
+def select_resumes(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts]) -> Resumes:
+    """Return the suspended Jobs whose turn it is to resume (upstream resumeJobsIfNecessary).
+
+    Exclusive placement for them is decided here, before step 15 creates new Jobs.
+    """
     js = draft.js
     replicas = {rjob.name: rjob.replicas for rjob in js.spec.replicated_jobs}
     by_rjob: dict[str, list[ChildJob]] = {}
@@ -101,32 +126,37 @@ def resume_jobs(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCounts])
         if job.suspend:
             by_rjob.setdefault(job.rjob, []).append(job)
     ordered = in_order(js)
-    resuming: list[tuple[ChildJob, dict[str, Any]]] = []
+    chosen: list[tuple[ChildJob, dict[str, Any]]] = []
+    in_progress = False
     for rjob in js.spec.replicated_jobs:
         if ordered and all_replicas_started(rjob.replicas, counts.get(rjob.name)):
             continue
         if not dependencies_reached(rjob, counts, replicas):
             continue
-        resuming += [(job, rjob.template) for job in by_rjob.get(rjob.name, ())]
+        chosen += [(job, rjob.template) for job in by_rjob.get(rjob.name, ())]
         if ordered:
-            draft.set_condition(cond.in_order_in_progress())
-            _resume(draft, resuming)
-            return
-    _resume(draft, resuming)
-    draft.set_condition(cond.resumed())
+            in_progress = True  # wait for this replicated job to start before the next one
+            break
+    placement = None
+    if draft.config.exclusive_placement and any(needs_placement(j.annotations) for j, _ in chosen):
+        placement = place_resumed_jobs(tuple(j for j, _ in chosen), draft.observed, draft.config)
+    return Resumes(tuple(chosen), in_progress, placement)
 
 
-def _resume(draft: Draft, resuming: list[tuple[ChildJob, dict[str, Any]]]) -> None:
+def resume_jobs(draft: Draft, resumes: Resumes) -> None:
+    """Resume the selected Jobs (step 16); Suspended=False once every replicated job resumed.
+
+    Jobs exclusive placement holds stay suspended, and the JobSet then stays Suspended.
+    """
     placed: Mapping[str, Mapping[str, str]] = {}
     held: set[str] = set()
-    if draft.config.exclusive_placement and any(
-        needs_placement(job.annotations) for job, _ in resuming
-    ):
-        decision = place_resumed_jobs(
-            tuple(job for job, _ in resuming), draft.observed, draft.config
-        )
-        _apply_placement(draft, decision)
-        placed, held = decision.node_selectors, set(decision.hold)
-    for job, template in resuming:
+    if resumes.placement is not None:
+        _apply_placement(draft, resumes.placement)
+        placed, held = resumes.placement.node_selectors, set(resumes.placement.hold)
+    for job, template in resumes.jobs:
         if job.name not in held:
             draft.add(resume_job(job, template, placed.get(job.name)))
+    if resumes.in_progress:
+        draft.set_condition(cond.in_order_in_progress())
+    elif not held:
+        draft.set_condition(cond.resumed())

@@ -124,6 +124,7 @@ class Run:
             if plan.is_empty:
                 self.check_fixpoint()
                 return
+            check_plan_shape(plan)
             check_no_repeated_work(previous, plan)
             self.state = apply_plan(self.state, plan, T0 + timedelta(seconds=self.clock))
             self.check_invariants()
@@ -197,6 +198,19 @@ class Run:
                 at = T0 + timedelta(seconds=self.clock)
                 self.state = self.state.with_job(name, lambda j, at=at: j.completed(at=at))
         raise AssertionError(f"never finished: {self.state.status}")
+
+
+def check_plan_shape(plan: Plan) -> None:
+    """At most one status write; events and metric increments only after it."""
+    kinds = [type(a).__name__ for a in plan.actions]
+    assert kinds.count("UpdateStatus") <= 1
+    after_status = {"EmitEvent", "IncrementMetric"}
+    if "UpdateStatus" not in kinds:
+        assert not after_status & set(kinds)
+        return
+    write = kinds.index("UpdateStatus")
+    assert not after_status & set(kinds[:write])
+    assert set(kinds[write + 1 :]) <= after_status | {"RequeueAfter"}
 
 
 def check_no_repeated_work(before: Plan, after: Plan) -> None:

@@ -816,3 +816,17 @@ def test_plan_with_creates_puts_jobs_before_status_and_events_after() -> None:
     assert kinds.index("UpdateStatus") > max(i for i, k in enumerate(kinds) if k == "CreateJob")
     assert apply_plan(state, plan).jobs.keys() == set(ALL_JOBS)
     assert len(plan.of_type(CreateJob)) == 4
+
+
+def test_a_failed_status_write_is_retried_without_double_counting() -> None:
+    state = fail_b0(created(base()))
+    plan = reconcile(state.observed(), T0)
+    assert [m.name for m in plan.of_type(IncrementMetric)] == ["jobset_failed_total"]
+    # the status write fails (conflict): the runtime drops what follows it, events and metrics
+    state = apply_plan(state, Plan(plan.actions[: plan.actions.index(plan.status_update)]))
+    assert state.metrics == () and state.events == ()
+    state, retried = step(state, T0 + timedelta(seconds=5))
+    assert retried.of_type(IncrementMetric) == plan.of_type(IncrementMetric)
+    state = settle(state, T0 + timedelta(seconds=6))
+    assert [m.name for m in state.metrics] == ["jobset_failed_total"]
+    assert [e.reason for e in state.events] == ["FailedJobs"]

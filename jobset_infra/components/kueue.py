@@ -54,15 +54,19 @@ class KueueArgs:
     install: KueueInstall = field(default_factory=KueueInstall)
     create_namespaces: bool = False
     """Also create the LocalQueues' namespaces (except `default`); off when others own them."""
+    install_only: bool = False
+    """Install Kueue without queue objects (a cluster with no TPU pools, e.g. the local stack)."""
 
 
-def validate_args(args: KueueArgs) -> QueueObjects:
+def validate_args(args: KueueArgs) -> QueueObjects | None:
     """Return the queue objects; raise QueueError / ValueError naming the bad field."""
     if not isinstance(args.provider, k8s.Provider):
         raise ValueError(
             "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
             "GkeCluster.provider); Kueue never uses the ambient kubeconfig"
         )
+    if args.install_only:
+        return None
     return queue_objects(args.queues, pool_plans(args.pools))
 
 
@@ -91,13 +95,15 @@ class Kueue(pulumi.ComponentResource):
         self._provider = args.provider
         release = self._release(args.install, _explicit_dependencies(opts))
         namespaces = self._namespaces(args) if args.create_namespaces else []
-        queue_resources = self._queues(objects, release, namespaces)
+        queue_resources = self._queues(objects, release, namespaces) if objects else []
         self.release = release
         self.ready_resources = [release, *queue_resources]
         self.cluster_queue_name = pulumi.Output.from_input(args.queues.cluster_queue_name)
         self.local_queue_name = pulumi.Output.from_input(args.queues.local_queue_name)
         self.queue_label = pulumi.Output.from_input(k.KUEUE_QUEUE_NAME_LABEL)
-        self.flavor_names = pulumi.Output.from_input([f.name for f in objects.flavors])
+        self.flavor_names = pulumi.Output.from_input(
+            [f.name for f in objects.flavors] if objects else []
+        )
         self.ready = pulumi.Output.all(*(r.id for r in self.ready_resources)).apply(
             lambda _: True
         )

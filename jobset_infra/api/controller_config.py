@@ -75,6 +75,8 @@ def parse_duration(value: object) -> float:
 
 def format_duration(seconds: float) -> str:
     """The Go duration string for a number of seconds ("15s", "0.5s" -> "500ms")."""
+    if seconds == 0:
+        return "0s"
     if seconds == int(seconds):
         return f"{int(seconds)}s"
     millis = seconds * 1000
@@ -84,6 +86,7 @@ def format_duration(seconds: float) -> str:
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+SecondsOrZero = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 
 
 class _Section(BaseModel):
@@ -174,6 +177,9 @@ class ControllerTuning(_Section):
     watch_namespace: str = ""  # "" watches all namespaces
     backoff_base: Seconds = 0.005
     backoff_max: Seconds = 1000.0
+    # A burst of child Job events (thousands of pods changing) becomes one reconcile per period,
+    # like the kube Job controller's pod-update batching; "0s" reconciles on every event.
+    child_event_batch_period: SecondsOrZero = 0.05
 
 
 class PlacementDomain(_Section):
@@ -323,7 +329,13 @@ class ControllerConfig(_Section):
 
 _DURATION_FIELDS: dict[str, tuple[str, ...]] = {
     "leaderElection": ("leaseDuration", "renewDeadline", "retryPeriod"),
-    "controller": ("expectationsTimeout", "cacheSyncTimeout", "backoffBase", "backoffMax"),
+    "controller": (
+        "expectationsTimeout",
+        "cacheSyncTimeout",
+        "backoffBase",
+        "backoffMax",
+        "childEventBatchPeriod",
+    ),
 }
 
 

@@ -115,6 +115,7 @@ class JobSetController:
         self.decide = decide or core_decider(core_config(config))
         self._clock = clock
         self._wall = wall
+        self._batch_period = tuning.child_event_batch_period
         self.jobsets: Informer[dict[str, Any]] = Informer(
             client, JOBSETS, cache_jobset, namespace=namespace
         )
@@ -188,7 +189,7 @@ class JobSetController:
                 self.expectations.observe_create(owner, child.name)
         self._track_view(job_key, new)
         if owner is not None:
-            self.queue.add(owner)
+            self.queue.add_after(owner, self._batch_period)
         if _freed_domain(old, new):
             self._wake_exclusive()
 

@@ -64,7 +64,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self.leading = asyncio.Event()
         self.lost = asyncio.Event()
-        self.transitions_seen = 0
+        self.writes = 0  # Lease create/update requests sent (tests tell them from other writes)
 
     @property
     def is_leader(self) -> bool:
@@ -86,8 +86,8 @@ class LeaderElector:
 
     async def release(self) -> None:
         """Give the lease up (graceful shutdown) so a standby need not wait for it to expire."""
-        if not self.is_leader:
-            return
+        if not self.leading.is_set():
+            return  # never led: nothing to give up
         self.lost.set()
         try:
             lease = await self.client.get(LEASES, self.name, self.namespace)
@@ -95,6 +95,7 @@ class LeaderElector:
             if spec.get("holderIdentity") != self.identity:
                 return
             lease["spec"] = {**spec, "holderIdentity": None, "leaseDurationSeconds": 1}
+            self.writes += 1
             await self.client.replace(LEASES, lease)
         except ApiError as err:
             log.info("could not release the lease: %s", err)
@@ -142,6 +143,7 @@ class LeaderElector:
             spec["acquireTime"] = now_wall
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
         lease["spec"] = spec
+        self.writes += 1
         try:
             updated = await self.client.replace(LEASES, lease)
         except ApiError as err:  # 409: someone else wrote first
@@ -163,6 +165,7 @@ class LeaderElector:
                 "leaseTransitions": 0,
             },
         }
+        self.writes += 1
         try:
             created = await self.client.create(LEASES, body, self.namespace)
         except ApiError as err:  # AlreadyExists: another candidate was faster

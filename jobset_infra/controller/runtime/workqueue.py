@@ -63,8 +63,8 @@ class WorkQueue:
 
     def add_after(self, key: Hashable, delay: float) -> None:
         """Add `key` after `delay` seconds; an earlier pending due time for the key wins."""
-        if self._shutting_down:
-            return
+        if self._shutting_down or key in self._dirty:
+            return  # already due now (or re-run once its current processing ends)
         if delay <= 0:
             self.add(key)
             return

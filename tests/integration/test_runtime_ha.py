@@ -1,0 +1,104 @@
+"""Two controller replicas against one API server: only the leader writes; a killed leader is
+replaced within the lease time; a graceful stop hands over at once; nothing is created twice."""
+
+from __future__ import annotations
+
+import time
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.controller.runtime.manager import RunningController
+from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import Cluster, eventually, fast_config
+
+LEASE = 1.0  # seconds; short so the failover test is quick (production: 15 s / 10 s / 2 s)
+
+
+def ha_config(cluster: Cluster) -> ControllerConfig:
+    return fast_config(
+        controller={"watchNamespace": cluster.namespace},
+        leaderElection={
+            "leaderElect": True,
+            "resourceName": "jobset-ha-test",
+            "resourceNamespace": cluster.namespace,
+            "leaseDuration": f"{LEASE}s",
+            "renewDeadline": "800ms",
+            "retryPeriod": "200ms",
+        },
+    )
+
+
+def writes_by(ctl: RunningController) -> int:
+    """Write requests this replica sent, Lease writes excluded (counted at its own client)."""
+    total = 0
+    for metric in ctl.metrics.registry.collect():
+        if metric.name != "rest_client_requests":
+            continue
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels["method"] in (
+                "POST", "PUT", "PATCH", "DELETE",
+            ):  # fmt: skip
+                total += int(sample.value)
+    return total - lease_writes(ctl)
+
+
+def lease_writes(ctl: RunningController) -> int:
+    # The elector's PUT/POSTs: one per acquire/renew while leading.
+    return ctl.elector.writes if ctl.elector is not None else 0
+
+
+async def jobs_at(cluster: Cluster, n: int) -> bool:
+    return len(await cluster.jobs()) == n
+
+
+async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: Cluster) -> None:
+    first = await cluster.start_controller(ha_config(cluster), identity="replica-a")
+    await first.wait_leader(5)
+    second = await cluster.start_controller(ha_config(cluster), identity="replica-b")
+    assert second.controller.synced(), "the standby's caches are warm"
+    assert not second.is_leader
+
+    await cluster.create_jobset(
+        make_jobset("js").replicated_job("w", replicas=3).failure_policy(max_restarts=2)
+    )
+    await eventually(lambda: jobs_at(cluster, 3), what="3 jobs from the leader")
+    assert writes_by(first) >= 3
+    assert writes_by(second) == 0, "a standby never writes"
+    assert first.metrics.sample("leader_election_master_status", {"name": "jobset-ha-test"}) == 1
+    assert second.metrics.sample("leader_election_master_status", {"name": "jobset-ha-test"}) == 0
+
+    killed_at = time.monotonic()
+    first.kill()
+    await second.wait_leader(LEASE * 4)
+    handover = time.monotonic() - killed_at
+    assert handover <= LEASE + 0.6, f"handover took {handover:.2f}s"
+
+    creates_before = cluster_creates(cluster)
+    await cluster.set_job_status("js-w-1", "failed")
+
+    async def restarted() -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == 3 and all(
+            j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1" for j in jobs
+        )
+
+    await eventually(restarted, what="the new leader restarts the JobSet")
+    if creates_before is not None:
+        assert cluster_creates(cluster) - creates_before == 3, "each Job is created exactly once"
+
+
+async def test_graceful_stop_releases_the_lease(cluster: Cluster) -> None:
+    first = await cluster.start_controller(ha_config(cluster), identity="replica-a")
+    await first.wait_leader(5)
+    second = await cluster.start_controller(ha_config(cluster), identity="replica-b")
+    stopped_at = time.monotonic()
+    await first.stop()
+    await second.wait_leader(LEASE * 4)
+    assert time.monotonic() - stopped_at < LEASE, "a released lease is taken without waiting"
+
+
+def cluster_creates(cluster: Cluster) -> int | None:
+    """Job creates the API server answered with 201 (sim only: counted at the server)."""
+    if cluster.sim is None:
+        return None
+    created: int = cluster.sim.stats.count("create", "jobs")
+    return created

@@ -8,6 +8,9 @@ kube-controller-manager's garbage collector do them together.
   the owner goes.
 - An object with other finalizers only gets `deletionTimestamp` until they are removed.
 - A deleted Namespace becomes Terminating, its content is deleted, and it goes when empty.
+- A dependent written with an owner reference to an object that does not exist loses that
+  reference, and is deleted when no owner is left (`collect_dangling`, run periodically by the
+  `GarbageCollector` component a Sim starts).
 
 batch/v1 Jobs default to Orphan, a backwards-compatibility default Kubernetes keeps (kubectl always
 sends Background). The collector here runs synchronously inside the write that triggers it, so
@@ -16,6 +19,8 @@ tests see a settled state; a real collector lags by milliseconds.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from jobset_infra.sim.errors import StatusError, bad_request
@@ -236,3 +241,53 @@ def _finish_namespace(store: Store, ns: str) -> None:
            for r in store.registry.all() if r.namespaced):
         return
     store.drop(store.info(NAMESPACES), "", ns)
+
+
+def collect_dangling(store: Store) -> int:
+    """What the collector does with objects whose owners do not exist (never did, or were
+    deleted before the dependent was written): drop those references, and delete the object
+    when no owner is left. Returns how many objects it changed."""
+    changed = 0
+    refs, store.dangling = store.dangling, set()
+    for gvr, ns, name in sorted(refs, key=lambda r: (r[1], r[2])):
+        info, obj = store.registry.get(gvr), store.peek(gvr, ns, name)
+        if info is None or obj is None:
+            continue
+        owners = obj["metadata"].get("ownerReferences") or []
+        missing = [r["uid"] for r in owners if r.get("uid") not in store.uids]
+        if not missing:
+            continue
+        changed += 1
+        if len(missing) == len(owners):
+            if not obj["metadata"].get("deletionTimestamp"):
+                delete(store, info, ns, obj, propagation="Background")
+            continue
+        for uid in missing:
+            current = store.peek(gvr, ns, name)
+            if current is not None:
+                _drop_owner_ref(store, info, ns, current, uid)
+    return changed
+
+
+class GarbageCollector:
+    """A Sim component that collects dangling dependents every `interval` seconds."""
+
+    def __init__(self, store: Store, interval: float = 0.05) -> None:
+        self.store, self.interval = store, interval
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            if self.store.dangling:
+                collect_dangling(self.store)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="sim-garbage-collector")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

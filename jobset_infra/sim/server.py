@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 import yaml
 from aiohttp import web
 
+from jobset_infra.sim import gc
 from jobset_infra.sim.hooks import RequestHook, Stats
 from jobset_infra.sim.routes import ApiHandler
 from jobset_infra.sim.store import Clock, Store
@@ -71,6 +72,7 @@ class Sim:
         bookmark_interval: float = 5.0,
         token: str | None = None,
         tls: bool = False,
+        garbage_collector: bool = True,
     ) -> None:
         self.host, self.port = host, port
         self.store = store or Store(clock=clock, watch_window=watch_window)
@@ -85,6 +87,8 @@ class Sim:
         self.handler = ApiHandler(self.store, self.stats, self._hooks, latency=latency,
                                   bookmark_interval=bookmark_interval,
                                   server_address=lambda: f"{self.host}:{self.port}", token=token)
+        if garbage_collector:
+            self.add_component(gc.GarbageCollector(self.store))
         if job_controller:
             self.add_component(_optional_component(
                 "jobset_infra.sim.job_controller", "JobController", self.store))

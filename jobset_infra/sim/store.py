@@ -107,6 +107,7 @@ class Store:
         self._logs: dict[GVR, EventLog] = {}
         self.dependents: dict[str, set[Ref]] = {}
         self.uids: dict[str, Ref] = {}
+        self.dangling: set[Ref] = set()
         strategies.install(self)
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -444,6 +445,8 @@ class Store:
                     del self.dependents[uid]
         for uid in after - before:
             self.dependents.setdefault(uid, set()).add(ref)
+            if uid not in self.uids:
+                self.dangling.add(ref)  # an owner that does not exist: for the collector
 
     def put_raw(self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj) -> None:
         """Store an already-prepared update (used by the garbage collector)."""

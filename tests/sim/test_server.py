@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -227,3 +228,17 @@ async def test_field_validation_of_custom_resources(
         assert created["message"] == 'strict decoding error: unknown field "spec.colour"'
     else:
         assert "colour" not in created["spec"]
+
+
+async def test_the_sim_collects_dependents_of_missing_owners(
+    sim: Sim, http: aiohttp.ClientSession
+) -> None:
+    ghost = {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": "ghost", "uid": "no-such-uid"}}
+    await call(http, "POST", CM_URL, configmap("dangling", owner=ghost))
+    for _ in range(100):
+        status, _ = await call(http, "GET", f"{CM_URL}/dangling")
+        if status == 404:
+            break
+        await asyncio.sleep(0.02)
+    assert status == 404

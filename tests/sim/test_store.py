@@ -425,3 +425,21 @@ def test_strategic_merge_is_refused_for_custom_resources(store: Store) -> None:
     with pytest.raises(StatusError) as err:
         store.patch(WIDGETS, "w", "default", patch.STRATEGIC_PATCH, {"spec": {"size": 2}})
     assert err.value.code == 415
+
+
+def test_dependents_of_owners_that_do_not_exist_are_collected(store: Store) -> None:
+    from jobset_infra.sim.gc import collect_dangling
+
+    ghost = {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": "ghost", "uid": "no-such-uid"}}
+    live = store.create(CONFIGMAPS, configmap("live"), "default")
+    store.create(CONFIGMAPS, configmap("orphaned", owner=ghost), "default")
+    half = configmap("half", owner=ghost)
+    half["metadata"]["ownerReferences"].append(
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "live",
+         "uid": live["metadata"]["uid"]})
+    store.create(CONFIGMAPS, half, "default")
+    assert collect_dangling(store) == 2
+    assert store.try_get(CONFIGMAPS, "orphaned", "default") is None
+    kept = store.get(CONFIGMAPS, "half", "default")
+    assert [r["name"] for r in kept["metadata"]["ownerReferences"]] == ["live"]

@@ -30,7 +30,7 @@ from jobset_infra.api import constants as k
 from jobset_infra.components.k8s_objects import kubernetes_object
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
 from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
-from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
 from jobset_infra.manifests.meta import Manifest
 from jobset_infra.manifests.placement_domains import pool_plans
 from jobset_infra.tpu.pools import SlicePoolsPlan
@@ -67,6 +67,7 @@ def validate_args(args: KueueArgs) -> QueueObjects | None:
         )
     if args.install_only:
         return None
+    check_queue_namespaces(args.queues, args.install)
     return queue_objects(args.queues, pool_plans(args.pools))
 
 
@@ -104,9 +105,7 @@ class Kueue(pulumi.ComponentResource):
         self.flavor_names = pulumi.Output.from_input(
             [f.name for f in objects.flavors] if objects else []
         )
-        self.ready = pulumi.Output.all(*(r.id for r in self.ready_resources)).apply(
-            lambda _: True
-        )
+        self.ready = pulumi.Output.all(*(r.id for r in self.ready_resources)).apply(lambda _: True)
         self.register_outputs(
             {
                 "clusterQueueName": self.cluster_queue_name,

@@ -17,6 +17,7 @@ __all__ = [
     "KueueInstall",
     "KueueSpecError",
     "QueueSpec",
+    "check_queue_namespaces",
     "parse_kueue_install",
     "parse_queue_spec",
 ]
@@ -137,6 +138,20 @@ class KueueInstall(BaseModel):
         if "kueue" not in self.release_name:
             raise ValueError(f"release_name {self.release_name!r} must contain 'kueue'")
         return self
+
+
+def check_queue_namespaces(queues: QueueSpec, install: KueueInstall) -> None:
+    """Raise KueueSpecError when a LocalQueue sits where Kueue does not manage jobs.
+
+    Kueue's webhooks skip kube-system and Kueue's own namespace (its default
+    managedJobsNamespaceSelector), so a JobSet there would run unqueued, silently.
+    """
+    unmanaged = sorted(set(queues.namespaces) & {"kube-system", install.namespace})
+    if unmanaged:
+        raise KueueSpecError(
+            f"queues.namespaces: Kueue does not manage jobs in {', '.join(unmanaged)}; "
+            "put LocalQueues in the namespaces your JobSets run in"
+        )
 
 
 def parse_queue_spec(**fields: object) -> QueueSpec:

@@ -8,7 +8,13 @@ import pytest
 import yaml
 
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values, manager_configuration
-from jobset_infra.manifests.kueue_spec import KueueInstall, KueueSpecError, parse_kueue_install
+from jobset_infra.manifests.kueue_spec import (
+    KueueInstall,
+    KueueSpecError,
+    QueueSpec,
+    check_queue_namespaces,
+    parse_kueue_install,
+)
 
 
 def test_configuration_enables_the_jobset_integration() -> None:
@@ -61,3 +67,20 @@ def test_configuration_leaves_cert_management_to_the_chart() -> None:
 def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:
     with pytest.raises(KueueSpecError, match=want_message):
         parse_kueue_install(**fields)
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        pytest.param("kube-system", id="kube-system"),
+        pytest.param("queues-system", id="kueue's own namespace"),
+    ],
+)
+def test_local_queues_where_kueue_does_not_manage_jobs_are_an_error(namespace: str) -> None:
+    install = KueueInstall(namespace="queues-system")
+    with pytest.raises(KueueSpecError, match=f"does not manage jobs in {namespace}"):
+        check_queue_namespaces(QueueSpec(namespaces=("default", namespace)), install)
+
+
+def test_local_queues_in_workload_namespaces_are_fine() -> None:
+    check_queue_namespaces(QueueSpec(namespaces=("default", "team-a")), KueueInstall())

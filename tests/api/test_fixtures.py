@@ -33,7 +33,7 @@ UPSTREAM_EXAMPLES = {
     "depends-on/multiple-depends-on.yaml": "multiple-depends-on.yaml",
     "failure-policy/failjobset-action.yaml": "failjobset-action.yaml",
     "failure-policy/restartjobset-action.yaml": "restartjobset-action.yaml",
-    f"{_FP}restartjobsetandignoremaxrestarts-action.yaml": f"{_RJS}andignoremaxrestarts-action.yaml",
+    f"{_FP}{_RJS}andignoremaxrestarts-action.yaml": f"{_RJS}andignoremaxrestarts-action.yaml",
     "failure-policy/restartjob-action.yaml": "restartjob-action.yaml",
     f"{_FP}restartjobandignoremaxrestarts-action.yaml": f"{_RJ}andignoremaxrestarts-action.yaml",
     "failure-policy/onjobfailurereasons-present.yaml": "onjobfailurereasons-present.yaml",

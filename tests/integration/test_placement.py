@@ -1,0 +1,333 @@
+"""Exclusive placement end to end: the real controller over HTTP, the sim with its scheduler.
+
+Four TPU-like node pools of two hosts each (`v5e-2x4:4`); JobSets whose replicated job asks for
+`alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.controller.runtime.manager import RunningController, run_controller
+from jobset_infra.sim.job_controller import JobController
+from jobset_infra.sim.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.scheduler import Scheduler
+from jobset_infra.sim.server import Sim
+from jobset_infra.testing.jobsets import make_jobset
+
+CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
+JOBS = GVR("batch", "v1", "jobs")
+PODS = GVR("", "v1", "pods")
+NODES = GVR("", "v1", "nodes")
+POOL = "cloud.google.com/gke-nodepool"
+TPU = "google.com/tpu"
+NS = "default"
+CRD_FILE = "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@dataclass
+class Cluster:
+    sim: Sim
+    jobs: JobController
+    scheduler: Scheduler
+    config: ControllerConfig
+
+    @property
+    def store(self) -> Any:
+        return self.sim.store
+
+
+def controller_config(**placement: Any) -> ControllerConfig:
+    return ControllerConfig.model_validate(
+        {
+            "health": {"healthProbeBindAddress": "127.0.0.1:0"},
+            "metrics": {"bindAddress": "127.0.0.1:0"},
+            "controller": {"workers": 2},
+            "placement": placement,
+        }
+    )
+
+
+@contextlib.asynccontextmanager
+async def controller(cluster: Cluster) -> AsyncIterator[RunningController]:
+    async with run_controller(cluster.config, url=cluster.sim.url) as ctl:
+        await ctl.wait_leader(timeout=10)
+        yield ctl
+
+
+async def start_cluster(nodes: str = "v5e-2x4:4", **placement: Any) -> Cluster:
+    sim = Sim(port=0)
+    jobs = JobController(sim.store, wait_for_binding=True)
+    scheduler = Scheduler(sim.store)
+    sim.add_component(jobs)
+    sim.add_component(scheduler)
+    await sim.start()
+    with open(CRD_FILE) as f:
+        sim.store.create(CRDS, yaml.safe_load(f))
+    if nodes:
+        await create_nodes(sim.store, parse_nodes(nodes), datetime.now(UTC))
+    return Cluster(sim, jobs, scheduler, controller_config(**placement))
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    started = await start_cluster()
+    try:
+        yield started
+    finally:
+        await started.sim.stop()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or check}")
+        await asyncio.sleep(0.02)
+
+
+def tpu_jobset(name: str, replicas: int, *, suspend: bool = False) -> dict[str, Any]:
+    builder = (
+        make_jobset(name, NS)
+        .exclusive(POOL)
+        .replicated_job("slice", replicas=replicas, parallelism=2)
+        .pod_spec(
+            "slice",
+            restartPolicy="Never",
+            containers=[{"name": "jax", "image": "jax:tpu", "resources": {"limits": {TPU: "4"}}}],
+            nodeSelector={
+                "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+                "cloud.google.com/gke-tpu-topology": "2x4",
+            },
+            tolerations=[{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}],
+        )
+        .job_spec("slice", backoffLimit=0)
+    )
+    return builder.suspend(suspend).obj()
+
+
+def jobs_of(store: Any, jobset: str) -> list[dict[str, Any]]:
+    items = store.list(JOBS, NS, label_selector=f"{c.JOBSET_NAME_KEY}={jobset}").items
+    return [j for j in items if not j["metadata"].get("deletionTimestamp")]
+
+
+def pool_of(job: dict[str, Any]) -> str | None:
+    return (job["spec"]["template"]["spec"].get("nodeSelector") or {}).get(POOL)
+
+
+def pools_of(store: Any, jobset: str) -> dict[str, str | None]:
+    return {j["metadata"]["name"]: pool_of(j) for j in jobs_of(store, jobset)}
+
+
+def running_pods(store: Any, jobset: str) -> dict[tuple[str, str], str]:
+    """(Job name, pod name) -> pool of its node, for Running pods of the JobSet."""
+    out = {}
+    for pod in store.list(PODS, NS, label_selector=f"{c.JOBSET_NAME_KEY}={jobset}").items:
+        node = pod["spec"].get("nodeName")
+        if node and pod.get("status", {}).get("phase") == "Running":
+            labels = store.get(NODES, node)["metadata"]["labels"]
+            job = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+            out[(job, pod["metadata"]["name"])] = labels[POOL]
+    return out
+
+
+def condition(store: Any, jobset: str, type_: str) -> dict[str, Any] | None:
+    status = store.get(JOBSETS, jobset, NS).get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def assert_no_shared_pools(store: Any, *jobsets: str) -> None:
+    held = [
+        (p, j["metadata"]["name"])
+        for js in jobsets
+        for j in jobs_of(store, js)
+        if (p := pool_of(j)) and not j["spec"].get("suspend") and not _finished(j)
+    ]
+    pools = [p for p, _ in held]
+    assert len(pools) == len(set(pools)), f"pool shared: {sorted(held)}"
+
+
+def _finished(job: dict[str, Any]) -> bool:
+    return any(
+        cond["type"] in ("Complete", "Failed") and cond["status"] == "True"
+        for cond in (job.get("status") or {}).get("conditions") or ()
+    )
+
+
+async def test_four_replicas_land_one_job_per_pool(cluster: Cluster) -> None:
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("train", 4), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "train")) == 8, what="8 pods")
+    pods = running_pods(cluster.store, "train")
+    by_job: dict[str, set[str]] = {}
+    for (job, _), pool in pods.items():
+        by_job.setdefault(job, set()).add(pool)
+    assert all(len(pools) == 1 for pools in by_job.values()), by_job
+    assert sorted(p for pools in by_job.values() for p in pools) == [
+        f"v5e-2x4-{i}" for i in range(4)
+    ]
+
+
+async def test_second_jobset_waits_with_a_reason_and_starts_when_the_first_finishes(
+    cluster: Cluster,
+) -> None:
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("first", 4), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "first")) == 8, what="first")
+        cluster.store.create(JOBSETS, tpu_jobset("second", 2), NS)
+        pending = await eventually(
+            lambda: condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING),
+            what="placement pending condition",
+        )
+        assert pending["status"] == "True"
+        assert pending["reason"] == c.PLACEMENT_NO_FIT_REASON
+        assert "busy: v5e-2x4-0 (held by default/first-slice-0)" in pending["message"]
+        assert jobs_of(cluster.store, "second") == []
+        for job in jobs_of(cluster.store, "first"):
+            await cluster.jobs.succeed_job(NS, job["metadata"]["name"])
+        await eventually(lambda: len(running_pods(cluster.store, "second")) == 4, what="second")
+        await eventually(
+            lambda: (
+                (cond := condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING))
+                and cond["status"] == "False"
+            ),
+            what="the pending condition flipped to False",
+        )
+
+
+async def test_two_jobsets_created_at_once_never_share_a_pool(cluster: Cluster) -> None:
+    async with controller(cluster):
+        for name in ("a", "b", "c"):
+            cluster.store.create(JOBSETS, tpu_jobset(name, 2), NS)
+        await eventually(
+            lambda: sum(len(running_pods(cluster.store, n)) for n in "abc") == 8,
+            what="two of the three JobSets running",
+        )
+        assert_no_shared_pools(cluster.store, "a", "b", "c")
+        started = [n for n in "abc" if jobs_of(cluster.store, n)]
+        assert len(started) == 2, "all or nothing: the third JobSet must not start partly"
+
+
+async def test_controller_restart_mid_allocation_does_not_double_book(cluster: Cluster) -> None:
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("a", 2), NS)
+        await eventually(lambda: len(jobs_of(cluster.store, "a")) == 2, what="a's Jobs")
+    # The old controller is gone; a new one starts with an empty memory and must read occupancy
+    # from the Jobs themselves.
+    cluster.store.create(JOBSETS, tpu_jobset("b", 2), NS)
+    cluster.store.create(JOBSETS, tpu_jobset("c", 1), NS)
+    async with controller(cluster):
+        await eventually(lambda: len(jobs_of(cluster.store, "b")) == 2, what="b's Jobs")
+        await eventually(
+            lambda: condition(cluster.store, "c", c.CONDITION_PLACEMENT_PENDING), what="c waits"
+        )
+        assert_no_shared_pools(cluster.store, "a", "b", "c")
+        assert jobs_of(cluster.store, "c") == []
+
+
+async def test_deleted_pool_moves_the_job_to_a_free_pool_after_restart(cluster: Cluster) -> None:
+    js = tpu_jobset("train", 2)
+    js["spec"]["failurePolicy"] = {"maxRestarts": 3}
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, js, NS)
+        await eventually(lambda: len(running_pods(cluster.store, "train")) == 4, what="running")
+        lost = pools_of(cluster.store, "train")["train-slice-0"]
+        for node in cluster.store.list(NODES, label_selector=f"{POOL}={lost}").items:
+            cluster.store.delete(NODES, node["metadata"]["name"])
+        await eventually(
+            lambda: (cluster.store.get(JOBSETS, "train", NS).get("status") or {}).get("restarts"),
+            what="a restart",
+        )
+        await eventually(lambda: len(running_pods(cluster.store, "train")) == 4, what="rerun")
+        assert lost not in set(running_pods(cluster.store, "train").values())
+        assert_no_shared_pools(cluster.store, "train")
+
+
+async def test_suspend_releases_pools_and_resume_reallocates(cluster: Cluster) -> None:
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("low", 4), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "low")) == 8, what="low runs")
+        await _set_suspend(cluster, "low", True)  # Kueue preempts it
+        await eventually(lambda: not running_pods(cluster.store, "low"), what="low stopped")
+        cluster.store.create(JOBSETS, tpu_jobset("high", 2), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "high")) == 4, what="high runs")
+        await _set_suspend(cluster, "low", False)  # Kueue re-admits it: only 2 pools are free
+        pending = await eventually(
+            lambda: (
+                (cond := condition(cluster.store, "low", c.CONDITION_PLACEMENT_PENDING))
+                and cond["status"] == "True"
+                and cond
+            ),
+            what="low waits for pools",
+        )
+        assert "busy" in pending["message"]
+        assert not running_pods(cluster.store, "low")
+        for job in jobs_of(cluster.store, "high"):
+            await cluster.jobs.succeed_job(NS, job["metadata"]["name"])
+        await eventually(lambda: len(running_pods(cluster.store, "low")) == 8, what="low resumed")
+        assert_no_shared_pools(cluster.store, "low", "high")
+
+
+async def _set_suspend(cluster: Cluster, name: str, suspend: bool) -> None:
+    current = cluster.store.get(JOBSETS, name, NS)
+    current = {**current, "spec": {**current["spec"], "suspend": suspend}}
+    cluster.store.update(JOBSETS, current)
+    await asyncio.sleep(0)
+
+
+async def test_declared_pool_with_zero_nodes_is_assigned_and_targeted() -> None:
+    declared = {
+        "name": "flex-0",
+        "nodeCount": 2,
+        "labels": {
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x4",
+        },
+        "allocatable": {TPU: "4"},
+    }
+    cluster = await start_cluster(nodes="", domains=[declared])
+    try:
+        async with controller(cluster):
+            cluster.store.create(JOBSETS, tpu_jobset("flex", 1), NS)
+            await eventually(lambda: jobs_of(cluster.store, "flex"), what="the Job")
+            assert pools_of(cluster.store, "flex") == {"flex-slice-0": "flex-0"}
+            pods = await eventually(
+                lambda: cluster.store.list(PODS, NS).items, what="pods of the Job"
+            )
+            assert all(p["spec"]["nodeSelector"][POOL] == "flex-0" for p in pods)
+            assert all(not p["spec"].get("nodeName") for p in pods), "no node exists yet"
+            # The autoscaler brings the pool up: its pods land there.
+            await create_nodes(cluster.store, _flex_pool(), datetime.now(UTC))
+            await eventually(lambda: len(running_pods(cluster.store, "flex")) == 2, what="runs")
+            assert set(running_pods(cluster.store, "flex").values()) == {"flex-0"}
+    finally:
+        await cluster.sim.stop()
+
+
+def _flex_pool() -> Any:
+    (pool,) = parse_nodes("v5e-2x4:1")
+    from dataclasses import replace
+
+    labels = {**pool.labels, POOL: "flex-0"}
+    return (replace(pool, name="flex-0", labels=labels),)

@@ -96,3 +96,49 @@ def version_info() -> JsonObj:
         "buildDate": "2026-01-01T00:00:00Z", "goVersion": "python", "compiler": "python",
         "platform": "linux/amd64",
     }
+
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether a client (kubectl, client-go) accepts aggregated discovery v2 for /api or /apis."""
+    return any("as=APIGroupDiscoveryList" in part and "v=v2;" in part.replace(" ", "") + ";"
+               for part in accept.split(","))
+
+
+def _aggregated_resource(info: ResourceInfo) -> JsonObj:
+    kind = {"group": info.gvr.group, "version": info.gvr.version, "kind": info.kind}
+    out: JsonObj = {
+        "resource": info.gvr.resource, "responseKind": kind,
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular, "verbs": VERBS,
+    }
+    if info.short_names:
+        out["shortNames"] = list(info.short_names)
+    if info.categories:
+        out["categories"] = list(info.categories)
+    if info.has_status:
+        out["subresources"] = [{"subresource": "status", "responseKind": kind,
+                                "verbs": SUB_VERBS}]
+    return out
+
+
+def aggregated(registry: Registry, *, core: bool) -> JsonObj:
+    """APIGroupDiscoveryList: every group (core only for /api, all others for /apis) with its
+    versions' resources in one document."""
+    items = []
+    for name, versions in sorted(registry.groups().items()):
+        if (name == "") != core:
+            continue
+        entries = []
+        for version in sorted_versions(versions):
+            infos = sorted((i for i in registry.all()
+                            if (i.gvr.group, i.gvr.version) == (name, version)),
+                           key=lambda i: i.gvr.resource)
+            entries.append({"version": version, "freshness": "Current",
+                            "resources": [_aggregated_resource(i) for i in infos]})
+        items.append({"metadata": {"name": name, "creationTimestamp": None},
+                      "versions": entries})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}

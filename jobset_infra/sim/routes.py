@@ -142,6 +142,12 @@ class ApiHandler:
             _check_accept(request.headers.get("Accept", ""))
             if api.verb == "discovery" and api.path in ("/healthz", "/readyz", "/livez"):
                 return web.Response(text="ok")
+            if api.verb == "discovery" and api.path.rstrip("/") in ("/api", "/apis") and \
+                    discovery.wants_aggregated(request.headers.get("Accept", "")):
+                body = discovery.aggregated(self.store.registry, core=api.path.startswith("/api/")
+                                            or api.path.rstrip("/") == "/api")
+                return web.Response(body=dumps(body), headers={
+                    "Content-Type": discovery.AGGREGATED})
             if api.verb == "discovery":
                 return json_response(self._discovery(api))
             if api.verb == "watch":

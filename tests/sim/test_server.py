@@ -242,3 +242,21 @@ async def test_the_sim_collects_dependents_of_missing_owners(
             break
         await asyncio.sleep(0.02)
     assert status == 404
+
+
+async def test_aggregated_discovery_lists_every_group_in_one_document(
+    http: aiohttp.ClientSession,
+) -> None:
+    accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+              "application/json")
+    async with http.get("/apis", headers={"Accept": accept}) as response:
+        assert response.headers["Content-Type"].endswith("as=APIGroupDiscoveryList")
+        body = await response.json()
+    assert body["kind"] == "APIGroupDiscoveryList"
+    batch = next(g for g in body["items"] if g["metadata"]["name"] == "batch")
+    jobs = next(r for r in batch["versions"][0]["resources"] if r["resource"] == "jobs")
+    assert jobs["scope"] == "Namespaced"
+    assert jobs["subresources"][0]["subresource"] == "status"
+    async with http.get("/api", headers={"Accept": accept}) as response:
+        core = await response.json()
+    assert [g["metadata"]["name"] for g in core["items"]] == [""]

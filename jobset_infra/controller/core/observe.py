@@ -59,6 +59,7 @@ def observe(
     jobs: Iterable[ChildJob] = (),
     service_exists: bool = False,
     placement: PlacementInputs | None = None,
+    pvc_names: frozenset[str] | None = None,
 ) -> Observed:
     """Return the observed state; raise MalformedJobSetError if the JobSet does not parse.
 
@@ -69,7 +70,7 @@ def observe(
         js = JobSet.model_validate(raw_jobset, context={CHECK_TEMPLATES: False})
     except ValidationError as exc:
         raise MalformedJobSetError(field_errors(exc)) from None
-    return Observed(js, tuple(jobs), service_exists, placement)
+    return Observed(js, tuple(jobs), service_exists, placement, pvc_names)
 
 
 def _dict(value: object) -> dict[str, Any]:

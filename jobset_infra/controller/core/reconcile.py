@@ -29,12 +29,14 @@ from jobset_infra.controller.core.ttl_after_finished import ttl_after_finished
 from jobset_infra.controller.core.types import (
     ChildJob,
     CoreConfig,
+    CreatePVC,
     CreateService,
     DeleteJob,
     DeleteJobSet,
     Observed,
     Plan,
 )
+from jobset_infra.controller.core.volume_claim_policy import pvcs_to_create
 
 __all__ = ["is_managed_here", "reconcile"]
 
@@ -70,6 +72,8 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
         return draft.plan()
     # 12. headless Service for pod DNS hostnames
     create_headless_service(draft)
+    # 13. PVCs of VolumeClaimPolicies
+    create_volume_claims(draft)
     # 14. elastic JobSets: propagate parallelism/completions (gate ElasticJobSet)
     sync_job_scaling(draft, jobs)
     # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement);
@@ -173,6 +177,12 @@ def create_headless_service(draft: Draft) -> None:
     service = service_to_create(draft.js, draft.observed.service_exists)
     if service is not None:
         draft.add(CreateService(service))
+
+
+def create_volume_claims(draft: Draft) -> None:
+    """Step 13: create the VolumeClaimPolicies' PVCs that do not exist yet."""
+    pvcs = pvcs_to_create(draft.js, draft.observed.pvc_names)
+    draft.add(*(CreatePVC(pvc) for pvc in pvcs))
 
 
 def sync_job_scaling(draft: Draft, jobs: ChildJobs) -> None:

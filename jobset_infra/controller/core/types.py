@@ -30,6 +30,7 @@ __all__ = [
     "ChildJob",
     "CoreConfig",
     "CreateJob",
+    "CreatePVC",
     "CreateService",
     "DeleteJob",
     "DeleteJobSet",
@@ -247,6 +248,9 @@ class Observed:
     jobs: tuple[ChildJob, ...] = ()
     service_exists: bool = False
     placement: PlacementInputs | None = None
+    pvc_names: frozenset[str] | None = None
+    """Names of PVCs in the JobSet's namespace, if the runtime tracks them (VolumeClaimPolicies).
+    None: unknown, so the policy's PVCs are planned every pass and AlreadyExists is ignored."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -314,6 +318,14 @@ class CreateService:
 
 
 @dataclass(frozen=True, slots=True)
+class CreatePVC:
+    """Create a VolumeClaimPolicy PersistentVolumeClaim. AlreadyExists is not an error; any other
+    failure emits the Warning event PVCCreationFailed (as upstream)."""
+
+    manifest: Manifest
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateStatus:
     """Replace the JobSet status (PUT .../status) based on `resource_version`; 409 means requeue."""
 
@@ -363,6 +375,7 @@ Action: TypeAlias = (
     | DeleteJob
     | UpdateJob
     | CreateService
+    | CreatePVC
     | UpdateStatus
     | EmitEvent
     | IncrementMetric

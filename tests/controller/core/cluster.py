@@ -18,6 +18,7 @@ from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.types import (
     CoreConfig,
     CreateJob,
+    CreatePVC,
     CreateService,
     DeleteJob,
     DeleteJobSet,
@@ -47,6 +48,7 @@ class State:
     jobset: dict[str, Any]
     jobs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     service: dict[str, Any] | None = None
+    pvcs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     jobset_deleted: bool = False
     events: tuple[EmitEvent, ...] = ()
     metrics: tuple[IncrementMetric, ...] = ()
@@ -55,7 +57,7 @@ class State:
     def observed(self) -> Observed:
         """The Observed the runtime would build from these objects."""
         views = [child_job_from_manifest(j) for j in self.jobs.values()]
-        return observe(self.jobset, views, self.service is not None)
+        return observe(self.jobset, views, self.service is not None, None, frozenset(self.pvcs))
 
     @property
     def status(self) -> dict[str, Any]:
@@ -221,6 +223,10 @@ def apply_plan(state: State, plan: Plan, now: datetime = T0) -> State:
             state = _update_job(state, action)
         elif isinstance(action, CreateService):
             state = state if state.service else replace(state, service=action.manifest)
+        elif isinstance(action, CreatePVC):
+            name = action.manifest["metadata"]["name"]
+            if name not in state.pvcs:
+                state = replace(state, pvcs={**state.pvcs, name: copy.deepcopy(action.manifest)})
         elif isinstance(action, UpdateStatus):
             state = _update_status(state, action)
         elif isinstance(action, EmitEvent):

@@ -80,6 +80,8 @@ class JobSetSystemArgs:
     service_monitor: bool = False
     pools: Sequence[SlicePoolsPlan | Any] = ()
     """Slice pools (`TpuSlicePools` or their `.plan`) declared to the controller as domains."""
+    retain_crd: bool = True
+    """Keep the CRD when Pulumi deletes it (destroy, rename): deleting it deletes every JobSet."""
 
 
 def image_reference(build: ImageBuild) -> str:
@@ -134,7 +136,13 @@ class JobSetSystem(pulumi.ComponentResource):
         self._name = name
         self._provider = args.provider
         image = self._image(args, install)
-        crd = self._create("crd", objects.crd)
+        crd = kubernetes_object(
+            f"{name}-crd",
+            objects.crd,
+            pulumi.ResourceOptions.merge(
+                self._options(), pulumi.ResourceOptions(retain_on_delete=args.retain_crd)
+            ),
+        )
         ns = self._create("namespace", objects.namespace)
         prerequisites = self._prerequisites(objects, ns)
         deployment = self._deployment(objects, image, [crd, *prerequisites])

@@ -184,3 +184,20 @@ def test_bad_arguments_fail_before_anything_is_created(
 ) -> None:
     with pytest.raises(ProgramError, match=want_message):
         build_system(**fields)
+
+
+def test_the_crd_is_retained_on_delete_unless_asked_otherwise() -> None:
+    seen: dict[str, bool | None] = {}
+
+    def record(args: pulumi.ResourceTransformationArgs) -> None:
+        if args.type_ == CRD:
+            seen[args.name] = args.opts.retain_on_delete
+
+    for retain in (True, False):
+
+        def build(retain: bool = retain) -> JobSetSystem:
+            args = JobSetSystemArgs(provider=provider(), image=IMAGE, retain_crd=retain)
+            return JobSetSystem("jobset", args, pulumi.ResourceOptions(transformations=[record]))
+
+        run_component(build)
+        assert seen == {"jobset-crd": retain}

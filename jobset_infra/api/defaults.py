@@ -104,4 +104,3 @@ def _default_vcp(policy: VolumeClaimPolicy) -> VolumeClaimPolicy:
     retention = policy.retention_policy or VolumeRetentionPolicy()
     retention = retention.model_copy(update={"when_deleted": retention.when_deleted})
     return policy.model_copy(update={"retention_policy": retention})
-

@@ -13,30 +13,54 @@ an error naming its path.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.errors import FieldError, child, show_value
 from jobset_infra.api.k8s_openapi import (
     JOB_TEMPLATE_SPEC,
     PERSISTENT_VOLUME_CLAIM,
     validate_definition,
 )
+from jobset_infra.api.model_base import (
+    ATOMIC,
+    CHECK_TEMPLATES,
+    CRD_DEFAULT,
+    EMBEDDED_DEFAULTS,
+    IMMUTABLE,
+    K8S_DEFINITION,
+    LIST_MAP_KEYS,
+    LIST_TYPE,
+    VALIDATIONS,
+    ApiModel,
+    ConditionStatus,
+    DependsOnStatus,
+    FailurePolicyAction,
+    ObjectMeta,
+    Operator,
+    RestartStrategy,
+    StartupPolicyOrder,
+    WhenDeleted,
+    checks_templates,
+    field_errors,
+    map_list,
+    raise_k8s_errors,
+)
+from jobset_infra.api.status import Condition, JobSetStatus, ReplicatedJobStatus
 
 __all__ = [
+    "ATOMIC",
+    "CHECK_TEMPLATES",
+    "CRD_DEFAULT",
+    "EMBEDDED_DEFAULTS",
+    "IMMUTABLE",
+    "K8S_DEFINITION",
+    "LIST_MAP_KEYS",
+    "LIST_TYPE",
+    "VALIDATIONS",
+    "ApiModel",
     "Condition",
     "ConditionStatus",
     "Coordinator",
@@ -63,135 +87,11 @@ __all__ = [
     "field_errors",
 ]
 
-# json_schema_extra keys understood by crdgen.
-CRD_DEFAULT = "x-crd-default"  # structural default in the CRD (the model default may differ)
-K8S_DEFINITION = "x-k8s-definition"  # inline this Kubernetes OpenAPI definition
-EMBEDDED_DEFAULTS = (
-    "x-crd-embedded-defaults"  # dotted path inside the inlined definition -> default
-)
-LIST_TYPE = "x-kubernetes-list-type"
-LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
-VALIDATIONS = "x-kubernetes-validations"
-# Validation context key: pass {"check_templates": False} to skip the OpenAPI template check
-# (e.g. for objects read back from an API server that already validated them).
-CHECK_TEMPLATES = "check_templates"
-
-_IMMUTABLE = [{"rule": "self == oldSelf", "message": c.VALUE_IMMUTABLE_MESSAGE}]
-
-
-def _map_list(*keys: str) -> dict[str, Any]:
-    return {LIST_TYPE: "map", LIST_MAP_KEYS: list(keys)}
-
-
-_ATOMIC: dict[str, Any] = {LIST_TYPE: "atomic"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        use_attribute_docstrings=True,
-        use_enum_values=False,
-    )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form: camelCase, only fields that were set, no nulls."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
-
-
-# --- enums ---------------------------------------------------------------------------------------
-
-
-class Operator(StrEnum):
-    """SuccessPolicy operator."""
-
-    ALL = "All"
-    ANY = "Any"
-
-
-class RestartStrategy(StrEnum):
-    """How a JobSet restart recreates its Jobs."""
-
-    RECREATE = "Recreate"
-    BLOCKING_RECREATE = "BlockingRecreate"
-    IN_PLACE_RESTART = "InPlaceRestart"
-
-
-class FailurePolicyAction(StrEnum):
-    """What a matching failure-policy rule does."""
-
-    FAIL_JOBSET = "FailJobSet"
-    RESTART_JOBSET = "RestartJobSet"
-    RESTART_JOBSET_AND_IGNORE_MAX_RESTARTS = "RestartJobSetAndIgnoreMaxRestarts"
-    RESTART_JOB = "RestartJob"
-    RESTART_JOB_AND_IGNORE_MAX_RESTARTS = "RestartJobAndIgnoreMaxRestarts"
-
-
-class StartupPolicyOrder(StrEnum):
-    """Deprecated startup ordering (use DependsOn)."""
-
-    ANY_ORDER = "AnyOrder"
-    IN_ORDER = "InOrder"
-
-
-class DependsOnStatus(StrEnum):
-    """The state of a dependency that releases a replicated job."""
-
-    READY = "Ready"
-    COMPLETE = "Complete"
-
-
-class WhenDeleted(StrEnum):
-    """What happens to a VolumeClaimPolicy PVC when its JobSet is deleted."""
-
-    DELETE = "Delete"
-    RETAIN = "Retain"
-
-
-class ConditionStatus(StrEnum):
-    """metav1.ConditionStatus."""
-
-    TRUE = "True"
-    FALSE = "False"
-    UNKNOWN = "Unknown"
-
-
-# --- metadata ------------------------------------------------------------------------------------
-
-
-class ObjectMeta(BaseModel):
-    """metav1.ObjectMeta; unknown keys are kept (the API server owns this shape)."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
-    )
-
-    name: str | None = None
-    generate_name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-    generation: int | None = None
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
-    deletion_grace_period_seconds: int | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    owner_references: list[dict[str, Any]] | None = None
-    finalizers: list[str] | None = None
-    managed_fields: list[dict[str, Any]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form: camelCase, no nulls."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
-
 
 # --- spec ----------------------------------------------------------------------------------------
 
 
-class DependsOn(_Model):
+class DependsOn(ApiModel):
     """A replicated job that must reach a status before this one starts."""
 
     name: str
@@ -200,7 +100,7 @@ class DependsOn(_Model):
     """Ready: all its Jobs ready (or finished); Complete: all its Jobs succeeded."""
 
 
-class Network(_Model):
+class Network(ApiModel):
     """Pod DNS for the JobSet (a headless Service)."""
 
     enable_dns_hostnames: bool | None = Field(
@@ -215,18 +115,18 @@ class Network(_Model):
     """Publish DNS records of pods before they are ready (nil means true)."""
 
 
-class SuccessPolicy(_Model):
+class SuccessPolicy(ApiModel):
     """When the JobSet counts as completed."""
 
     operator: Operator
     """All: every Job of the targets succeeded; Any: one Job of the targets succeeded."""
-    target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=_ATOMIC)] = Field(
+    target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=ATOMIC)] = Field(
         default_factory=list
     )
     """Replicated jobs the operator applies to; empty means all."""
 
 
-class FailurePolicyRule(_Model):
+class FailurePolicyRule(ApiModel):
     """A rule matching failed Jobs to an action; the first matching rule wins."""
 
     name: str = Field(
@@ -246,13 +146,13 @@ class FailurePolicyRule(_Model):
     """Job failure reasons the rule matches; empty matches any."""
     on_job_failure_message_patterns: list[str] = Field(default_factory=list)
     """RE2 patterns searched in the Job failure message; empty matches any."""
-    target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=_ATOMIC)] = Field(
+    target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=ATOMIC)] = Field(
         default_factory=list
     )
     """Replicated jobs whose failures the rule matches; empty means all."""
 
 
-class FailurePolicy(_Model):
+class FailurePolicy(ApiModel):
     """How the JobSet reacts to a failed child Job."""
 
     max_restarts: int = Field(default=0, ge=0, le=c.MAX_INT32)
@@ -266,14 +166,14 @@ class FailurePolicy(_Model):
     """Rules evaluated in order; no match means RestartJobSet."""
 
 
-class StartupPolicy(_Model):
+class StartupPolicy(ApiModel):
     """Deprecated: use DependsOn."""
 
     startup_policy_order: StartupPolicyOrder
     """AnyOrder or InOrder."""
 
 
-class Coordinator(_Model):
+class Coordinator(ApiModel):
     """The pod whose stable endpoint is published to every Job as a label."""
 
     replicated_job: str
@@ -284,7 +184,7 @@ class Coordinator(_Model):
     """Pod completion index within that Job."""
 
 
-class VolumeRetentionPolicy(_Model):
+class VolumeRetentionPolicy(ApiModel):
     """Retention of VolumeClaimPolicy PVCs."""
 
     when_deleted: WhenDeleted = Field(
@@ -293,7 +193,7 @@ class VolumeRetentionPolicy(_Model):
     """Delete the PVCs with the JobSet, or keep them."""
 
 
-class VolumeClaimPolicy(_Model):
+class VolumeClaimPolicy(ApiModel):
     """PVCs created once per JobSet and mounted by the Jobs that reference them."""
 
     templates: Annotated[
@@ -302,7 +202,7 @@ class VolumeClaimPolicy(_Model):
                 dict[str, Any], Field(json_schema_extra={K8S_DEFINITION: PERSISTENT_VOLUME_CLAIM})
             ]
         ],
-        Field(max_length=c.MAX_VOLUME_CLAIM_POLICIES, json_schema_extra=_ATOMIC),
+        Field(max_length=c.MAX_VOLUME_CLAIM_POLICIES, json_schema_extra=ATOMIC),
     ] = Field(default_factory=list)
     """PersistentVolumeClaim templates; the PVC name is <template>-<jobset>."""
     retention_policy: VolumeRetentionPolicy | None = Field(
@@ -313,8 +213,8 @@ class VolumeClaimPolicy(_Model):
     @field_validator("templates")
     @classmethod
     def _check_templates(cls, value: list[dict[str, Any]], info: ValidationInfo) -> Any:
-        if _checks_templates(info):
-            _raise_k8s_errors(
+        if checks_templates(info):
+            raise_k8s_errors(
                 [
                     e
                     for i, t in enumerate(value)
@@ -324,7 +224,7 @@ class VolumeClaimPolicy(_Model):
         return value
 
 
-class ReplicatedJob(_Model):
+class ReplicatedJob(ApiModel):
     """A group of identical child Jobs made from one template."""
 
     name: str = Field(min_length=1, json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
@@ -353,7 +253,7 @@ class ReplicatedJob(_Model):
         list[DependsOn] | None,
         Field(
             max_length=c.MAX_DEPENDS_ON,
-            json_schema_extra={**_map_list("name"), VALIDATIONS: _IMMUTABLE},
+            json_schema_extra={**map_list("name"), VALIDATIONS: IMMUTABLE},
         ),
     ] = None
     """Replicated jobs that must reach a status before this one starts."""
@@ -361,12 +261,12 @@ class ReplicatedJob(_Model):
     @field_validator("template")
     @classmethod
     def _check_template(cls, value: dict[str, Any], info: ValidationInfo) -> Any:
-        if _checks_templates(info):
-            _raise_k8s_errors(validate_definition(value, JOB_TEMPLATE_SPEC))
+        if checks_templates(info):
+            raise_k8s_errors(validate_definition(value, JOB_TEMPLATE_SPEC))
         return value
 
 
-class JobSetSpec(_Model):
+class JobSetSpec(ApiModel):
     """Desired state of a JobSet."""
 
     model_config = ConfigDict(
@@ -382,33 +282,33 @@ class JobSetSpec(_Model):
         }
     )
 
-    replicated_jobs: Annotated[list[ReplicatedJob], Field(json_schema_extra=_map_list("name"))] = (
+    replicated_jobs: Annotated[list[ReplicatedJob], Field(json_schema_extra=map_list("name"))] = (
         Field(default_factory=list)
     )
     """The replicated jobs; names are unique."""
     network: Annotated[
-        Network | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE, CRD_DEFAULT: {}})
+        Network | None, Field(json_schema_extra={VALIDATIONS: IMMUTABLE, CRD_DEFAULT: {}})
     ] = None
     """Pod DNS settings."""
     success_policy: Annotated[
         SuccessPolicy | None,
         Field(
             json_schema_extra={
-                VALIDATIONS: _IMMUTABLE,
+                VALIDATIONS: IMMUTABLE,
                 CRD_DEFAULT: {"operator": Operator.ALL.value},
             }
         ),
     ] = None
     """When the JobSet completes; defaulted to operator All."""
     failure_policy: Annotated[
-        FailurePolicy | None, Field(json_schema_extra={VALIDATIONS: _IMMUTABLE})
+        FailurePolicy | None, Field(json_schema_extra={VALIDATIONS: IMMUTABLE})
     ] = None
     """How failed Jobs are handled; absent means fail on the first Job failure."""
     startup_policy: Annotated[
         StartupPolicy | None,
         Field(
             json_schema_extra={
-                VALIDATIONS: _IMMUTABLE,
+                VALIDATIONS: IMMUTABLE,
                 CRD_DEFAULT: {"startupPolicyOrder": StartupPolicyOrder.ANY_ORDER.value},
             }
         ),
@@ -426,89 +326,13 @@ class JobSetSpec(_Model):
         list[VolumeClaimPolicy] | None,
         Field(
             max_length=c.MAX_VOLUME_CLAIM_POLICIES,
-            json_schema_extra={**_ATOMIC, VALIDATIONS: _IMMUTABLE},
+            json_schema_extra={**ATOMIC, VALIDATIONS: IMMUTABLE},
         ),
     ] = None
     """PVCs shared by the JobSet's Jobs."""
 
 
-# --- status --------------------------------------------------------------------------------------
-
-
-class Condition(_Model):
-    """metav1.Condition."""
-
-    type: str = Field(max_length=316)
-    """Condition type, e.g. Completed."""
-    status: ConditionStatus
-    """True, False or Unknown."""
-    observed_generation: int | None = Field(default=None, ge=0)
-    """metadata.generation the condition was computed from."""
-    last_transition_time: str
-    """RFC 3339 time of the last status change."""
-    reason: str = Field(max_length=1024, min_length=1)
-    """CamelCase reason."""
-    message: str = Field(max_length=32768)
-    """Human-readable message."""
-
-
-class ReplicatedJobStatus(_Model):
-    """Job counts of one replicated job (Kueue reads these)."""
-
-    name: str
-    """Replicated job name."""
-    ready: int
-    """Jobs whose pods are ready (or succeeded)."""
-    succeeded: int
-    """Jobs that completed."""
-    failed: int
-    """Jobs that failed."""
-    active: int
-    """Jobs with active pods."""
-    suspended: int
-    """Jobs that are suspended."""
-    job_restarts: Annotated[
-        list[int] | None,
-        Field(max_length=c.MAX_REPLICAS_WITH_RESTART_JOB, json_schema_extra=_ATOMIC),
-    ] = None
-    """Per-Job restart counts (RestartJob gate)."""
-    job_restarts_count_towards_max: Annotated[
-        list[int] | None,
-        Field(max_length=c.MAX_REPLICAS_WITH_RESTART_JOB, json_schema_extra=_ATOMIC),
-    ] = None
-    """Per-Job restarts that count towards maxRestarts (RestartJob gate)."""
-
-
-class JobSetStatus(_Model):
-    """Observed state of a JobSet."""
-
-    conditions: Annotated[list[Condition], Field(json_schema_extra=_map_list("type"))] = Field(
-        default_factory=list
-    )
-    """Completed, Failed, Suspended, RestartingJobSet, StartupPolicy* conditions."""
-    restarts: int = 0
-    """Global restarts so far (always serialised, as upstream)."""
-    restarts_count_towards_max: int | None = None
-    """Restarts that count towards failurePolicy.maxRestarts."""
-    terminal_state: str | None = None
-    """Completed or Failed once finished."""
-    replicated_jobs_status: Annotated[
-        list[ReplicatedJobStatus], Field(json_schema_extra=_map_list("name"))
-    ] = Field(default_factory=list)
-    """Per replicated job counts."""
-    previous_in_place_restart_attempt: int | None = Field(default=None, ge=0)
-    """InPlaceRestart: attempt lagging pods must restart from."""
-    current_in_place_restart_attempt: int | None = Field(default=None, ge=0)
-    """InPlaceRestart: attempt all pods agreed on (barrier lifted)."""
-
-    @model_validator(mode="after")
-    def _always_restarts(self) -> JobSetStatus:
-        # Upstream's `restarts` has no omitempty: it is on the wire even when 0.
-        self.__pydantic_fields_set__.add("restarts")
-        return self
-
-
-class JobSet(_Model):
+class JobSet(ApiModel):
     """A JobSet: replicated groups of Jobs managed as one unit."""
 
     api_version: str = c.API_VERSION
@@ -545,60 +369,3 @@ class JobSet(_Model):
     def namespace(self) -> str:
         """metadata.namespace, or "" when unset."""
         return self.metadata.namespace or ""
-
-
-# --- helpers -------------------------------------------------------------------------------------
-
-
-def _checks_templates(info: ValidationInfo) -> bool:
-    context = info.context
-    return not (isinstance(context, dict) and context.get(CHECK_TEMPLATES) is False)
-
-
-def _raise_k8s_errors(errors: list[FieldError]) -> None:
-    if errors:
-        summary = "; ".join(str(e) for e in errors)
-        raise PydanticCustomError(
-            "k8s_schema",
-            "does not match the Kubernetes schema: {summary}",
-            {"summary": summary, "errors": [(e.path, e.message) for e in errors]},
-        )
-
-
-def field_errors(exc: ValidationError, prefix: str = "") -> list[FieldError]:
-    """A pydantic ValidationError of these models as Kubernetes-style field errors."""
-    out: list[FieldError] = []
-    for error in exc.errors(include_url=False):
-        path = prefix
-        for part in error["loc"]:
-            path = child(path, part)
-        ctx = error.get("ctx") or {}
-        if error["type"] == "k8s_schema" and "errors" in ctx:
-            for sub_path, message in ctx["errors"]:
-                out.append(FieldError(_join(path, sub_path), message))
-        else:
-            out.append(FieldError(path, _pydantic_message(error)))
-    return out
-
-
-def _join(path: str, sub_path: str) -> str:
-    if not sub_path:
-        return path
-    return path + sub_path if sub_path.startswith("[") else child(path, sub_path)
-
-
-def _pydantic_message(error: Any) -> str:
-    kind = error["type"]
-    if kind == "missing":
-        return "Required value"
-    if kind == "extra_forbidden":
-        return f'unknown field "{error["loc"][-1]}"' if error["loc"] else "unknown field"
-    if kind in ("literal_error", "enum"):
-        expected = str(error.get("ctx", {}).get("expected", ""))
-        expected = expected.replace("'", '"').replace(" or ", ", ")
-        return f"Unsupported value: {_quote(error.get('input'))}: supported values: {expected}"
-    return f"Invalid value: {_quote(error.get('input'))}: {error['msg']}"
-
-
-def _quote(value: object) -> str:
-    return show_value(value)

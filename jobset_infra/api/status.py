@@ -1,0 +1,85 @@
+"""JobSet status models (written by the controller through the status subresource)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.model_base import ATOMIC, ApiModel, ConditionStatus, map_list
+
+# --- status --------------------------------------------------------------------------------------
+
+
+class Condition(ApiModel):
+    """metav1.Condition."""
+
+    type: str = Field(max_length=316)
+    """Condition type, e.g. Completed."""
+    status: ConditionStatus
+    """True, False or Unknown."""
+    observed_generation: int | None = Field(default=None, ge=0)
+    """metadata.generation the condition was computed from."""
+    last_transition_time: str
+    """RFC 3339 time of the last status change."""
+    reason: str = Field(max_length=1024, min_length=1)
+    """CamelCase reason."""
+    message: str = Field(max_length=32768)
+    """Human-readable message."""
+
+
+class ReplicatedJobStatus(ApiModel):
+    """Job counts of one replicated job (Kueue reads these)."""
+
+    name: str
+    """Replicated job name."""
+    ready: int
+    """Jobs whose pods are ready (or succeeded)."""
+    succeeded: int
+    """Jobs that completed."""
+    failed: int
+    """Jobs that failed."""
+    active: int
+    """Jobs with active pods."""
+    suspended: int
+    """Jobs that are suspended."""
+    job_restarts: Annotated[
+        list[int] | None,
+        Field(max_length=c.MAX_REPLICAS_WITH_RESTART_JOB, json_schema_extra=ATOMIC),
+    ] = None
+    """Per-Job restart counts (RestartJob gate)."""
+    job_restarts_count_towards_max: Annotated[
+        list[int] | None,
+        Field(max_length=c.MAX_REPLICAS_WITH_RESTART_JOB, json_schema_extra=ATOMIC),
+    ] = None
+    """Per-Job restarts that count towards maxRestarts (RestartJob gate)."""
+
+
+class JobSetStatus(ApiModel):
+    """Observed state of a JobSet."""
+
+    conditions: Annotated[list[Condition], Field(json_schema_extra=map_list("type"))] = Field(
+        default_factory=list
+    )
+    """Completed, Failed, Suspended, RestartingJobSet, StartupPolicy* conditions."""
+    restarts: int = 0
+    """Global restarts so far (always serialised, as upstream)."""
+    restarts_count_towards_max: int | None = None
+    """Restarts that count towards failurePolicy.maxRestarts."""
+    terminal_state: str | None = None
+    """Completed or Failed once finished."""
+    replicated_jobs_status: Annotated[
+        list[ReplicatedJobStatus], Field(json_schema_extra=map_list("name"))
+    ] = Field(default_factory=list)
+    """Per replicated job counts."""
+    previous_in_place_restart_attempt: int | None = Field(default=None, ge=0)
+    """InPlaceRestart: attempt lagging pods must restart from."""
+    current_in_place_restart_attempt: int | None = Field(default=None, ge=0)
+    """InPlaceRestart: attempt all pods agreed on (barrier lifted)."""
+
+    @model_validator(mode="after")
+    def _always_restarts(self) -> JobSetStatus:
+        # Upstream's `restarts` has no omitempty: it is on the wire even when 0.
+        self.__pydantic_fields_set__.add("restarts")
+        return self

@@ -1,0 +1,200 @@
+"""`JobSet`: a training workload as a JobSet custom resource, checked at preview.
+
+The shell around `jobset_infra.manifests.workload`: `plan_workload` derives the TPU settings and
+validates the JobSet (api defaulting + validation, the CRD's schema and CEL rules, slices and
+chips against the pools) before anything is registered; this component then creates that one
+object through the explicit Kubernetes provider, after the JobSet API is served (`JobSetSystem`)
+and, for a queued JobSet, after Kueue's queues exist.
+
+    jax = JobSet("train", JobSetArgs(
+        provider=cluster.provider,
+        replicated_jobs=[tpu_job(pools, {"name": "jax", "image": IMAGE, "command": [...]})],
+        failure_policy={"maxRestarts": 3},
+        queue="tpu-queue", system=system, kueue=kueue,
+    ))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from jobset_infra.api.models import (
+    Coordinator,
+    FailurePolicy,
+    Network,
+    ReplicatedJob,
+    SuccessPolicy,
+)
+from jobset_infra.components.jobset_system import JobSetSystem
+from jobset_infra.components.kueue import Kueue
+from jobset_infra.components.tpu_slice_pools import TpuSlicePools
+from jobset_infra.manifests.workload import (
+    TpuJob,
+    TpuTarget,
+    WorkloadError,
+    WorkloadPlan,
+    WorkloadSpec,
+    plan_workload,
+)
+from jobset_infra.tpu.pools import SlicePoolsPlan
+from jobset_infra.tpu.slice import TpuSlice
+
+__all__ = ["JobSet", "JobSetArgs", "tpu_job", "tpu_target"]
+
+TYPE_TOKEN = "jobset-infra:index:JobSet"
+
+SliceSource = TpuSlicePools | SlicePoolsPlan | TpuTarget | tuple[TpuSlice, int]
+"""Where TPU jobs run: a TpuSlicePools component, its plan, or (a slice shape, a slice count)."""
+
+
+def tpu_target(source: SliceSource) -> TpuTarget:
+    """Return the slices a TPU job may use, from pools, a plan or (slice, count)."""
+    if isinstance(source, TpuSlicePools):
+        return TpuTarget.from_plan(source.plan)
+    if isinstance(source, SlicePoolsPlan):
+        return TpuTarget.from_plan(source)
+    if isinstance(source, TpuTarget):
+        return source
+    tpu_slice, slices = source
+    return TpuTarget.from_slice(tpu_slice, slices)
+
+
+def tpu_job(
+    source: SliceSource,
+    container: Mapping[str, Any],
+    *,
+    name: str = "slice",
+    slices: int | None = None,
+    host_network: bool = True,
+    backoff_limit: int = 0,
+) -> TpuJob:
+    """Return a replicated job running `container` on `slices` slices (default: all of them)."""
+    return TpuJob(
+        name=name,
+        container=container,
+        target=tpu_target(source),
+        slices=slices,
+        host_network=host_network,
+        backoff_limit=backoff_limit,
+    )
+
+
+@dataclass(frozen=True)
+class JobSetArgs:
+    """Arguments of `JobSet`; the API-typed fields take the api models or their wire mappings."""
+
+    provider: k8s.Provider
+    """Kubernetes provider of the target cluster; never the ambient kubeconfig."""
+    replicated_jobs: Sequence[TpuJob | ReplicatedJob | Mapping[str, Any]]
+    """TPU jobs (`tpu_job(...)`) and plain replicated jobs (api models or manifests)."""
+    name: str | None = None
+    """metadata.name; defaults to the component name."""
+    namespace: str = "default"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    failure_policy: FailurePolicy | Mapping[str, Any] | None = None
+    success_policy: SuccessPolicy | Mapping[str, Any] | None = None
+    network: Network | Mapping[str, Any] | None = None
+    coordinator: Coordinator | Mapping[str, Any] | None = None
+    ttl_seconds_after_finished: int | None = None
+    queue: str | None = None
+    """Kueue LocalQueue in the namespace; Kueue admits (unsuspends) the JobSet when it fits."""
+    priority_class: str | None = None
+    """Kueue WorkloadPriorityClass; needs `queue`."""
+    system: JobSetSystem | None = None
+    """The JobSet API and controller; the JobSet is created once they are ready."""
+    kueue: Kueue | None = None
+    """Kueue; a queued JobSet is created once Kueue serves and its queues exist."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """More prerequisites, e.g. the TpuSlicePools (so `pulumi destroy` removes the JobSet first)."""
+
+
+def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
+    """Return the validated workload; raise WorkloadError naming the JobSet and each field."""
+    if not isinstance(args.provider, k8s.Provider):
+        raise WorkloadError(
+            [
+                f"JobSet {name}: provider: pass the target cluster's pulumi_kubernetes.Provider "
+                "(e.g. GkeCluster.provider); JobSet never uses the ambient kubeconfig"
+            ]
+        )
+    spec = WorkloadSpec(
+        name=args.name or name,
+        namespace=args.namespace,
+        replicated_jobs=list(args.replicated_jobs),
+        labels=args.labels,
+        annotations=args.annotations,
+        failure_policy=args.failure_policy,
+        success_policy=args.success_policy,
+        network=args.network,
+        coordinator=args.coordinator,
+        ttl_seconds_after_finished=args.ttl_seconds_after_finished,
+        queue=args.queue,
+        priority_class=args.priority_class,
+    )
+    try:
+        return plan_workload(spec)
+    except WorkloadError as exc:
+        raise WorkloadError([f"JobSet {spec.name}: {p}" for p in exc.problems]) from None
+
+
+class JobSet(pulumi.ComponentResource):
+    """One JobSet (jobset.x-k8s.io/v1alpha2), created after the API and queues it needs."""
+
+    plan: WorkloadPlan
+    """The validated manifest and what it implies (plain data)."""
+    name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+    child_job_names: pulumi.Output[list[str]]
+    """`<jobset>-<replicatedJob>-<index>` of every child Job."""
+    tpu_chips: pulumi.Output[int]
+
+    def __init__(
+        self, name: str, args: JobSetArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        plan = plan_args(name, args)  # before anything is registered: a bad spec fails preview
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.plan = plan
+        manifest = plan.manifest
+        self.resource = k8s.apiextensions.CustomResource(
+            name,
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=_prerequisites(args),
+                # A JobSet's replicated jobs are immutable: a changed spec means a new JobSet.
+                replace_on_changes=["spec"],
+                delete_before_replace=True,
+            ),
+        )
+        self.name = pulumi.Output.from_input(plan.name)
+        self.namespace = pulumi.Output.from_input(plan.namespace)
+        self.child_job_names = pulumi.Output.from_input(list(plan.child_job_names))
+        self.tpu_chips = pulumi.Output.from_input(plan.tpu_chips)
+        self.register_outputs(
+            {
+                "name": self.name,
+                "namespace": self.namespace,
+                "childJobNames": self.child_job_names,
+                "tpuChips": self.tpu_chips,
+            }
+        )
+
+
+def _prerequisites(args: JobSetArgs) -> list[pulumi.Resource]:
+    """Return what must exist first: the API and controller, Kueue's queues, the slice pools."""
+    found: list[pulumi.Resource] = list(args.depends_on)
+    if args.system is not None:
+        found += args.system.ready_resources
+    if args.kueue is not None and args.queue is not None:
+        found += args.kueue.ready_resources
+    return found

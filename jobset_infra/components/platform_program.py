@@ -1,0 +1,268 @@
+"""The whole platform from one `StackConfig`: cluster, slice pools, JobSet API, Kueue, a JobSet.
+
+`build_platform(config)` is what `stacks/__main__.py` runs:
+
+- platform `local`: an explicit Kubernetes provider from the configured kubeconfig file and
+  context (never the ambient one), JobSetSystem, Kueue without queues, a CPU-only demo JobSet;
+- platform `gke`: GkeCluster, TpuSlicePools, JobSetSystem (pools declared as placement domains),
+  Kueue with a TPU queue holding the pools' chips, and a TPU JobSet on whole slices.
+
+`read_config()` collects the stack's config as Pulumi hands it to a program.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi.runtime.config import CONFIG, get_config_env
+
+from jobset_infra.components.gke_cluster import GkeCluster
+from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job
+from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobSetSystemArgs
+from jobset_infra.components.kueue import Kueue, KueueArgs
+from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
+from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.tpu.pools import SlicePoolsPlan
+
+__all__ = ["Platform", "build_platform", "read_config", "run"]
+
+
+@dataclass
+class Platform:
+    """What `build_platform` created (for tests and programs that add more)."""
+
+    provider: k8s.Provider
+    system: JobSetSystem
+    kueue: Kueue | None
+    workload: JobSet | None
+    cluster: GkeCluster | None = None
+    pools: TpuSlicePools | None = None
+
+
+def read_config() -> dict[str, Any]:
+    """Return every config value the program was given (`project:key` -> value)."""
+    return {**get_config_env(), **CONFIG.get()}
+
+
+def run() -> Platform:
+    """Read and validate the stack config, build the platform, export its outputs."""
+    platform = build_platform(load_stack_config(read_config()))
+    _export(platform)
+    return platform
+
+
+def build_platform(config: StackConfig) -> Platform:
+    """Create every resource the config describes."""
+    if config.platform == "local":
+        return _local(config)
+    return _gke(config)
+
+
+def _local(config: StackConfig) -> Platform:
+    provider = _kubeconfig_provider(config)
+    system = _system(config, provider, pools=())
+    kueue = _kueue(config, provider, pools=(), after=system)
+    workload = _cpu_workload(config, provider, system, kueue)
+    return Platform(provider, system, kueue, workload)
+
+
+def _gke(config: StackConfig) -> Platform:
+    cluster = GkeCluster("gke", config.cluster_spec())
+    pools = TpuSlicePools(
+        "tpu", TpuSlicePoolsArgs.for_cluster(cluster, config.slice_pools_spec())
+    )
+    system = _system(config, cluster.provider, pools=(pools.plan,))
+    kueue = _kueue(config, cluster.provider, pools=(pools.plan,), after=system)
+    workload = _tpu_workload(config, cluster.provider, system, kueue, pools)
+    return Platform(cluster.provider, system, kueue, workload, cluster, pools)
+
+
+def _kubeconfig_provider(config: StackConfig) -> k8s.Provider:
+    path = Path(os.path.expanduser(config.kubeconfig or "~/.kube/config"))
+    # The file's contents (not its path) go to the provider, so the state never depends on
+    # whatever KUBECONFIG happens to point at when someone runs `pulumi up` later.
+    kubeconfig = path.read_text() if path.is_file() else None
+    if kubeconfig is None and not pulumi.runtime.is_dry_run():
+        raise FileNotFoundError(
+            f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (kind create "
+            "cluster) or set jobset-infra:kubeconfig to your kubeconfig file"
+        )
+    if kubeconfig is None:
+        pulumi.log.warn(f"jobset-infra:kubeconfig: {path} does not exist (fine for a preview)")
+    return k8s.Provider(
+        "local-k8s",
+        kubeconfig=pulumi.Output.secret(kubeconfig or "apiVersion: v1\nkind: Config\n"),
+        context=config.context,
+    )
+
+
+def _system(
+    config: StackConfig, provider: k8s.Provider, pools: tuple[SlicePoolsPlan, ...]
+) -> JobSetSystem:
+    settings = config.controller
+    build = None
+    if settings.build is not None:
+        assert config.project is not None and config.region is not None  # gke-only, checked
+        build = ImageBuild(
+            project=config.project,
+            location=config.cluster_spec().region,
+            tag=settings.build.tag,
+            repository=settings.build.repository,
+            context=settings.build.context,
+        )
+    return JobSetSystem(
+        "jobset",
+        JobSetSystemArgs(
+            provider=provider,
+            image=settings.image,
+            build=build,
+            namespace=settings.namespace,
+            replicas=settings.replicas,
+            pools=pools,
+        ),
+    )
+
+
+def _queue_spec(config: StackConfig) -> QueueSpec:
+    settings = config.kueue
+    fields: dict[str, Any] = {
+        "cluster_queue_name": settings.cluster_queue,
+        "local_queue_name": settings.queue,
+        "namespaces": settings.namespaces,
+    }
+    if settings.priority_classes is not None:
+        fields["priority_classes"] = settings.priority_classes
+    return QueueSpec(**fields)
+
+
+def _kueue(
+    config: StackConfig,
+    provider: k8s.Provider,
+    pools: tuple[SlicePoolsPlan, ...],
+    after: pulumi.Resource,
+) -> Kueue | None:
+    if not config.kueue.enabled:
+        return None
+    return Kueue(
+        "kueue",
+        KueueArgs(
+            provider=provider,
+            pools=pools,
+            queues=_queue_spec(config),
+            install=KueueInstall(version=config.kueue.version),
+            install_only=not pools,
+        ),
+        # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
+        opts=pulumi.ResourceOptions(depends_on=[after]),
+    )
+
+
+def _env(settings: WorkloadSettings) -> list[dict[str, str]]:
+    return [{"name": name, "value": value} for name, value in sorted(settings.env.items())]
+
+
+def _tpu_workload(
+    config: StackConfig,
+    provider: k8s.Provider,
+    system: JobSetSystem,
+    kueue: Kueue | None,
+    pools: TpuSlicePools,
+) -> JobSet | None:
+    settings = config.workload
+    if settings is None or not settings.enabled:
+        return None
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": settings.image,
+        "command": list(settings.command),
+    }
+    if settings.env:
+        container["env"] = _env(settings)
+    jobs = [tpu_job(pools, container, slices=settings.slices)]
+    return _jobset(config, provider, system, kueue, jobs, depends_on=[pools])
+
+
+def _cpu_workload(
+    config: StackConfig, provider: k8s.Provider, system: JobSetSystem, kueue: Kueue | None
+) -> JobSet | None:
+    settings = config.workload
+    if settings is None or not settings.enabled:
+        return None
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": settings.image,
+        "command": list(settings.command),
+        "resources": {"requests": {"cpu": settings.cpu, "memory": settings.memory}},
+    }
+    if settings.env:
+        container["env"] = _env(settings)
+    rjob = {
+        "name": "worker",
+        "replicas": settings.replicas,
+        "template": {
+            "spec": {
+                "parallelism": settings.parallelism,
+                "completions": settings.parallelism,
+                "backoffLimit": 0,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+            }
+        },
+    }
+    return _jobset(config, provider, system, kueue, [rjob], depends_on=[])
+
+
+def _jobset(
+    config: StackConfig,
+    provider: k8s.Provider,
+    system: JobSetSystem,
+    kueue: Kueue | None,
+    replicated_jobs: list[Any],
+    *,
+    depends_on: list[pulumi.Resource],
+) -> JobSet:
+    settings = config.workload
+    assert settings is not None
+    queued = config.queued
+    return JobSet(
+        settings.name,
+        JobSetArgs(
+            provider=provider,
+            replicated_jobs=replicated_jobs,
+            namespace=settings.namespace,
+            failure_policy={"maxRestarts": settings.max_restarts},
+            ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
+            queue=config.kueue.queue if queued else None,
+            priority_class=settings.priority_class,
+            system=system,
+            kueue=kueue if queued else None,
+            depends_on=depends_on,
+        ),
+    )
+
+
+def _export(platform: Platform) -> None:
+    outputs: Mapping[str, Any] = {
+        "controllerNamespace": platform.system.namespace,
+        "controllerImage": platform.system.image,
+    }
+    for key, value in outputs.items():
+        pulumi.export(key, value)
+    if platform.cluster is not None:
+        pulumi.export("clusterName", platform.cluster.name)
+        pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+    if platform.pools is not None:
+        pulumi.export("slicePools", platform.pools.pool_names)
+        pulumi.export("tpuChips", platform.pools.total_chips)
+    if platform.kueue is not None:
+        pulumi.export("localQueue", platform.kueue.local_queue_name)
+    if platform.workload is not None:
+        pulumi.export("jobsetName", platform.workload.name)
+        pulumi.export("jobsetNamespace", platform.workload.namespace)
+        pulumi.export("childJobs", platform.workload.child_job_names)

@@ -1,0 +1,326 @@
+"""`StackConfig`: the typed configuration of the `stacks/` program, from `Pulumi.<stack>.yaml`.
+
+Pure (no Pulumi import). `load_stack_config(raw)` takes the config as Pulumi hands it to a program
+(`jobset-infra:key` -> string, structured values as JSON text) and returns a validated StackConfig,
+or raises StackConfigError with one line per problem, each naming the key (`jobset-infra:slices.
+topology: ...`) and the fix. Besides the shape it runs the same checks the components run at
+preview (cluster spec, slice pools, controller install, Kueue versions), so `jobset-infra plan`
+reports every config mistake at once. Keys of other namespaces (`gcp:`, `kubernetes:`) pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from jobset_infra.manifests.controller_spec import parse_install
+from jobset_infra.manifests.kueue_spec import parse_kueue_install, parse_queue_spec
+from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
+from jobset_infra.tpu.parse import parse_cluster_spec, parse_slice_pools_spec
+from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
+from jobset_infra.tpu.spec import SlicePoolsSpec
+
+__all__ = [
+    "NAMESPACE",
+    "ControllerBuild",
+    "ControllerSettings",
+    "KueueSettings",
+    "StackConfig",
+    "StackConfigError",
+    "WorkloadSettings",
+    "load_stack_config",
+]
+
+NAMESPACE = "jobset-infra"
+"""The project's config namespace: keys are `jobset-infra:<field>`."""
+
+
+class StackConfigError(ValueError):
+    """Stack configuration problems, one line each, naming the key and the fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ControllerBuild(_Strict):
+    """Build the controller image from the repo's Dockerfile and push it (GKE only)."""
+
+    tag: str = Field(min_length=1)
+    repository: str = "jobset-infra"
+    context: str = "."
+
+
+class ControllerSettings(_Strict):
+    """The JobSet controller: a pinned image, or a build; replicas and namespace."""
+
+    image: str | None = None
+    build: ControllerBuild | None = None
+    replicas: int = Field(default=2, ge=1, le=10)
+    namespace: str = "jobset-system"
+
+    @model_validator(mode="after")
+    def _one_image(self) -> Self:
+        if (self.image is None) == (self.build is None):
+            raise ValueError("give exactly one of image (a pinned tag or digest) and build")
+        return self
+
+
+class KueueSettings(_Strict):
+    """Kueue: whether to install it, its version, and the queue names JobSets use."""
+
+    enabled: bool = True
+    version: str = "0.19.2"
+    queue: str = "tpu-queue"
+    """LocalQueue name (in every namespace of `namespaces`)."""
+    cluster_queue: str = "tpu-cluster-queue"
+    namespaces: tuple[str, ...] = ("default",)
+    priority_classes: dict[str, int] | None = None
+    """WorkloadPriorityClass name -> value; None = low 100, medium 500, high 1000."""
+
+
+class WorkloadSettings(_Strict):
+    """The stack's demo JobSet: TPU on GKE (one pod per VM, whole slices), CPU on local."""
+
+    enabled: bool = True
+    name: str = "demo"
+    namespace: str = "default"
+    image: str = Field(min_length=1)
+    command: tuple[str, ...] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    slices: int | None = Field(default=None, ge=1)
+    """TPU: slices to run on (= replicas); None = every slice."""
+    replicas: int = Field(default=1, ge=1)
+    """CPU: child Jobs."""
+    parallelism: int = Field(default=1, ge=1)
+    """CPU: pods per child Job."""
+    cpu: str = "100m"
+    memory: str = "128Mi"
+    max_restarts: int = Field(default=0, ge=0)
+    queued: bool | None = None
+    """Submit through Kueue; None = yes on GKE (TPU queue), no on local (no TPU queue)."""
+    priority_class: str | None = None
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+
+
+class StackConfig(_Strict):
+    """Everything a stack decides; `platform` picks an existing cluster or a new GKE cluster."""
+
+    platform: Literal["local", "gke"]
+    kubeconfig: str | None = None
+    """local: kubeconfig path (default ~/.kube/config); `~` is expanded."""
+    context: str | None = None
+    """local: kubeconfig context, e.g. kind-jobset; None = the file's current context."""
+    project: str | None = None
+    """gke: GCP project."""
+    region: str | None = None
+    """gke: cluster location (a region, or a zone for a zonal cluster)."""
+    zone: str | None = None
+    """gke: zone of the TPU slices (in the region; v5e: e.g. us-west4-a)."""
+    cluster: dict[str, Any] = Field(default_factory=dict)
+    """gke: more GkeCluster fields (name, release_channel, private_nodes, ...)."""
+    slices: dict[str, Any] | None = None
+    """gke: the TpuSlicePools spec (name, accelerator, topology, machine_type, slices, ...)."""
+    controller: ControllerSettings
+    kueue: KueueSettings = Field(default_factory=KueueSettings)
+    workload: WorkloadSettings | None = None
+
+    @model_validator(mode="after")
+    def _platform_keys(self) -> Self:
+        problems = (
+            _local_problems(self) if self.platform == "local" else _gke_problems(self)
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def queued(self) -> bool:
+        """Return whether the demo JobSet goes through Kueue."""
+        if self.workload is None or not self.kueue.enabled:
+            return False
+        if self.workload.queued is not None:
+            return self.workload.queued
+        return self.platform == "gke"
+
+    def cluster_spec(self) -> GkeClusterSpec:
+        """Return the GkeCluster spec (gke only)."""
+        fields = {**self.cluster, "project": self.project, "location": self.region}
+        return parse_cluster_spec(fields)
+
+    def slice_pools_spec(self) -> SlicePoolsSpec:
+        """Return the TpuSlicePools spec (gke only), zone from `zone`."""
+        return parse_slice_pools_spec({**(self.slices or {}), "zone": self.zone})
+
+    def slice_pools_plan(self) -> SlicePoolsPlan:
+        """Return the planned pools as TpuSlicePools.for_cluster would plan them."""
+        cluster = self.cluster_spec()
+        spec = replace(
+            self.slice_pools_spec(),
+            cluster_location=cluster.location,
+            release_channel=cluster.release_channel,
+        )
+        return plan_slice_pools(spec)
+
+
+def _local_problems(config: StackConfig) -> list[str]:
+    gke_only = ("project", "region", "zone", "slices")
+    problems = [
+        f"{key}: the local platform uses an existing cluster and no GCP; remove it "
+        "(or set platform: gke)"
+        for key in gke_only
+        if getattr(config, key) is not None
+    ]
+    if config.cluster:
+        problems.append("cluster: GKE settings need platform: gke; remove it")
+    if config.controller.build is not None:
+        problems.append(
+            "controller.build: local has no registry to push to; build the image, load it into "
+            "the cluster (kind load docker-image) and set controller.image"
+        )
+    if config.workload is not None and config.workload.queued and config.kueue.enabled:
+        problems.append(
+            "workload.queued: the local stack has no TPU pools, so Kueue has no queue; "
+            "set it to false"
+        )
+    return problems
+
+
+def _gke_problems(config: StackConfig) -> list[str]:
+    required = ("project", "region", "zone", "slices")
+    problems = [
+        f"{key}: required on platform gke (pulumi config set {NAMESPACE}:{key} ...)"
+        for key in required
+        if getattr(config, key) is None
+    ]
+    for key in ("kubeconfig", "context"):
+        if getattr(config, key) is not None:
+            problems.append(f"{key}: GKE stacks build their own provider; remove it")
+    return problems
+
+
+def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Return the validated config of `raw` (`project:key` -> value); raise StackConfigError."""
+    values, problems = _own_keys(raw)
+    if problems:
+        raise StackConfigError(problems)
+    try:
+        config = StackConfig.model_validate(values)
+    except ValidationError as exc:
+        raise StackConfigError(_describe(exc)) from None
+    problems = _semantic_problems(config)
+    if problems:
+        raise StackConfigError(problems)
+    return config
+
+
+def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Return this project's keys without the namespace, JSON values decoded."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in raw.items():
+        namespace, _, name = str(key).rpartition(":")
+        if namespace and namespace != NAMESPACE:
+            continue
+        values[name] = _decoded(value)
+        if isinstance(values[name], _Undecodable):
+            problems.append(f"{NAMESPACE}:{name}: not valid JSON: {values[name].reason}")
+    return values, problems
+
+
+class _Undecodable:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _decoded(value: Any) -> Any:
+    # Pulumi passes structured config as JSON text; plain strings stay strings, and pydantic
+    # converts "4" or "true" where a number or a bool is wanted.
+    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        return _Undecodable(str(exc))
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        key = f"{NAMESPACE}:{where}" if where else NAMESPACE
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key; " + _known_keys_hint(error["loc"])
+        elif error["type"] == "missing":
+            message = "required"
+        if where:
+            problems.append(f"{key}: {message}")
+        else:  # model-level rules name their keys themselves
+            problems += [f"{NAMESPACE}:{part}" for part in message.split("; ")]
+    return problems
+
+
+def _known_keys_hint(loc: tuple[Any, ...]) -> str:
+    model: type[BaseModel] = StackConfig
+    for part in loc[:-1]:
+        annotation = model.model_fields[str(part)].annotation if isinstance(part, str) else None
+        inner = _model_of(annotation)
+        if inner is None:
+            return "check the spelling"
+        model = inner
+    return "valid keys: " + ", ".join(model.model_fields)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    candidates = getattr(annotation, "__args__", (annotation,))
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _semantic_problems(config: StackConfig) -> list[str]:
+    """Return what the components would reject at preview, each under its config key."""
+    checks: list[tuple[str, Callable[[], object]]] = [
+        ("controller", lambda: _check_controller(config)),
+        ("kueue", lambda: _check_kueue(config)),
+    ]
+    if config.platform == "gke":
+        checks.append(("cluster", lambda: validate_cluster_spec(config.cluster_spec())))
+        checks.append(("slices", config.slice_pools_plan))
+    problems = []
+    for key, check in checks:
+        try:
+            check()
+        except ValueError as exc:
+            problems += [f"{NAMESPACE}:{key}: {line}" for line in str(exc).splitlines()]
+    return problems
+
+
+def _check_controller(config: StackConfig) -> None:
+    image = config.controller.image or "registry.invalid/jobset-controller:build"
+    parse_install(
+        image=image, namespace=config.controller.namespace, replicas=config.controller.replicas
+    )
+
+
+def _check_kueue(config: StackConfig) -> None:
+    settings = config.kueue
+    parse_kueue_install(version=settings.version)
+    queues: dict[str, object] = {
+        "cluster_queue_name": settings.cluster_queue,
+        "local_queue_name": settings.queue,
+        "namespaces": settings.namespaces,
+    }
+    if settings.priority_classes is not None:
+        queues["priority_classes"] = settings.priority_classes
+    parse_queue_spec(**queues)

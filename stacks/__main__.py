@@ -1,0 +1,11 @@
+"""The jobset-infra Pulumi program: `pulumi up -s local | v5e-multislice | v5e-dev`.
+
+Thin on purpose: the stack's config (stacks/Pulumi.<stack>.yaml) is validated by
+`jobset_infra.components.stack_config` and the platform is built by
+`jobset_infra.components.platform_program`. `jobset-infra plan --stack NAME` runs this file
+offline under Pulumi's mocks.
+"""
+
+from jobset_infra.components.platform_program import run
+
+run()

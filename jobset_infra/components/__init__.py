@@ -19,12 +19,16 @@ _EXPORTS: dict[str, str] = {
     "ImageBuild": "jobset_infra.components.jobset_system",
     "Kueue": "jobset_infra.components.kueue",
     "KueueArgs": "jobset_infra.components.kueue",
+    "JobSet": "jobset_infra.components.jobset",
+    "JobSetArgs": "jobset_infra.components.jobset",
 }
 
 __all__ = [
     "GkeCluster",
     "GkeClusterArgs",
     "ImageBuild",
+    "JobSet",
+    "JobSetArgs",
     "JobSetSystem",
     "JobSetSystemArgs",
     "Kueue",

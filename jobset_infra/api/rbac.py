@@ -31,6 +31,7 @@ JOBSET_GROUP = GROUP
 EVENTS_GROUP = "events.k8s.io"
 COORDINATION_GROUP = "coordination.k8s.io"
 
+
 @dataclass(frozen=True)
 class PolicyRule:
     """One RBAC rule: these verbs on these resources of these API groups."""

@@ -227,3 +227,10 @@ def test_install_settings_reach_the_release() -> None:
     run = build_kueue(install=KueueInstall(version="0.18.1", namespace="queues-system"))
     release = run.inputs(RELEASE, "kueue-kueue")
     assert (release["version"], release["namespace"]) == ("0.18.1", "queues-system")
+
+
+def test_install_only_installs_kueue_without_queue_objects() -> None:
+    run = build_kueue(pools=(), install_only=True)
+    assert len(run.of_type(RELEASE)) == 1
+    assert _queue_objects(run) == []
+    assert run.values["flavor_names"] == []

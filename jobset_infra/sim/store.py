@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from jobset_infra.api.crd_schema import CrdSchema
-from jobset_infra.sim import gc, managed_fields, patch, strategies, updates
+from jobset_infra.sim import gc, listing, managed_fields, patch, strategies, updates
 from jobset_infra.sim.errors import (
     StatusError,
     already_exists,
@@ -48,10 +47,13 @@ from jobset_infra.sim.errors import (
     not_found,
     stale,
 )
+from jobset_infra.sim.listing import ListResult
 from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.updates import clone
 from jobset_infra.sim.watch import Event, EventLog, Watch
+
+__all__ = ["NAMESPACES", "Clock", "ListResult", "Store", "SystemClock", "clone"]
 
 JsonObj = dict[str, Any]
 Ref = tuple[GVR, str, str]
@@ -73,14 +75,6 @@ class SystemClock:
 
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
 Observer = Callable[["Store", str, ResourceInfo, JsonObj], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ListResult:
-    items: list[JsonObj]
-    resource_version: str
-    continue_token: str | None = None
-    remaining: int | None = None
 
 
 class Store:
@@ -185,22 +179,8 @@ class Store:
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
         field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
-        rv, start = updates.decode_continue(continue_token) if continue_token else (self._rv, None)
-        namespaces = [namespace] if namespace else sorted(self._data.get(gvr, {}))
-        items: list[JsonObj] = []
-        for ns in namespaces:
-            objs = self._data.get(gvr, {}).get(ns, {})
-            for name in sorted(objs):
-                if start is not None and (ns, name) <= start:
-                    continue
-                obj = objs[name]
-                if (label is None or label(obj)) and (field is None or field(obj)):
-                    items.append(obj)
-        if limit and len(items) > limit:
-            last = items[limit - 1]["metadata"]
-            token = updates.encode_continue(rv, (last.get("namespace", ""), last["name"]))
-            return ListResult(items[:limit], str(rv), token, len(items) - limit)
-        return ListResult(items, str(rv))
+        return listing.page(self._data.get(gvr, {}), namespace, label=label, field=field,
+                            limit=limit, continue_token=continue_token, current_rv=self._rv)
 
     # ---- writes -------------------------------------------------------------------------------
 
@@ -241,30 +221,14 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
-        obj = clone(obj)
-        obj["apiVersion"], obj["kind"] = gvr.api_version, info.kind
-        meta = obj.setdefault("metadata", {})
         ns = self._ns(info, namespace, obj)
-        if not meta.get("name") and meta.get("generateName"):
-            suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
-            meta["name"] = meta["generateName"] + suffix
-        name = meta.get("name")
-        if not name:
-            raise invalid(gvr.group, info.kind, "", [field_cause(
-                "FieldValueRequired", "metadata.name",
-                "Required value: name or generateName is required")])
+        suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
+        obj = updates.prepare_create(info, obj, ns, uid=self._new_uid(), now=self.now(),
+                                     name_suffix=suffix)
+        name = obj["metadata"]["name"]
         self._check_namespace(info, ns, name)
         if name in self._data.get(gvr, {}).get(ns, {}):
             raise already_exists(gvr.group, gvr.resource, name)
-        if info.namespaced:
-            meta["namespace"] = ns
-        else:
-            meta.pop("namespace", None)
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
-            meta.pop(key, None)
-        meta["uid"] = self._new_uid()
-        meta["creationTimestamp"] = self.now()
-        meta["generation"] = 1
         obj = self._admit(info, obj, None)
         if field_manager:
             obj["metadata"]["managedFields"] = managed_fields.record_update(
@@ -488,7 +452,7 @@ class Store:
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
         log = self.log(gvr)
-        start = None if since_rv in (None, "", "0", 0) else int(str(since_rv))
+        start = listing.parse_version(since_rv)
         if start is None or send_initial_events:
             initial = self.list(gvr, namespace).items
             stream.start(log, initial, [], initial_end=send_initial_events)

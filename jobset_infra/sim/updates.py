@@ -1,12 +1,10 @@
-"""Pure steps of a write, shared by create, update, patch and apply: copying, the status
-subresource split, finalizer rules, turning a PATCH body into the next object, continue tokens,
-and the `Update` entries of metadata.managedFields.
+"""Pure steps of a write, shared by create, update, patch and apply: copying, server-set
+metadata on create, the status subresource split, finalizer rules, and turning a PATCH body
+into the next object.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from jobset_infra.sim import patch
@@ -38,6 +36,30 @@ def content(obj: JsonObj, has_status: bool) -> JsonObj:
     """What `generation` counts: everything but metadata (and status, with the subresource)."""
     skip = ("metadata", "status") if has_status else ("metadata",)
     return {k: v for k, v in obj.items() if k not in skip}
+
+
+def prepare_create(
+    info: ResourceInfo, obj: JsonObj, ns: str, *, uid: str, now: str, name_suffix: str
+) -> JsonObj:
+    """A copy of a create body with the server's metadata: name (from generateName plus
+    `name_suffix` when unset), namespace, uid, creationTimestamp, generation 1."""
+    obj = clone(obj)
+    obj["apiVersion"], obj["kind"] = info.gvr.api_version, info.kind
+    meta = obj.setdefault("metadata", {})
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = meta["generateName"] + name_suffix
+    if not meta.get("name"):
+        raise invalid(info.gvr.group, info.kind, "", [field_cause(
+            "FieldValueRequired", "metadata.name",
+            "Required value: name or generateName is required")])
+    if info.namespaced:
+        meta["namespace"] = ns
+    else:
+        meta.pop("namespace", None)
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+        meta.pop(key, None)
+    meta.update(uid=uid, creationTimestamp=now, generation=1)
+    return obj
 
 
 def merge_subresource(
@@ -103,16 +125,3 @@ def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> Jso
     if not meta.get("resourceVersion"):
         new["metadata"] = dict(meta) | {"resourceVersion": old["metadata"]["resourceVersion"]}
     return new
-
-
-def encode_continue(rv: int, start: tuple[str, str]) -> str:
-    raw = json.dumps({"rv": rv, "start": list(start)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from None

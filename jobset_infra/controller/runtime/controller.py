@@ -151,6 +151,7 @@ class JobSetController:
             on_job_created=self._record_inflight,
         )
         self.reconciles = 0
+        metrics.initialise()
         self._wire_handlers()
 
     @property

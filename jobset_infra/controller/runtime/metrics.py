@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
 CONTROLLER_NAME = "jobset"  # the `controller` label value upstream uses
 
@@ -71,6 +78,8 @@ class Metrics:
     )
 
     def __post_init__(self) -> None:
+        # controller-runtime exposes no `_created` series; prometheus_client's switch is global.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         r = self.registry
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
@@ -135,6 +144,26 @@ class Metrics:
             "Reconciles that proceeded because create/delete expectations timed out",
             registry=r,
         )
+
+    def initialise(self, controller: str = CONTROLLER_NAME) -> None:
+        """Create every labelled child at zero, as controller-runtime does at start, so
+        dashboards and rate() see the series before the first event."""
+        for result in ("success", "error", "requeue", "requeue_after"):
+            self.reconcile_total.labels(controller=controller, result=result)
+        for family in (self.reconcile_errors, self.reconcile_panics, self.active_workers):
+            family.labels(controller=controller)
+        self.reconcile_time.labels(controller=controller)
+        wq = {"name": controller, "controller": controller}
+        for metric in (
+            self.wq_depth,
+            self.wq_adds,
+            self.wq_queue_duration,
+            self.wq_work_duration,
+            self.wq_unfinished,
+            self.wq_longest,
+            self.wq_retries,
+        ):
+            metric.labels(**wq)
 
     def _workqueue(self, r: CollectorRegistry) -> None:
         labels = ["name", "controller"]

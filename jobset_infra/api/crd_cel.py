@@ -95,9 +95,13 @@ EXTENSIONS: Final[Mapping[str, Callable[..., Any]]] = {
 }
 
 
-@functools.cache
+# Built at import: celpy raises the interpreter's recursion limit when an Environment is made,
+# and doing that once up front keeps it from happening in the middle of a caller's work.
+_ENVIRONMENT: Final = celpy.Environment()
+
+
 def _environment() -> Any:
-    return celpy.Environment()
+    return _ENVIRONMENT
 
 
 @functools.cache

@@ -45,7 +45,7 @@ Key = tuple[str, str]
 JOBS: Final = GVR("batch", "v1", "jobs")
 PODS: Final = GVR("", "v1", "pods")
 # Jobs synced before the worker yields to the event loop (keeps the API server responsive).
-BATCH: Final = 128
+BATCH: Final = 32
 # How many passes a test helper runs to let a Job reach its end state.
 _HELPER_PASSES: Final = 64
 

@@ -7,11 +7,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import pytest
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
 from jobset_infra.sim.job_controller import JOBS, PODS, JobController
 from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.server import Sim
 from jobset_infra.sim.store import Store
 from tests.sim.test_job_sync import make_job
 
@@ -194,3 +196,28 @@ async def test_the_controller_keeps_working_after_its_watch_streams_are_dropped(
     await asyncio.sleep(0.05)
     create_job(store, "after")
     await wait_for(lambda: status(store, "after").get("ready") == 2)
+
+
+async def test_over_http_a_job_created_by_a_client_gets_pods_a_client_can_list() -> None:
+    async with Sim() as sim, aiohttp.ClientSession() as client:
+        await sim.start_component(JobController(sim.store))
+        job = make_job("web-0", parallelism=3, completions=3)
+        del job["metadata"]["uid"], job["metadata"]["namespace"]
+        async with client.post(sim.url + "/apis/batch/v1/namespaces/default/jobs",
+                               json=job) as created:
+            assert created.status == 201
+
+        async def listed() -> list[dict[str, Any]]:
+            async with client.get(sim.url + "/api/v1/namespaces/default/pods",
+                                  params={"labelSelector": "job-name=web-0"}) as resp:
+                return list((await resp.json())["items"])
+
+        deadline = time.monotonic() + 5
+        while len(items := await listed()) < 3 or any(
+            p["status"]["phase"] != "Running" for p in items
+        ):
+            assert time.monotonic() < deadline, items
+            await asyncio.sleep(0.02)
+        assert sorted(p["spec"]["hostname"] for p in items) == ["web-0-0", "web-0-1", "web-0-2"]
+        async with client.get(sim.url + "/apis/batch/v1/namespaces/default/jobs/web-0") as resp:
+            assert (await resp.json())["status"]["ready"] == 3

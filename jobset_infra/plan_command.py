@@ -93,9 +93,27 @@ def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
         label = f"{obj.get('kind', 'object')}-{meta.get('name', index)}".lower()
         slug = re.sub(r"[^a-z0-9.-]+", "-", label)
         path = out / f"{index:03d}-{slug}.yaml"
-        path.write_text(yaml.safe_dump(obj, sort_keys=False))
+        path.write_text(yaml.safe_dump(_readable(obj), sort_keys=False))
         paths.append(path)
     return paths
+
+
+def _readable(obj: dict[str, Any]) -> dict[str, Any]:
+    """Return `obj` with apiVersion, kind, metadata first and every nested mapping sorted.
+
+    Pulumi hands inputs back in no fixed order; sorted output makes two plans diffable.
+    """
+    head = [key for key in ("apiVersion", "kind", "metadata") if key in obj]
+    rest = sorted(key for key in obj if key not in head)
+    return {key: _sorted(obj[key]) for key in [*head, *rest]}
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,8 +150,29 @@ def _plan(args: argparse.Namespace) -> int:
     print(render_tree(result.registrations, PROJECT, args.stack))
     for message in result.warnings():
         print(f"warning: {message}", file=sys.stderr)
+    objects = kubernetes_objects(result.registrations)
+    print(f"Validating {len(objects)} Kubernetes objects...", file=sys.stderr)
+    problems = invalid_objects(objects)
     if args.out is not None:
-        paths = write_objects(kubernetes_objects(result.registrations), args.out)
+        paths = write_objects(objects, args.out)
         print(f"Wrote {len(paths)} Kubernetes objects to {args.out}", file=sys.stderr)
-    print(f"Planned in {time.monotonic() - started:.1f}s.", file=sys.stderr)
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    elapsed = time.monotonic() - started
+    if problems:
+        print(f"Planned in {elapsed:.1f}s: {len(problems)} problem(s).", file=sys.stderr)
+        return 1
+    print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
     return 0
+
+
+def invalid_objects(objects: list[dict[str, Any]]) -> list[str]:
+    """Return one line per problem, `<Kind> <namespace/name>: <field>: <message>`."""
+    from jobset_infra.components.preview import object_problems
+
+    lines = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        where = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+        lines += [f"{obj.get('kind', 'object')} {where}: {p}" for p in object_problems(obj)]
+    return lines

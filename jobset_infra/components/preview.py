@@ -5,13 +5,19 @@ Pure functions over the recorded registrations (no Pulumi import), used by `jobs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
+
+from jobset_infra.api import constants as k
+from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
+from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [
     "SECRET_PLACEHOLDER",
     "key_inputs",
     "kubernetes_objects",
+    "object_problems",
     "redact_secrets",
     "render_tree",
 ]
@@ -82,6 +88,8 @@ def key_inputs(reg: RegistrationLike) -> str:
     pairs = []
     for dotted in _KEY_INPUTS.get(reg.type, ()):
         value = _dig(inputs, dotted)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # the wire has one number type; counts read better as 2 than 2.0
         if value is not None:
             pairs.append(f"{dotted.split('.')[-1]}={value}")
     return " ".join(pairs)
@@ -124,12 +132,26 @@ def kubernetes_objects(registrations: Iterable[RegistrationLike]) -> list[dict[s
     """
     objects: list[dict[str, Any]] = []
     for reg in registrations:
-        inputs = redact_secrets(dict(reg.inputs))
+        inputs = _whole_numbers(redact_secrets(dict(reg.inputs)))
         if reg.type == "kubernetes:yaml/v2:ConfigGroup":
             objects += [dict(obj) for obj in inputs.get("objs") or []]
         elif reg.type.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
             objects.append(_manifest(reg.name, inputs))
     return objects
+
+
+def _whole_numbers(value: Any) -> Any:
+    """Return `value` with integral floats as ints, as the provider's JSON sends them (2, not 2.0).
+
+    Pulumi's wire format has one number type, so every int arrives here as a float.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    return value
 
 
 def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,3 +163,48 @@ def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
         if key not in manifest:
             manifest[key] = value
     return manifest
+
+
+# --- validation of what would be applied ---------------------------------------------------------
+
+# Kueue's documented v1beta2 fields (platform's schemas), when the package carries them.
+_KUEUE_SCHEMA_MODULE = "jobset_infra.manifests.kueue_schema"
+
+
+def object_problems(manifest: Mapping[str, Any]) -> list[str]:
+    """Return every reason the API server would refuse `manifest` (empty: it would accept it).
+
+    Built-in kinds are checked against the pinned Kubernetes OpenAPI schema; JobSets against our
+    CRD (schema, CEL rules) and upstream's webhook rules; Kueue kinds against Kueue's documented
+    fields. Any other custom kind gets the checks every object gets (apiVersion, kind, name).
+    """
+    api_version = str(manifest.get("apiVersion") or "")
+    kind = str(manifest.get("kind") or "")
+    basics = _basic_problems(manifest)
+    if basics:
+        return basics
+    if definition_for(api_version, kind) is not None:
+        return [str(error) for error in validate_builtin(manifest)]
+    if api_version == k.API_VERSION and kind == k.KIND:
+        return jobset_problems(manifest)
+    if api_version == k.KUEUE_API_VERSION:
+        check = _kueue_checker()
+        return check(dict(manifest)) if check is not None else []
+    return []
+
+
+def _basic_problems(manifest: Mapping[str, Any]) -> list[str]:
+    problems = [f"{key}: Required value" for key in ("apiVersion", "kind") if not manifest.get(key)]
+    metadata = manifest.get("metadata")
+    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+        problems.append("metadata.name: Required value")
+    return problems
+
+
+def _kueue_checker() -> Callable[[dict[str, Any]], list[str]] | None:
+    try:
+        module = importlib.import_module(_KUEUE_SCHEMA_MODULE)
+    except ImportError:
+        return None
+    check: Callable[[dict[str, Any]], list[str]] = module.kueue_errors
+    return check

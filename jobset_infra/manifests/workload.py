@@ -46,6 +46,7 @@ __all__ = [
     "WorkloadPlan",
     "WorkloadSpec",
     "child_job_names",
+    "jobset_problems",
     "plan_workload",
 ]
 
@@ -167,7 +168,7 @@ def plan_workload(spec: WorkloadSpec) -> WorkloadPlan:
     if problems:
         raise WorkloadError(problems)
     manifest = _manifest(spec)
-    problems = _manifest_problems(manifest)
+    problems = jobset_problems(manifest)
     if problems:
         raise WorkloadError(problems)
     return WorkloadPlan(
@@ -372,8 +373,8 @@ def _crd_schema() -> CrdSchema:
     return CrdSchema.from_crd(jobset_crd(), k.VERSION)
 
 
-def _manifest_problems(manifest: dict[str, Any]) -> list[str]:
-    """Return what the API server (CRD schema) and upstream's webhook rules would reject."""
+def jobset_problems(manifest: Mapping[str, Any]) -> list[str]:
+    """Return what the API server (our CRD's schema) and upstream's webhook rules would reject."""
     try:
         jobset = JobSet.model_validate(manifest)
     except ValidationError as exc:

@@ -1,0 +1,64 @@
+"""The controller against a misbehaving API server (sim fault injection): 409s on status writes,
+429s and 500s on creates, expired and dropped watches. It still converges, never creates a Job
+twice, and counts a restart exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobset_infra.api import constants as c
+from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import Cluster, eventually
+
+JOBS = 12
+
+
+def rules() -> tuple[FaultRule, ...]:
+    jobs, jobsets = frozenset({"jobs"}), frozenset({"jobsets"})
+    return (
+        FaultRule(Fault.ERROR, code=409, rate=0.5, verbs=frozenset({"update"}),
+                  resources=jobsets, max_count=6),
+        FaultRule(Fault.ERROR, code=429, retry_after=0, rate=0.2, verbs=frozenset({"create"}),
+                  resources=jobs, max_count=6),
+        FaultRule(Fault.ERROR, code=500, rate=0.1, verbs=frozenset({"create"}), resources=jobs,
+                  max_count=4),
+        FaultRule(Fault.EXPIRE_WATCH, rate=0.5, verbs=frozenset({"watch"}), resources=jobs,
+                  max_count=2),
+        FaultRule(Fault.DROP_WATCH, delay=0.3, rate=0.5, verbs=frozenset({"watch"}),
+                  resources=jobsets, max_count=2),
+    )  # fmt: skip
+
+
+async def test_converges_through_conflicts_throttling_and_watch_expiry(cluster: Cluster) -> None:
+    if cluster.sim is None:
+        pytest.skip("fault injection is a sim feature")
+    faults = FaultInjector(rules=rules(), seed=7)
+    cluster.sim.stats.reset()
+    cluster.sim.sim.add_hook(faults)
+    try:
+        controller = await cluster.start_controller()  # its first watches meet the faults
+        await controller.wait_leader(5)
+        builder = (
+            make_jobset("js").replicated_job("w", replicas=JOBS).failure_policy(max_restarts=3)
+        )
+        await cluster.create_jobset(builder)
+
+        async def attempt(n: str) -> bool:
+            jobs = await cluster.jobs()
+            return len(jobs) == JOBS and all(
+                j["metadata"]["labels"][c.RESTARTS_KEY] == n for j in jobs
+            )
+
+        await eventually(lambda: attempt("0"), timeout=10, what="all jobs created")
+        await cluster.set_job_status("js-w-3", "failed")
+        await eventually(lambda: attempt("1"), timeout=10, what="all jobs recreated")
+        js = await cluster.jobset("js") or {}
+        assert js["status"]["restarts"] == 1, "a restart is counted once despite 409s"
+    finally:
+        cluster.sim.sim.remove_hook(faults)
+    create_faults = faults.injected.get(1, 0) + faults.injected.get(2, 0)
+    assert len(faults.injected) == len(rules()), f"every kind of fault fired: {faults.injected}"
+    assert controller.controller.jobs.relists >= 2, "an expired watch made the Job cache relist"
+    creates = cluster.sim.stats.count("create", "jobs")
+    assert creates == 2 * JOBS + create_faults, "every Job created once (retries only after faults)"

@@ -422,7 +422,6 @@ class Store:
         log = self._logs.get(gvr)
         if log is None:
             log = self._logs[gvr] = EventLog(self.watch_window)
-            log.compacted_rv = self._rv
         return log
 
     def compact(self, gvr: GVR | None = None) -> None:

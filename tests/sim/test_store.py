@@ -443,3 +443,13 @@ def test_dependents_of_owners_that_do_not_exist_are_collected(store: Store) -> N
     assert store.try_get(CONFIGMAPS, "orphaned", "default") is None
     kept = store.get(CONFIGMAPS, "half", "default")
     assert [r["name"] for r in kept["metadata"]["ownerReferences"]] == ["live"]
+
+
+async def test_watch_from_before_the_first_event_of_a_resource_type_is_not_expired(
+    store: Store,
+) -> None:
+    before = store.resource_version
+    store.create(PODS, pod("other-type"), "default")
+    store.create(CONFIGMAPS, configmap("first"), "default")
+    stream = store.watch(CONFIGMAPS, "default", str(before))
+    assert await take(stream, 1) == [("ADDED", "first")]

@@ -260,3 +260,85 @@ async def test_aggregated_discovery_lists_every_group_in_one_document(
     async with http.get("/api", headers={"Accept": accept}) as response:
         core = await response.json()
     assert [g["metadata"]["name"] for g in core["items"]] == [""]
+
+
+async def test_deletecollection_deletes_what_the_selector_picks(
+    sim: Sim, http: aiohttp.ClientSession
+) -> None:
+    for name, app in (("a", "x"), ("b", "x"), ("c", "y")):
+        body = configmap(name)
+        body["metadata"]["labels"] = {"app": app}
+        await call(http, "POST", CM_URL, body)
+    status, gone = await call(http, "DELETE", f"{CM_URL}?labelSelector=app%3Dx")
+    assert (status, gone["kind"]) == (200, "ConfigMapList")
+    _, left = await call(http, "GET", CM_URL)
+    assert [i["metadata"]["name"] for i in left["items"]] == ["c"]
+
+
+async def test_delete_of_an_object_held_by_a_finalizer_is_202_with_the_object(
+    http: aiohttp.ClientSession,
+) -> None:
+    body = configmap("held")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    await call(http, "POST", CM_URL, body)
+    status, obj = await call(http, "DELETE", f"{CM_URL}/held")
+    assert status == 202
+    assert obj["metadata"]["deletionTimestamp"]
+
+
+async def test_binding_assigns_a_pod_to_a_node_once(http: aiohttp.ClientSession) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    await call(http, "POST", pods, {"metadata": {"name": "p"},
+                                    "spec": {"containers": [{"name": "c", "image": "i:1"}]}})
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    status, _ = await call(http, "POST", f"{pods}/p/binding", binding)
+    assert status == 201
+    _, bound = await call(http, "GET", f"{pods}/p")
+    assert bound["spec"]["nodeName"] == "node-1"
+    status, again = await call(http, "POST", f"{pods}/p/binding", binding)
+    assert (status, again["reason"]) == (409, "Conflict")
+
+
+async def test_openapi_v3_tells_kubectl_that_field_validation_is_supported(
+    http: aiohttp.ClientSession,
+) -> None:
+    _, index = await call(http, "GET", "/openapi/v3")
+    url = index["paths"]["apis/batch/v1"]["serverRelativeURL"]
+    _, doc = await call(http, "GET", url)
+    patch_op = doc["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"]
+    assert patch_op["x-kubernetes-group-version-kind"] == {
+        "group": "batch", "version": "v1", "kind": "Job"}
+    assert "fieldValidation" in [p["name"] for p in patch_op["parameters"]]
+    assert "io.k8s.api.batch.v1.Job" in doc["components"]["schemas"]
+
+
+async def test_components_start_with_the_server_and_stop_before_it() -> None:
+    calls: list[str] = []
+
+    class Recorder:
+        async def start(self) -> None:
+            calls.append("start")
+
+        async def stop(self) -> None:
+            calls.append("stop")
+
+    sim = Sim(garbage_collector=False)
+    sim.add_component(Recorder())
+    async with sim:
+        assert calls == ["start"]
+    assert calls == ["start", "stop"]
+
+
+async def test_the_fake_job_controller_can_run_with_the_server() -> None:
+    async with Sim(job_controller=True) as sim, \
+            aiohttp.ClientSession(base_url=sim.url) as http:
+        await call(http, "POST", JOBS_URL, job("runs"))
+        pods: list[Any] = []
+        for _ in range(100):
+            _, listed = await call(http, "GET", "/api/v1/namespaces/default/pods")
+            pods = listed["items"]
+            if pods:
+                break
+            await asyncio.sleep(0.02)
+        assert pods and pods[0]["metadata"]["ownerReferences"][0]["name"] == "runs"

@@ -139,6 +139,13 @@ def _container_requests(container: Mapping[str, Any], path: str) -> dict[str, in
     return {**limits, **requests}
 
 
+def _count(value: object) -> int | None:
+    # A negative or non-integer count never gets past the API server; treat it as unset.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(0, value)
+    return None
+
+
 def request_from_job_manifest(
     job: Mapping[str, Any], topology_key: str, previous: str | None = None
 ) -> PlacementRequest:
@@ -152,9 +159,10 @@ def request_from_job_manifest(
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
     pod = (spec.get("template") or {}).get("spec") or {}
-    parallelism = spec.get("parallelism", 1)
-    completions = spec.get("completions")
-    pods = min(parallelism, completions) if isinstance(completions, int) else parallelism
+    parallelism = _count(spec.get("parallelism"))
+    parallelism = 1 if parallelism is None else parallelism  # the API server's default
+    completions = _count(spec.get("completions"))
+    pods = parallelism if completions is None else min(parallelism, completions)
     selector = dict(pod.get("nodeSelector") or {})
     pinned = selector.pop(topology_key, None)
     if pinned is not None and pinned == previous:
@@ -164,7 +172,7 @@ def request_from_job_manifest(
         key=f"{meta.get('namespace', '')}/{name}",
         owner=_owner(meta),
         topology_key=topology_key,
-        pods=max(0, int(pods or 0)),
+        pods=pods,
         per_pod=pod_requests(pod, f"job {name}: spec.template.spec"),
         node_selector=selector,
         affinity=dict(pod.get("affinity") or {}),

@@ -109,3 +109,18 @@ def test_occupancy_keeps_the_latest_view_of_each_job() -> None:
     assert len(Occupancy.from_views([running])) == 1
     assert len(Occupancy.from_views([running, suspended])) == 0
     assert len(Occupancy.from_views([suspended, running])) == 1
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "completions", "want_pods"),
+    [
+        pytest.param(None, None, 1, id="unset parallelism is one pod"),
+        pytest.param(4, None, 4, id="parallelism without completions"),
+        pytest.param("x", 3, 1, id="a malformed parallelism counts as unset"),
+        pytest.param(0, 5, 0, id="zero parallelism needs no hosts"),
+    ],
+)
+def test_pod_count(parallelism: object, completions: object, want_pods: int) -> None:
+    job = make_job("j").obj()
+    job["spec"]["parallelism"], job["spec"]["completions"] = parallelism, completions
+    assert request_from_job_manifest(job, POOL_KEY).pods == want_pods

@@ -1,0 +1,122 @@
+"""Each committed stack constructs under Pulumi's mocks; v5e-multislice is the announced case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobset_infra.api import constants as k
+from jobset_infra.components.offline import OfflineRun, Registration
+from jobset_infra.tpu import constants as tpu
+from tests.stacks.stack_runs import STACK_NAMES, run_stack
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _one(run: OfflineRun, type_token: str) -> Registration:
+    [found] = run.of_type(type_token)
+    return found
+
+
+def _tpu_pools(run: OfflineRun) -> list[Registration]:
+    pools = "jobset-infra:index:TpuSlicePools"
+    return [r for r in run.of_type(NODE_POOL) if r.parent_type == pools]
+
+
+def _rjob(run: OfflineRun) -> dict[str, Any]:
+    rjob: dict[str, Any] = _one(run, JOBSET).inputs["spec"]["replicatedJobs"][0]
+    return rjob
+
+
+@pytest.mark.parametrize("stack", [pytest.param(s, id=f"stack {s}") for s in STACK_NAMES])
+def test_stack_installs_the_jobset_api_controller_kueue_and_a_jobset(stack: str) -> None:
+    run = run_stack(stack)
+    assert _one(run, CRD).inputs["metadata"]["name"] == k.CRD_NAME
+    assert _one(run, DEPLOYMENT).inputs["metadata"]["name"] == "jobset-controller"
+    assert _one(run, RELEASE).inputs["chart"].endswith("kueue")
+    assert _one(run, JOBSET).parent_type == "jobset-infra:index:JobSet"
+    assert run.warnings() == [] or stack == "local"  # local warns when no kubeconfig exists
+
+
+def test_jobset_waits_for_the_controller_and_the_queue() -> None:
+    run = run_stack("v5e-multislice")
+    jobset = _one(run, JOBSET)
+    waits_for = set(jobset.dependencies)
+    assert _one(run, CRD).urn in waits_for
+    assert _one(run, DEPLOYMENT).urn in waits_for
+    assert _one(run, CLUSTER_QUEUE).urn in waits_for
+
+
+def test_multislice_has_four_compact_two_vm_v5e_pools() -> None:
+    pools = _tpu_pools(run_stack("v5e-multislice"))
+    assert len(pools) == 4
+    for pool in pools:
+        assert pool.inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
+        assert pool.inputs["nodeCount"] == 2
+        assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x4"}
+
+
+def test_multislice_cluster_queue_holds_the_32_chips() -> None:
+    queue = _one(run_stack("v5e-multislice"), CLUSTER_QUEUE)
+    [group] = queue.inputs["spec"]["resourceGroups"]
+    [flavor] = group["flavors"]
+    assert flavor["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": 32}]
+
+
+def test_multislice_jobset_is_4_slices_of_2_pods_with_exclusive_pools() -> None:
+    run = run_stack("v5e-multislice")
+    jobset = _one(run, JOBSET).inputs
+    rjob = _rjob(run)
+    job = rjob["template"]["spec"]
+    container = job["template"]["spec"]["containers"][0]
+    assert rjob["replicas"] == 4
+    assert (job["parallelism"], job["completions"]) == (2, 2)
+    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == 4
+    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == 4
+    assert jobset["metadata"]["annotations"][k.EXCLUSIVE_KEY] == tpu.GKE_NODEPOOL_LABEL
+    assert jobset["spec"]["failurePolicy"]["maxRestarts"] == 3
+    assert jobset["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"
+    assert "jax.device_count()" in " ".join(container["command"])
+
+
+def test_multislice_controller_knows_the_four_pools_as_placement_domains() -> None:
+    config_map = next(
+        r for r in run_stack("v5e-multislice").registrations
+        if r.type == "kubernetes:core/v1:ConfigMap" and r.name == "jobset-config"
+    )
+    text = "".join(config_map.inputs["data"].values())
+    assert all(f"v5e-{i}" in text for i in range(4))
+
+
+def test_dev_stack_is_one_single_host_slice() -> None:
+    run = run_stack("v5e-dev")
+    [pool] = _tpu_pools(run)
+    assert pool.inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-8t"
+    assert pool.inputs["nodeCount"] == 1
+    assert "placementPolicy" not in pool.inputs
+    rjob = _rjob(run)
+    assert (rjob["replicas"], rjob["template"]["spec"]["parallelism"]) == (1, 1)
+
+
+def test_local_stack_uses_no_gcp_and_an_explicit_kubeconfig_provider() -> None:
+    run = run_stack("local")
+    assert not [r for r in run.registrations if r.type.startswith("gcp:")]
+    [provider] = run.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["context"] == "kind-jobset"
+    jobset = _one(run, JOBSET)
+    assert k.KUEUE_QUEUE_NAME_LABEL not in (jobset.inputs["metadata"].get("labels") or {})
+    # Kueue without TPU pools: the release only, no queue objects.
+    assert not [r for r in run.registrations if "kueue.x-k8s.io" in r.type]
+
+
+def test_local_demo_is_cpu_only() -> None:
+    rjob = _rjob(run_stack("local"))
+    pod = rjob["template"]["spec"]["template"]["spec"]
+    assert tpu.TPU_RESOURCE not in str(pod)
+    assert "hostNetwork" not in pod

@@ -17,6 +17,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
 from jobset_infra.controller.core import conditions as cond
+from jobset_infra.controller.core.admission import describe
 from jobset_infra.controller.core.types import (
     Action,
     ChildJob,
@@ -31,27 +32,13 @@ from jobset_infra.controller.core.types import (
 
 __all__ = ["MalformedJobSetError", "observe", "reconcile_malformed"]
 
-_MAX_LISTED_ERRORS = 5
-
 
 class MalformedJobSetError(ValueError):
     """The JobSet object does not parse into the v1alpha2 model; `errors` name the fields."""
 
     def __init__(self, errors: list[FieldError]) -> None:
         self.errors = errors
-        super().__init__(describe(errors))
-
-
-def describe(errors: list[FieldError]) -> str:
-    """Return one line naming the bad fields and how to fix them."""
-    shown = "; ".join(str(e) for e in errors[:_MAX_LISTED_ERRORS]) or "unparsable object"
-    more = len(errors) - _MAX_LISTED_ERRORS
-    if more > 0:
-        shown += f"; and {more} more"
-    return (
-        f"{shown}. Fix these fields of the JobSet (run `jobset-infra validate` on its YAML); "
-        "the controller does nothing else with it until then"
-    )
+        super().__init__(describe(errors, "the controller does nothing else with it until then"))
 
 
 def observe(

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core import conditions as cond
+from jobset_infra.controller.core.admission import spec_condition
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
 from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
@@ -48,7 +49,8 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
     if not is_managed_here(observed, config):
         return Plan()
     draft = Draft.begin(observed, now, config)
-    mark_spec_valid(draft)
+    # what upstream's admission webhook would have rejected is reported, not enforced
+    draft.set_condition(spec_condition(draft.js, config))
     # 5. previous attempt / active / successful / failed
     jobs = classify(draft)
     # 6. status.replicatedJobsStatus
@@ -94,15 +96,6 @@ def is_managed_here(observed: Observed, config: CoreConfig) -> bool:
     if js.metadata.deletion_timestamp:
         return False
     return js.spec.managed_by in (None, config.controller_name)
-
-
-def mark_spec_valid(draft: Draft) -> None:
-    """Flip an InvalidSpec condition left by an unparsable earlier version to False."""
-    draft.set_condition(
-        cond.ConditionSpec(
-            c.CONDITION_INVALID_SPEC, "False", c.VALID_SPEC_REASON, c.VALID_SPEC_MESSAGE
-        )
-    )
 
 
 def classify(draft: Draft) -> ChildJobs:

@@ -16,7 +16,7 @@ from jobset_infra.controller.core import (
     reconcile,
     reconcile_malformed,
 )
-from jobset_infra.controller.core.types import EmitEvent, Plan, UpdateStatus
+from jobset_infra.controller.core.types import CoreConfig, CreateJob, EmitEvent, Plan, UpdateStatus
 from jobset_infra.testing.jobsets import make_jobset
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -125,3 +125,49 @@ _json = st.recursive(
 def test_reconcile_malformed_never_raises(raw: dict[str, Any]) -> None:
     plan = reconcile_malformed(raw, ValueError("bad"), NOW)
     assert isinstance(plan, Plan)
+
+
+@pytest.mark.parametrize(
+    ("builder", "config", "want_field"),
+    [
+        pytest.param(
+            make_jobset("js", "ns")
+            .replicated_job("w")
+            .failure_policy(restart_strategy="InPlaceRestart"),
+            CoreConfig(),
+            "spec.failurePolicy.restartStrategy",
+            id="InPlaceRestart without its gate (not implemented here) is reported",
+        ),
+        pytest.param(
+            make_jobset("js", "ns")
+            .replicated_job("w")
+            .failure_policy(max_restarts=1)
+            .rule("RestartJob", "r"),
+            CoreConfig(restart_job_enabled=False),
+            "spec.failurePolicy.rules[0].action",
+            id="RestartJob action with the RestartJob gate off is reported",
+        ),
+        pytest.param(
+            make_jobset("js", "ns").replicated_job("w").success_policy("All", ["nope"]),
+            CoreConfig(),
+            "spec.successPolicy",
+            id="a success policy naming a missing replicated job is reported",
+        ),
+    ],
+)
+def test_what_the_webhook_would_reject_is_reported_and_reconcile_goes_on(
+    builder: Any, config: CoreConfig, want_field: str
+) -> None:
+    raw = builder.uid("u").obj()
+    raw["metadata"]["resourceVersion"] = "3"
+    plan = reconcile(observe(raw), NOW, config)
+    cond = next(
+        x for x in plan.of_type(UpdateStatus)[0].status["conditions"] if x["type"] == "InvalidSpec"
+    )
+    assert (cond["status"], cond["reason"]) == ("True", "InvalidJobSetSpec")
+    assert want_field in cond["message"]
+    assert [e.reason for e in plan.of_type(EmitEvent)] == ["InvalidJobSetSpec"]
+    assert plan.of_type(CreateJob)  # still reconciled as written
+    raw["status"] = plan.of_type(UpdateStatus)[0].status
+    again = reconcile(observe(raw), NOW, config)
+    assert again.of_type(EmitEvent) == ()  # reported once

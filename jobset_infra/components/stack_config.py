@@ -22,7 +22,7 @@ from jobset_infra.manifests.kueue_spec import parse_kueue_install, parse_queue_s
 from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
 from jobset_infra.tpu.parse import parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
-from jobset_infra.tpu.spec import SlicePoolsSpec
+from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
 __all__ = [
     "NAMESPACE",
@@ -139,7 +139,7 @@ class StackConfig(_Strict):
             _local_problems(self) if self.platform == "local" else _gke_problems(self)
         )
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("\n".join(problems))
         return self
 
     @property
@@ -265,7 +265,7 @@ def _describe(exc: ValidationError) -> list[str]:
         if where:
             problems.append(f"{key}: {message}")
         else:  # model-level rules name their keys themselves
-            problems += [f"{NAMESPACE}:{part}" for part in message.split("; ")]
+            problems += [f"{NAMESPACE}:{part}" for part in message.splitlines()]
     return problems
 
 
@@ -296,14 +296,36 @@ def _semantic_problems(config: StackConfig) -> list[str]:
     ]
     if config.platform == "gke":
         checks.append(("cluster", lambda: validate_cluster_spec(config.cluster_spec())))
-        checks.append(("slices", config.slice_pools_plan))
-    problems = []
-    for key, check in checks:
-        try:
-            check()
-        except ValueError as exc:
-            problems += [f"{NAMESPACE}:{key}: {line}" for line in str(exc).splitlines()]
+    problems = [line for key, check in checks for line in _problems_of(key, check)]
+    if config.platform == "gke" and not any(p.startswith(f"{NAMESPACE}:cluster") for p in problems):
+        problems += _problems_of("slices", config.slice_pools_plan)
+        problems += _problems_of("workload", lambda: _check_workload_fits(config))
     return problems
+
+
+def _check_workload_fits(config: StackConfig) -> None:
+    workload = config.workload
+    if workload is None or not workload.enabled or workload.slices is None:
+        return
+    available = config.slice_pools_plan().slices
+    if workload.slices > available:
+        raise SlicePoolsError(
+            "slices",
+            f"{workload.slices} slices requested but the stack has {available} "
+            f"({NAMESPACE}:slices.slices); lower it or add slices",
+        )
+
+
+def _problems_of(key: str, check: Callable[[], object]) -> list[str]:
+    try:
+        check()
+    except ValueError as exc:
+        field = getattr(exc, "field", None)
+        if isinstance(field, str) and str(exc).startswith(f"{field}: "):
+            # The tpu specs name their field: report it as a path under the config key.
+            return [f"{NAMESPACE}:{key}.{exc!s}"]
+        return [f"{NAMESPACE}:{key}: {line}" for line in str(exc).splitlines()]
+    return []
 
 
 def _check_controller(config: StackConfig) -> None:

@@ -1,0 +1,213 @@
+"""Stack config: every committed file loads; any bad config is a clear error naming the key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobset_infra.components.stack_config import (
+    StackConfig,
+    StackConfigError,
+    load_stack_config,
+)
+from tests.stacks.stack_runs import STACK_NAMES, committed_config
+
+NS = "jobset-infra"
+
+
+def _with(stack: str, **changes: Any) -> dict[str, Any]:
+    config = committed_config(stack)
+    for key, value in changes.items():
+        full = f"{NS}:{key}"
+        if value is None:
+            config.pop(full, None)
+        else:
+            config[full] = value if isinstance(value, str) else json.dumps(value)
+    return config
+
+
+def _problems(config: dict[str, Any]) -> list[str]:
+    with pytest.raises(StackConfigError) as caught:
+        load_stack_config(config)
+    return list(caught.value.problems)
+
+
+@pytest.mark.parametrize("stack", [pytest.param(s, id=f"stack {s}") for s in STACK_NAMES])
+def test_committed_stack_config_loads(stack: str) -> None:
+    assert isinstance(load_stack_config(committed_config(stack)), StackConfig)
+
+
+def test_multislice_config_plans_four_two_vm_slices_and_a_queued_workload() -> None:
+    config = load_stack_config(committed_config("v5e-multislice"))
+    plan = config.slice_pools_plan()
+    assert (plan.slices, plan.nodes_per_pool, plan.total_chips) == (4, 2, 32)
+    assert config.queued
+
+
+def test_other_namespaces_pass_through() -> None:
+    config = {**committed_config("local"), "kubernetes:enableServerSideApply": "true"}
+    assert load_stack_config(config).platform == "local"
+
+
+SLICES = {
+    "name": "v5e", "accelerator": "v5e", "topology": "2x4", "machine_type": "ct5lp-hightpu-4t"
+}
+
+
+@pytest.mark.parametrize(
+    ("stack", "changes", "expected"),
+    [
+        pytest.param(
+            "v5e-multislice", {"projct": "p"}, f"{NS}:projct: unknown key; valid keys: platform",
+            id="misspelled top-level key",
+        ),
+        pytest.param(
+            "v5e-multislice", {"platform": "aws"}, f"{NS}:platform: Input should be 'local'",
+            id="unknown platform",
+        ),
+        pytest.param(
+            "v5e-multislice", {"zone": None}, f"{NS}:zone: required on platform gke",
+            id="gke without a zone",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"slices": {**SLICES, "topology": "3x3"}},
+            f"{NS}:slices.topology: topology '3x3' does not exist",
+            id="impossible topology",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"slices": {**SLICES, "machine_type": "ct5lp-hightpu-8t", "slices": 4}},
+            f"{NS}:slices.slices:",
+            id="multislice of single-host slices",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"cluster": {"private_nodez": True}},
+            f"{NS}:cluster.private_nodez: unknown field; did you mean 'private_nodes'?",
+            id="misspelled cluster field with a suggestion",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "slices": 5}},
+            f"{NS}:workload.slices: 5 slices requested but the stack has 4",
+            id="workload wants more slices than the stack has",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "replicaz": 2}},
+            f"{NS}:workload.replicaz: unknown key; valid keys: enabled",
+            id="misspelled workload key",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"controller": {"image": "x/jobset-controller:latest"}},
+            f"{NS}:controller: image: 'x/jobset-controller:latest' has no pinned tag",
+            id="unpinned controller image",
+        ),
+        pytest.param(
+            "v5e-multislice", {"controller": {}}, f"{NS}:controller: give exactly one of image",
+            id="controller without image or build",
+        ),
+        pytest.param(
+            "v5e-multislice", {"kueue": {"version": "v0.19.2"}},
+            f"{NS}:kueue: version: 'v0.19.2': Helm chart versions have no leading 'v'",
+            id="kueue version with a v",
+        ),
+        pytest.param(
+            "v5e-multislice", {"kubeconfig": "/k"}, f"{NS}:kubeconfig: GKE stacks build their own",
+            id="kubeconfig on gke",
+        ),
+        pytest.param(
+            "v5e-multislice", {"slices": "{not json"}, f"{NS}:slices: not valid JSON",
+            id="broken JSON value",
+        ),
+        pytest.param(
+            "local", {"project": "p"}, f"{NS}:project: the local platform uses an existing cluster",
+            id="gcp key on local",
+        ),
+        pytest.param(
+            "local", {"controller": {"build": {"tag": "0.1.0"}}},
+            f"{NS}:controller.build: local has no registry",
+            id="image build on local",
+        ),
+        pytest.param(
+            "local",
+            {"workload": {"image": "python:3.11", "command": ["python"], "queued": True}},
+            f"{NS}:workload.queued: the local stack has no TPU pools",
+            id="queued workload on local",
+        ),
+    ],
+)
+def test_bad_config_names_the_key(stack: str, changes: dict[str, Any], expected: str) -> None:
+    problems = _problems(_with(stack, **changes))
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_every_problem_is_one_line() -> None:
+    problems = _problems({f"{NS}:zone": "us-west4-a", f"{NS}:kueue": '{"enabled": "maybe"}'})
+    assert len(problems) >= 3  # platform, controller missing; kueue.enabled not a bool
+    assert all("\n" not in p and p.startswith(f"{NS}:") for p in problems)
+
+
+_KEYS = st.sampled_from(
+    ["platform", "project", "region", "zone", "slices", "controller", "kueue", "workload",
+     "cluster", "kubeconfig", "context", "unknown"]
+)
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@given(
+    stack=st.sampled_from(STACK_NAMES),
+    changes=st.dictionaries(_KEYS, _JSONISH, max_size=3),
+)
+def test_any_config_loads_or_fails_with_named_keys(
+    stack: str, changes: dict[str, Any]
+) -> None:
+    config = committed_config(stack)
+    for key, value in changes.items():
+        config[f"{NS}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+    try:
+        load_stack_config(config)
+    except StackConfigError as exc:
+        assert exc.problems
+        assert all(p.startswith(f"{NS}:") and "\n" not in p for p in exc.problems)
+
+
+@given(
+    topology=st.sampled_from(["1x1", "2x2", "2x4", "4x4", "3x3", "2x2x2"]),
+    machine_type=st.sampled_from(
+        ["ct5lp-hightpu-1t", "ct5lp-hightpu-4t", "ct5lp-hightpu-8t", "n2-standard-4"]
+    ),
+    slices=st.integers(-1, 6),
+    capacity=st.sampled_from(["on-demand", "spot", "reservation", "flex-start", "cheap"]),
+    workload_slices=st.none() | st.integers(0, 7),
+)
+def test_any_slice_config_loads_or_names_its_keys(
+    topology: str, machine_type: str, slices: int, capacity: str, workload_slices: int | None
+) -> None:
+    workload = {"image": "python:3.11", "command": ["python"], "slices": workload_slices}
+    config = _with(
+        "v5e-multislice",
+        slices={**SLICES, "topology": topology, "machine_type": machine_type, "slices": slices,
+                "capacity": capacity},
+        workload=workload,
+    )
+    try:
+        loaded = load_stack_config(config)
+    except StackConfigError as exc:
+        assert all(p.startswith(f"{NS}:") and "\n" not in p for p in exc.problems)
+        return
+    plan = loaded.slice_pools_plan()
+    assert plan.slices == slices
+    assert workload_slices is None or 1 <= workload_slices <= slices

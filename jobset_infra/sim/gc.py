@@ -13,8 +13,9 @@ kube-controller-manager's garbage collector do them together.
   `GarbageCollector` component a Sim starts).
 
 batch/v1 Jobs default to Orphan, a backwards-compatibility default Kubernetes keeps (kubectl always
-sends Background). The collector here runs synchronously inside the write that triggers it, so
-tests see a settled state; a real collector lags by milliseconds.
+sends Background). The collector works through a queue inside the write that triggers it (no
+recursion, so an owner of thousands of dependents is fine), and the write returns a settled state;
+a real collector lags by milliseconds.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 from jobset_infra.sim.errors import StatusError, bad_request
 
 if TYPE_CHECKING:
-    from jobset_infra.sim.resources import ResourceInfo
+    from jobset_infra.sim.resources import GVR, ResourceInfo
     from jobset_infra.sim.store import Store
 
 JsonObj = dict[str, Any]
+Ref = tuple["GVR", str, str]
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-NAMESPACE_FINALIZER = "kubernetes"
 POLICIES = ("Foreground", "Background", "Orphan")
 
 
@@ -54,6 +55,9 @@ def _check_preconditions(obj: JsonObj, preconditions: JsonObj) -> None:
                           f"{meta['resourceVersion']}")
 
 
+# ---- entry points (called by the store; each drains the queue before returning) ---------------
+
+
 def delete(
     store: Store,
     info: ResourceInfo,
@@ -67,108 +71,195 @@ def delete(
     """Delete or start deleting `obj`; returns (object, gone)."""
     if propagation is not None and propagation not in POLICIES:
         raise bad_request(f"propagationPolicy {propagation!r} is not one of {', '.join(POLICIES)}")
-    current = store.peek(info.gvr, ns, obj["metadata"]["name"])
-    if current is None or current["metadata"]["uid"] != obj["metadata"]["uid"]:
-        return obj, True  # already gone, e.g. collected while its owner was being deleted
-    obj = current
-    _check_preconditions(obj, preconditions or {})
-    policy = propagation or default_policy(info)
+    name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
+    current = store.peek(info.gvr, ns, name)
+    if current is None or current["metadata"]["uid"] != uid:
+        return obj, True
+    _check_preconditions(current, preconditions or {})
+    if dry_run:
+        return current, not _finalizers_for(info, current, propagation)
+    gone = _start_delete(store, info, ns, current, propagation)
+    _drain(store)
+    after = store.peek(info.gvr, ns, name)
+    if after is not None and after["metadata"]["uid"] == uid:
+        return after, False
+    return gone or current, True
+
+
+def process_deleting(store: Store, info: ResourceInfo, ns: str, name: str) -> None:
+    """A write changed an object that has deletionTimestamp: advance its deletion."""
+    store.gc_queue.append(("advance", (info.gvr, ns, name), None))
+    _drain(store)
+
+
+def remove(
+    store: Store, info: ResourceInfo, ns: str, name: str, final: JsonObj | None = None
+) -> JsonObj:
+    """Remove for good (as `final`, when an update released the last finalizer)."""
+    gone = _remove_now(store, info, ns, name, final)
+    _drain(store)
+    return gone
+
+
+# ---- the queue --------------------------------------------------------------------------------
+
+
+def _drain(store: Store) -> None:
+    if store.gc_busy:
+        return  # an outer call is draining and will get to what was queued
+    store.gc_busy = True
+    try:
+        while store.gc_queue:
+            kind, ref, arg = store.gc_queue.popleft()
+            info = store.registry.get(ref[0])
+            obj = store.peek(*ref)
+            if info is None or obj is None:
+                if kind == "namespace":
+                    _finish_namespace(store, ref[2])
+                continue
+            _STEPS[kind](store, info, ref, obj, arg)
+    finally:
+        store.gc_busy = False
+
+
+def _step_delete(store: Store, info: ResourceInfo, ref: Ref, obj: JsonObj, arg: Any) -> None:
+    if not obj["metadata"].get("deletionTimestamp"):
+        _start_delete(store, info, ref[1], obj, arg)
+
+
+def _step_collect(store: Store, info: ResourceInfo, ref: Ref, obj: JsonObj, arg: Any) -> None:
+    """A dependent whose owner `arg` (a uid) is gone: deleted unless another owner exists."""
+    others = [r for r in obj["metadata"].get("ownerReferences") or ()
+              if r.get("uid") != arg and r.get("uid") in store.uids]
+    if others:
+        _drop_owner_ref(store, info, ref[1], obj, arg)
+    elif not obj["metadata"].get("deletionTimestamp"):
+        _start_delete(store, info, ref[1], obj, "Background")
+
+
+def _step_advance(store: Store, info: ResourceInfo, ref: Ref, obj: JsonObj, arg: Any) -> None:
+    """Run the GC finalizers of an object being deleted; remove it when none is left."""
     meta = obj["metadata"]
+    if not meta.get("deletionTimestamp"):
+        return
+    uid, ns = meta["uid"], ref[1]
     finalizers = list(meta.get("finalizers") or ())
-    if info.kind == "Namespace" and info.gvr.group == "":
-        return _delete_namespace(store, info, obj, dry_run)
+    if ORPHAN in finalizers:
+        for dep_ref in _dependents(store, uid):
+            dep = store.peek(*dep_ref)
+            dep_info = store.registry.get(dep_ref[0])
+            if dep is not None and dep_info is not None:
+                _drop_owner_ref(store, dep_info, dep_ref[1], dep, uid)
+        finalizers.remove(ORPHAN)
+    if FOREGROUND in finalizers:
+        if uid not in store.gc_cascaded:
+            store.gc_cascaded.add(uid)
+            for dep_ref in _dependents(store, uid):
+                policy = "Foreground" if store.dependents.get(_uid(store, dep_ref)) else None
+                store.gc_queue.append(("delete", dep_ref, policy or "Background"))
+        if not _blocking(store, uid):
+            finalizers.remove(FOREGROUND)
+    if finalizers != list(meta.get("finalizers") or ()):
+        _set_finalizers(store, info, ns, obj, finalizers)
+    elif not finalizers:
+        _remove_now(store, info, ns, meta["name"], None)
+
+
+def _step_namespace(store: Store, info: ResourceInfo, ref: Ref, obj: JsonObj, arg: Any) -> None:
+    _finish_namespace(store, ref[2])
+
+
+_STEPS = {"delete": _step_delete, "collect": _step_collect, "advance": _step_advance,
+          "namespace": _step_namespace}
+
+
+# ---- building blocks --------------------------------------------------------------------------
+
+
+def _finalizers_for(info: ResourceInfo, obj: JsonObj, propagation: str | None) -> list[str]:
+    policy = propagation or default_policy(info)
+    finalizers = list(obj["metadata"].get("finalizers") or ())
     if policy == "Foreground" and FOREGROUND not in finalizers:
         finalizers.append(FOREGROUND)
     if policy == "Orphan" and ORPHAN not in finalizers:
         finalizers.append(ORPHAN)
+    return finalizers
+
+
+def _start_delete(
+    store: Store, info: ResourceInfo, ns: str, obj: JsonObj, propagation: str | None
+) -> JsonObj | None:
+    """Remove `obj` now (returned as deleted) or mark it deleting and queue its finalizers."""
+    meta = obj["metadata"]
+    if info.kind == "Namespace" and not info.gvr.group:
+        _mark_namespace(store, info, obj)
+        return None
+    finalizers = _finalizers_for(info, obj, propagation)
     if not finalizers:
-        if dry_run:
-            return obj, True
-        gone = remove(store, info, ns, meta["name"])
-        return gone, True
-    if dry_run:
-        return obj, False
+        return _remove_now(store, info, ns, meta["name"], None)
     if finalizers != list(meta.get("finalizers") or ()) or not meta.get("deletionTimestamp"):
-        _mark_deleting(store, info, ns, obj, finalizers)
-    process_deleting(store, info, ns, meta["name"])
-    current = store.try_get(info.gvr, meta["name"], ns or None)
-    if current is not None and current["metadata"]["uid"] == meta["uid"]:
-        return current, False
-    return obj, True
+        new = dict(obj)
+        new_meta = dict(meta) | {"finalizers": finalizers}
+        if not meta.get("deletionTimestamp"):
+            new_meta["deletionTimestamp"] = store.now()
+            new_meta["deletionGracePeriodSeconds"] = 0
+            new_meta["generation"] = meta.get("generation", 0) + 1
+        new["metadata"] = new_meta
+        store.put_raw(info, ns, new, obj)
+    store.gc_queue.append(("advance", (info.gvr, ns, meta["name"]), None))
+    return None
 
 
-def _mark_deleting(
-    store: Store, info: ResourceInfo, ns: str, obj: JsonObj, finalizers: list[str]
-) -> None:
-    new = dict(obj)
-    meta = dict(obj["metadata"])
-    if not meta.get("deletionTimestamp"):
-        meta["deletionTimestamp"] = store.now()
-        meta["deletionGracePeriodSeconds"] = 0
-        meta["generation"] = meta.get("generation", 0) + 1
-    meta["finalizers"] = finalizers
-    new["metadata"] = meta
-    store.put_raw(info, ns, new, obj)
+def _remove_now(
+    store: Store, info: ResourceInfo, ns: str, name: str, final: JsonObj | None
+) -> JsonObj:
+    """Drop the object, then queue its dependents' collection and its deleting owners."""
+    gone = store.drop(info, ns, name, final)
+    meta = gone["metadata"]
+    store.gc_cascaded.discard(meta["uid"])
+    for dep_ref in _dependents(store, meta["uid"]):
+        store.gc_queue.append(("collect", dep_ref, meta["uid"]))
+    for ref in meta.get("ownerReferences") or ():
+        owner_ref = store.uids.get(ref.get("uid", ""))
+        if owner_ref is not None:
+            store.gc_queue.append(("advance", owner_ref, None))
+    if ns and info.kind != "Namespace":
+        namespace = store.peek(_namespaces(), "", ns)
+        if namespace is not None and namespace["metadata"].get("deletionTimestamp"):
+            store.gc_queue.append(("namespace", (_namespaces(), "", ns), None))
+    return gone
 
 
-def _dependents(store: Store, uid: str) -> list[tuple[ResourceInfo, str, JsonObj]]:
-    out = []
-    for gvr, ns, name in sorted(store.dependents.get(uid, ()), key=lambda r: (r[1], r[2])):
-        info = store.registry.get(gvr)
-        obj = store.peek(gvr, ns, name)
-        if info is not None and obj is not None:
-            out.append((info, ns, obj))
-    return out
+def _dependents(store: Store, uid: str) -> list[Ref]:
+    return sorted(store.dependents.get(uid, ()), key=lambda r: (r[1], r[2]))
+
+
+def _uid(store: Store, ref: Ref) -> str:
+    obj = store.peek(*ref)
+    return "" if obj is None else str(obj["metadata"]["uid"])
+
+
+def _blocking(store: Store, uid: str) -> bool:
+    """Whether a dependent with blockOwnerDeletion still holds the owner `uid` (stops at the
+    first one, so re-checking a large owner after each removal stays cheap)."""
+    for ref in store.dependents.get(uid, ()):
+        dep = store.peek(*ref)
+        for owner in (dep or {}).get("metadata", {}).get("ownerReferences") or ():
+            if owner.get("uid") == uid and owner.get("blockOwnerDeletion"):
+                return True
+    return False
 
 
 def _set_finalizers(
     store: Store, info: ResourceInfo, ns: str, obj: JsonObj, finalizers: list[str]
-) -> JsonObj:
+) -> None:
     new = dict(obj)
     new["metadata"] = dict(obj["metadata"]) | {"finalizers": finalizers}
-    if not finalizers:
-        del new["metadata"]["finalizers"]
-        remove(store, info, ns, obj["metadata"]["name"], final=new)
-    else:
+    if finalizers:
         store.put_raw(info, ns, new, obj)
-    return new
-
-
-def process_deleting(store: Store, info: ResourceInfo, ns: str, name: str) -> None:
-    """Advance an object that has deletionTimestamp: run the GC finalizers, remove when free."""
-    obj = store.peek(info.gvr, ns, name)
-    if obj is None or not obj["metadata"].get("deletionTimestamp"):
-        return
-    uid = obj["metadata"]["uid"]
-    finalizers = list(obj["metadata"].get("finalizers") or ())
-    if ORPHAN in finalizers:
-        for dep_info, dep_ns, dep in _dependents(store, uid):
-            _drop_owner_ref(store, dep_info, dep_ns, dep, uid)
-        finalizers.remove(ORPHAN)
-        obj = _set_finalizers(store, info, ns, obj, finalizers)
-    if FOREGROUND in finalizers:
-        for dep_info, dep_ns, dep in _dependents(store, uid):
-            if not dep["metadata"].get("deletionTimestamp"):
-                policy = "Foreground" if store.dependents.get(dep["metadata"]["uid"]) else None
-                delete(store, dep_info, dep_ns, dep, propagation=policy or "Background")
-        # deleting a dependent may already have released and removed this object
-        current = store.peek(info.gvr, ns, name)
-        if current is None or current["metadata"]["uid"] != uid:
-            return
-        obj, finalizers = current, list(current["metadata"].get("finalizers") or ())
-        if FOREGROUND in finalizers and not _blocking(store, uid):
-            finalizers.remove(FOREGROUND)
-            obj = _set_finalizers(store, info, ns, obj, finalizers)
-    if not finalizers and store.peek(info.gvr, ns, name) is obj:
-        remove(store, info, ns, name)
-
-
-def _blocking(store: Store, uid: str) -> bool:
-    for _, _, dep in _dependents(store, uid):
-        for ref in dep["metadata"].get("ownerReferences") or ():
-            if ref.get("uid") == uid and ref.get("blockOwnerDeletion"):
-                return True
-    return False
+    else:
+        del new["metadata"]["finalizers"]
+        _remove_now(store, info, ns, obj["metadata"]["name"], new)
 
 
 def _drop_owner_ref(store: Store, info: ResourceInfo, ns: str, obj: JsonObj, uid: str) -> None:
@@ -180,42 +271,14 @@ def _drop_owner_ref(store: Store, info: ResourceInfo, ns: str, obj: JsonObj, uid
     store.put_raw(info, ns, new, obj)
 
 
-def remove(
-    store: Store, info: ResourceInfo, ns: str, name: str, final: JsonObj | None = None
-) -> JsonObj:
-    """Remove for good (as `final`, when an update released the last finalizer), then collect
-    dependents and release owners waiting in the foreground."""
-    gone = store.drop(info, ns, name, final)
-    meta = gone["metadata"]
-    for dep_info, dep_ns, dep in _dependents(store, meta["uid"]):
-        _collect(store, dep_info, dep_ns, dep, meta["uid"])
-    for ref in meta.get("ownerReferences") or ():
-        owner_ref = store.uids.get(ref.get("uid", ""))
-        if owner_ref is not None:
-            owner_info = store.registry.get(owner_ref[0])
-            if owner_info is not None:
-                process_deleting(store, owner_info, owner_ref[1], owner_ref[2])
-    if ns and info.kind != "Namespace":
-        _finish_namespace(store, ns)
-    return gone
+def _namespaces() -> GVR:
+    from jobset_infra.sim.store import NAMESPACES
+
+    return NAMESPACES
 
 
-def _collect(store: Store, info: ResourceInfo, ns: str, dep: JsonObj, owner_uid: str) -> None:
-    """A dependent whose owner is gone: deleted unless another owner still exists."""
-    others = [r for r in dep["metadata"].get("ownerReferences") or ()
-              if r.get("uid") != owner_uid and r.get("uid") in store.uids]
-    if others:
-        _drop_owner_ref(store, info, ns, dep, owner_uid)
-    elif not dep["metadata"].get("deletionTimestamp"):
-        delete(store, info, ns, dep, propagation="Background")
-
-
-def _delete_namespace(
-    store: Store, info: ResourceInfo, obj: JsonObj, dry_run: bool
-) -> tuple[JsonObj, bool]:
+def _mark_namespace(store: Store, info: ResourceInfo, obj: JsonObj) -> None:
     name = obj["metadata"]["name"]
-    if dry_run:
-        return obj, False
     if not obj["metadata"].get("deletionTimestamp"):
         new = dict(obj)
         new["metadata"] = dict(obj["metadata"]) | {"deletionTimestamp": store.now()}
@@ -223,26 +286,20 @@ def _delete_namespace(
         store.put_raw(info, "", new, obj)
     for res in store.registry.all():
         if res.namespaced:
-            for child in list(store.iter_objects(res.gvr, name)):
-                if not child["metadata"].get("deletionTimestamp"):
-                    delete(store, res, name, child, propagation="Background")
-    _finish_namespace(store, name)
-    current = store.try_get(info.gvr, name)
-    return (current, False) if current is not None else (obj, True)
+            for child in store.iter_objects(res.gvr, name):
+                ref = (res.gvr, name, child["metadata"]["name"])
+                store.gc_queue.append(("delete", ref, "Background"))
+    store.gc_queue.append(("namespace", (info.gvr, "", name), None))
 
 
 def _finish_namespace(store: Store, ns: str) -> None:
-    from jobset_infra.sim.store import NAMESPACES
-
-    namespace = store.try_get(NAMESPACES, ns)
+    namespace = store.peek(_namespaces(), "", ns)
     if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
         return
     if any(next(store.iter_objects(r.gvr, ns), None) is not None
            for r in store.registry.all() if r.namespaced):
         return
-    store.drop(store.info(NAMESPACES), "", ns)
-
-
+    store.drop(store.info(_namespaces()), "", ns)
 def collect_dangling(store: Store) -> int:
     """What the collector does with objects whose owners do not exist (never did, or were
     deleted before the dependent was written): drop those references, and delete the object
@@ -260,7 +317,8 @@ def collect_dangling(store: Store) -> int:
         changed += 1
         if len(missing) == len(owners):
             if not obj["metadata"].get("deletionTimestamp"):
-                delete(store, info, ns, obj, propagation="Background")
+                _start_delete(store, info, ns, obj, "Background")
+                _drain(store)
             continue
         for uid in missing:
             current = store.peek(gvr, ns, name)

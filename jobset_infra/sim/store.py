@@ -31,6 +31,7 @@ stores a fresh copy of what the caller passed.
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -102,6 +103,9 @@ class Store:
         self.dependents: dict[str, set[Ref]] = {}
         self.uids: dict[str, Ref] = {}
         self.dangling: set[Ref] = set()
+        self.gc_queue: deque[tuple[str, Ref, Any]] = deque()  # the collector's work
+        self.gc_busy = False
+        self.gc_cascaded: set[str] = set()  # owners whose dependents foreground deletion hit
         strategies.install(self)
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",

@@ -9,7 +9,7 @@ immutable Plan. Upstream's equivalent is the JobSet status mutated in place plus
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from jobset_infra.api import constants as c
@@ -70,7 +70,8 @@ class Draft:
 
     @classmethod
     def begin(cls, observed: Observed, now: datetime, config: CoreConfig) -> Draft:
-        """Start a pass from the observed JobSet status."""
+        """Start a pass from the observed JobSet status (`now` normalised to aware UTC)."""
+        now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
         original = normalized_status(observed.jobset)
         status = normalized_status(observed.jobset)
         return cls(observed, now, config, status, original)

@@ -830,3 +830,15 @@ def test_a_failed_status_write_is_retried_without_double_counting() -> None:
     state = settle(state, T0 + timedelta(seconds=6))
     assert [m.name for m in state.metrics] == ["jobset_failed_total"]
     assert [e.reason for e in state.events] == ["FailedJobs"]
+
+
+def test_now_in_another_timezone_or_naive_is_treated_as_utc() -> None:
+    from datetime import timezone
+
+    state = fail_b0(created(base()))
+    plus_two = T0.astimezone(timezone(timedelta(hours=2)))
+    for now in (plus_two, T0.replace(tzinfo=None)):
+        failed = reconcile(state.observed(), now).status_update
+        assert failed is not None
+        cond = next(x for x in failed.status["conditions"] if x["type"] == "Failed")
+        assert cond["lastTransitionTime"] == "2026-05-01T08:00:00Z"

@@ -39,7 +39,20 @@ from jobset_infra.controller.core.types import (
 )
 from jobset_infra.controller.core.volume_claim_policy import pvcs_to_create
 
-__all__ = ["is_managed_here", "reconcile"]
+__all__ = [
+    "apply_failure_policy",
+    "apply_ttl_after_finished",
+    "classify",
+    "create_headless_service",
+    "create_volume_claims",
+    "delete_jobs",
+    "is_managed_here",
+    "mark_jobs_ready",
+    "reconcile",
+    "suspend",
+    "sync_job_scaling",
+    "update_replicated_jobs_status",
+]
 
 
 def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = None) -> Plan:

@@ -35,6 +35,7 @@ from jobset_infra.api.models import (
 )
 from jobset_infra.api.validation import validate
 from jobset_infra.manifests.crd import jobset_crd
+from jobset_infra.manifests.meta import require_dns_label
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.slice import TpuSlice
@@ -193,6 +194,10 @@ def child_job_names(manifest: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _spec_problems(spec: WorkloadSpec) -> list[str]:
     problems: list[str] = []
+    try:
+        require_dns_label(spec.namespace, "namespace")
+    except ValueError as exc:
+        problems.append(str(exc))
     if not spec.replicated_jobs:
         problems.append("replicated_jobs: give at least one replicated job")
     for index, job in enumerate(spec.replicated_jobs):

@@ -1,0 +1,152 @@
+"""The JobSet component under Pulumi's mocks: one custom resource, after the API, checked first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobset_infra.api import constants as k
+from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job, tpu_target
+from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
+from jobset_infra.components.kueue import Kueue, KueueArgs
+from jobset_infra.components.offline import ProgramError
+from jobset_infra.manifests.workload import TpuTarget
+from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
+from jobset_infra.tpu.slice import TpuSlice
+from tests.components.platform_fixtures import IMAGE, provider
+from tests.components.pulumi_harness import run_component
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+CONTAINER = {"name": "jax", "image": "python:3.11", "command": ["python", "-c", "print(1)"]}
+
+
+def pools(slices: int = 4) -> SlicePoolsPlan:
+    return plan_slice_pools(
+        {
+            "name": "v5e",
+            "accelerator": "v5e",
+            "topology": "2x4",
+            "machine_type": "ct5lp-hightpu-4t",
+            "zone": "us-west4-a",
+            "cluster_location": "us-west4",
+            "slices": slices,
+        }
+    )
+
+
+def test_registers_one_jobset_with_outputs() -> None:
+    def build() -> JobSet:
+        args = JobSetArgs(
+            provider=provider(),
+            replicated_jobs=[tpu_job(pools(), CONTAINER)],
+            failure_policy={"maxRestarts": 3},
+        )
+        return JobSet("train", args)
+
+    result = run_component(build, outputs=["name", "namespace", "child_job_names", "tpu_chips"])
+    [jobset] = result.of_type(JOBSET)
+    assert jobset.parent_type == "jobset-infra:index:JobSet"
+    assert jobset.inputs["metadata"]["name"] == "train"
+    assert jobset.inputs["spec"]["failurePolicy"] == {"maxRestarts": 3}
+    assert result.values == {
+        "name": "train",
+        "namespace": "default",
+        "child_job_names": [f"train-slice-{i}" for i in range(4)],
+        "tpu_chips": 32,
+    }
+
+
+def test_depends_on_the_controller_and_kueue_when_queued() -> None:
+    def build() -> tuple[JobSet, JobSetSystem, Kueue]:
+        k8s = provider()
+        system = JobSetSystem("jobset", JobSetSystemArgs(provider=k8s, image=IMAGE))
+        kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()]))
+        args = JobSetArgs(
+            provider=k8s,
+            replicated_jobs=[tpu_job(pools(), CONTAINER)],
+            queue="tpu-queue",
+            priority_class="high",
+            system=system,
+            kueue=kueue,
+        )
+        return JobSet("train", args), system, kueue
+
+    result = run_component(build)
+    [jobset] = result.of_type(JOBSET)
+    by_name = {r.name: r.urn for r in result.run.registrations}
+    assert by_name["jobset-crd"] in jobset.dependencies
+    assert by_name["jobset-controller"] in jobset.dependencies
+    assert by_name["kueue-kueue"] in jobset.dependencies
+    assert by_name["kueue-clusterqueue-tpu-cluster-queue"] in jobset.dependencies
+    assert jobset.inputs["metadata"]["labels"] == {
+        k.KUEUE_QUEUE_NAME_LABEL: "tpu-queue",
+        k.KUEUE_PRIORITY_CLASS_LABEL: "high",
+    }
+
+
+def test_unqueued_jobset_does_not_wait_for_kueue() -> None:
+    def build() -> JobSet:
+        k8s = provider()
+        kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()]))
+        args = JobSetArgs(provider=k8s, replicated_jobs=[tpu_job(pools(), CONTAINER)], kueue=kueue)
+        return JobSet("train", args)
+
+    [jobset] = run_component(build).of_type(JOBSET)
+    assert jobset.dependencies == ()
+
+
+@pytest.mark.parametrize(
+    ("source", "replicas", "chips"),
+    [
+        pytest.param(pools(3), 3, 4, id="a SlicePoolsPlan"),
+        pytest.param((TpuSlice("v5e", "2x4", "ct5lp-hightpu-4t"), 2), 2, 4, id="a slice and count"),
+        pytest.param((TpuSlice("v5e", "2x4"), 1), 1, 8, id="a single-host slice"),
+    ],
+)
+def test_tpu_job_from_any_slice_source(source: Any, replicas: int, chips: int) -> None:
+    job = tpu_job(source, CONTAINER)
+    assert isinstance(tpu_target(source), TpuTarget)
+    assert job.target.slices == replicas
+    assert job.target.slice.tpu_request == chips
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            {"replicated_jobs": [tpu_job(pools(2), CONTAINER, slices=3)]},
+            "JobSet train: replicated_jobs[0].slices=3: 3 slices (24 chips)",
+            id="more slices than the pools have",
+        ),
+        pytest.param(
+            {
+                "replicated_jobs": [
+                    tpu_job(
+                        pools(), {**CONTAINER, "resources": {"limits": {tpu.TPU_RESOURCE: 1}}}
+                    )
+                ]
+            },
+            "JobSet train: replicated_jobs[0].container.resources.limits",
+            id="wrong chip count",
+        ),
+        pytest.param(
+            {"replicated_jobs": [tpu_job(pools(), CONTAINER)], "provider": "kubeconfig"},
+            "JobSet train: provider: pass the target cluster's pulumi_kubernetes.Provider",
+            id="no explicit provider",
+        ),
+        pytest.param(
+            {"replicated_jobs": [tpu_job(pools(), CONTAINER)], "namespace": "Bad_NS"},
+            "JobSet train: namespace: 'Bad_NS' is not a valid name",
+            id="invalid namespace",
+        ),
+    ],
+)
+def test_bad_args_fail_before_anything_is_registered(args: dict[str, Any], expected: str) -> None:
+    def build() -> JobSet:
+        return JobSet("train", JobSetArgs(**{"provider": provider(), **args}))
+
+    with pytest.raises(ProgramError) as caught:
+        run_component(build)
+    assert expected in str(caught.value)

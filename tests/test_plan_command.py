@@ -71,3 +71,110 @@ def test_broken_stack_yaml_is_a_clear_error(
     project = _project(tmp_path, "config: [unclosed\n")
     assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
     assert "not valid YAML" in capsys.readouterr().err
+
+
+# --- the real stacks ------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _admitted(obj: dict[str, object]) -> list[str]:
+    """Check one written object independently of plan's own validation."""
+    from jobset_infra.api import constants as k
+    from jobset_infra.api.crd_schema import CrdSchema
+    from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
+    from jobset_infra.manifests.crd import jobset_crd
+    from tests.manifests.kueue_schema import kueue_errors
+
+    api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+    if definition_for(api_version, kind) is not None:
+        return [str(e) for e in validate_builtin(obj)]
+    if api_version == k.API_VERSION:
+        return [str(e) for e in CrdSchema.from_crd(jobset_crd(), k.VERSION).admit(obj)[1]]
+    assert api_version == k.KUEUE_API_VERSION, f"unexpected kind {api_version} {kind}"
+    return kueue_errors(obj)
+
+
+def test_v5e_multislice_plan_writes_only_objects_the_cluster_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["plan", "--stack", "v5e-multislice", "--project-dir", str(ROOT), "--out", str(out)]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "every object validates" in captured.err
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())]
+    kinds = [obj["kind"] for obj in objects]
+    for kind in ("CustomResourceDefinition", "Deployment", "ClusterQueue", "LocalQueue", "JobSet"):
+        assert kind in kinds
+    for obj in objects:
+        assert _admitted(obj) == [], obj["kind"]
+    [jobset] = [obj for obj in objects if obj["kind"] == "JobSet"]
+    assert jobset["spec"]["replicatedJobs"][0]["replicas"] == 4  # whole numbers, not 4.0
+    assert "gcp:container/nodePool:NodePool" in captured.out
+    assert "machineType=ct5lp-hightpu-4t nodeCount=2 tpuTopology=2x4" in captured.out
+
+
+def _copy_project(tmp_path: Path, stack_yaml: str) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "__main__.py").write_text((ROOT / "stacks" / "__main__.py").read_text())
+    (stacks / "Pulumi.broken.yaml").write_text(stack_yaml)
+    return tmp_path
+
+
+def test_broken_stack_config_exits_1_with_one_line_per_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.v5e-multislice.yaml").read_text())
+    config = stack["config"]
+    config["jobset-infra:slices"]["topology"] = "3x3"
+    config["jobset-infra:projct"] = "typo"
+    del config["jobset-infra:zone"]
+    project = _copy_project(tmp_path, yaml.safe_dump(stack))
+    code = main(["plan", "--stack", "broken", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: jobset-infra:projct: unknown key; valid keys: platform, kubeconfig, context, "
+        "project, region, zone, cluster, slices, controller, kueue, workload",
+        "error: jobset-infra:zone: required on platform gke "
+        "(pulumi config set jobset-infra:zone ...)",
+    ]
+    assert "Traceback" not in err
+
+
+def test_semantic_config_problems_are_reported_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.v5e-multislice.yaml").read_text())
+    config = stack["config"]
+    config["jobset-infra:slices"]["topology"] = "3x3"
+    config["jobset-infra:controller"]["image"] = "example.com/jobset-controller:latest"
+    project = _copy_project(tmp_path, yaml.safe_dump(stack))
+    assert main(["plan", "--stack", "broken", "--project-dir", str(project)]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(errors) == 2
+    assert errors[0].startswith("error: jobset-infra:controller: image: ")
+    assert errors[1].startswith("error: jobset-infra:slices.topology: topology '3x3'")
+
+
+INVALID_OBJECT_PROGRAM = """
+import pulumi_kubernetes as k8s
+k8s.core.v1.Service("svc", metadata={"name": "svc", "namespace": "team"},
+                    spec={"ports": [{"port": "eighty"}]})
+"""
+
+
+def test_objects_the_cluster_would_refuse_fail_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path, "config: {}\n")
+    (project / "stacks" / "__main__.py").write_text(INVALID_OBJECT_PROGRAM)
+    code = main(["plan", "--stack", "demo", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "error: Service team/svc: spec.ports[0].port:" in err

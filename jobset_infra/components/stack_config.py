@@ -210,29 +210,36 @@ def _gke_problems(config: StackConfig) -> list[str]:
 def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     """Return the validated config of `raw` (`project:key` -> value); raise StackConfigError."""
     values, problems = _own_keys(raw)
-    if problems:
-        raise StackConfigError(problems)
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
-        raise StackConfigError(_describe(exc)) from None
-    problems = _semantic_problems(config)
+        raise StackConfigError(problems + _describe(exc)) from None
+    problems += _semantic_problems(config)
     if problems:
         raise StackConfigError(problems)
     return config
 
 
 def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Return this project's keys without the namespace, JSON values decoded."""
+    """Return this project's known keys without the namespace, JSON values decoded.
+
+    Unknown keys and undecodable values are returned as problems (and left out), so the rest
+    of the config is still checked and every problem is reported in one go.
+    """
     values: dict[str, Any] = {}
     problems: list[str] = []
+    known = ", ".join(StackConfig.model_fields)
     for key, value in raw.items():
         namespace, _, name = str(key).rpartition(":")
         if namespace and namespace != NAMESPACE:
             continue
-        values[name] = _decoded(value)
-        if isinstance(values[name], _Undecodable):
-            problems.append(f"{NAMESPACE}:{name}: not valid JSON: {values[name].reason}")
+        decoded = _decoded(value)
+        if name not in StackConfig.model_fields:
+            problems.append(f"{NAMESPACE}:{name}: unknown key; valid keys: {known}")
+        elif isinstance(decoded, _Undecodable):
+            problems.append(f"{NAMESPACE}:{name}: not valid JSON: {decoded.reason}")
+        else:
+            values[name] = decoded
     return values, problems
 
 

@@ -4,10 +4,8 @@
 namespace ("" for cluster-scoped) and name. The fake Job controller, the scheduler and the HTTP
 layer (`jobset_infra.sim.server`) all call it directly:
 
-    store = Store(clock=fixed_clock)
     jobs = GVR("batch", "v1", "jobs")
     job = store.create(jobs, {"metadata": {"name": "j"}, "spec": {...}}, namespace="default")
-    job = store.get(jobs, "j", "default")
     page = store.list(jobs, "default", label_selector="app=x", limit=100)
     store.update(jobs, changed)                      # 409 Conflict on a stale resourceVersion
     store.update(jobs, changed, subresource="status")
@@ -15,17 +13,13 @@ layer (`jobset_infra.sim.server`) all call it directly:
     store.delete(jobs, "j", "default", propagation="Foreground")
     async for kind, obj in store.watch(jobs, "default", since_rv="123"): ...
 
-Semantics kept: one global resourceVersion counter; uid and creationTimestamp on create; generation
-bumped only when something outside metadata and status changes; the status subresource (writes to
-the main resource keep the stored status and vice versa); no-op writes are not persisted; finalizers
-and deletionTimestamp; owner-reference garbage collection with Foreground, Background and Orphan
-propagation (`jobset_infra.sim.gc`); watch with a bounded history and 410 Gone.
+Semantics (docs/sim.md lists them): one resourceVersion counter, uid/creationTimestamp/generation,
+the status subresource, no-op writes not persisted, finalizers, garbage collection (`gc`),
+watches with a bounded history and 410 Gone (`watch`). Failures raise `StatusError`.
 
-Failures raise `StatusError` (jobset_infra.sim.errors) carrying the Kubernetes Status.
-
-Objects returned by get/list/watch are the stored snapshots, shared and never mutated by the store
-after publication: treat them as read-only and copy (`clone`) before changing one. Every write
-stores a fresh copy of what the caller passed.
+Objects returned by get/list/watch are the stored snapshots, shared and never mutated after
+publication: treat them as read-only and `clone` one before changing it. Every write stores a
+fresh copy of what the caller passed.
 """
 
 from __future__ import annotations
@@ -52,7 +46,7 @@ from jobset_infra.sim.listing import ListResult
 from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.updates import clone
-from jobset_infra.sim.watch import Event, EventLog, Watch
+from jobset_infra.sim.watch import Event, EventLog, History, Watch
 
 __all__ = ["NAMESPACES", "Clock", "ListResult", "Store", "SystemClock", "clone"]
 
@@ -99,7 +93,7 @@ class Store:
         self.writes = 0
         self._rv = 0
         self._data: dict[GVR, dict[str, dict[str, JsonObj]]] = {}
-        self._logs: dict[GVR, EventLog] = {}
+        self.history = History(watch_window)
         self.dependents: dict[str, set[Ref]] = {}
         self.uids: dict[str, Ref] = {}
         self.dangling: set[Ref] = set()
@@ -423,14 +417,11 @@ class Store:
     # ---- watch --------------------------------------------------------------------------------
 
     def log(self, gvr: GVR) -> EventLog:
-        log = self._logs.get(gvr)
-        if log is None:
-            log = self._logs[gvr] = EventLog(self.watch_window)
-        return log
+        return self.history.log(gvr)
 
     def compact(self, gvr: GVR | None = None) -> None:
         """Forget all history so far, so that any watch from an older version gets 410 (tests)."""
-        for key in [gvr] if gvr else list(self._logs):
+        for key in [gvr] if gvr else list(self.history.logs):
             self.log(key).compact(self._rv)
 
     def watch(
@@ -454,16 +445,12 @@ class Store:
                                        gvr.group_resource),
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
-        log = self.log(gvr)
         start = listing.parse_version(since_rv)
-        if start is None or send_initial_events:
-            initial = self.list(gvr, namespace).items
-            stream.start(log, initial, [], initial_end=send_initial_events)
-        else:
-            stream.start(log, [], log.since(start), initial_end=False)
-        return stream
+        initial = self.list(gvr, namespace).items if start is None or send_initial_events \
+            else None
+        return self.history.open(gvr, stream, start=start, initial=initial,
+                                 send_initial_events=send_initial_events)
 
     def watches(self, gvr: GVR | None = None) -> WatchList:
         """Open watches (fault injection drops or expires them)."""
-        logs = [self._logs[gvr]] if gvr in self._logs else [] if gvr else list(self._logs.values())
-        return [w for log in logs for w in log.watches]
+        return self.history.watches(gvr)

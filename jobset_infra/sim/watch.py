@@ -169,3 +169,34 @@ class Watch:
         with contextlib.suppress(KeyError, ValueError):
             self.last_rv = int(obj["metadata"]["resourceVersion"])
         return kind, obj
+
+
+class History:
+    """The event logs of every resource type, and the watches opened on them."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.logs: dict[Any, EventLog] = {}
+
+    def log(self, key: Any) -> EventLog:
+        log = self.logs.get(key)
+        if log is None:
+            log = self.logs[key] = EventLog(self.window)
+        return log
+
+    def open(
+        self, key: Any, stream: Watch, *, start: int | None, initial: list[JsonObj] | None,
+        send_initial_events: bool,
+    ) -> Watch:
+        """Start `stream` with `initial` objects (synthetic ADDED, then the initial-events-end
+        bookmark for a watch-list) or with the history after `start` (410 when too old)."""
+        log = self.log(key)
+        if initial is not None:
+            stream.start(log, initial, [], initial_end=send_initial_events)
+        else:
+            stream.start(log, [], log.since(start or 0), initial_end=False)
+        return stream
+
+    def watches(self, key: Any = None) -> list[Watch]:
+        logs = [self.logs[key]] if key in self.logs else [] if key else list(self.logs.values())
+        return [w for log in logs for w in log.watches]

@@ -1,0 +1,199 @@
+"""PlanExecutor against a small HTTP server: order, bounded parallelism, expectations, status
+barrier (events and metrics only after a successful status write), creation-failure events, and
+the client's QPS pacing on a large fan-out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from jobset_infra.api import constants as c
+from jobset_infra.controller.core.types import (
+    CreateJob,
+    DeleteJob,
+    EmitEvent,
+    IncrementMetric,
+    ObjectRef,
+    Plan,
+    RequeueAfter,
+    UpdateStatus,
+)
+from jobset_infra.controller.runtime.auth import for_url
+from jobset_infra.controller.runtime.events import EventRecorder
+from jobset_infra.controller.runtime.executor import PlanExecutor
+from jobset_infra.controller.runtime.expectations import Expectations
+from jobset_infra.controller.runtime.kube import ConflictError, InvalidError, KubeClient
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.testing.jobs import make_job
+
+KEY = "ns/js"
+REF = ObjectRef(kind=c.KIND, api_version=c.API_VERSION, namespace="ns", name="js", uid="js-uid")
+
+
+@dataclass
+class FakeApi:
+    """Answers creates with 201 (or a scripted status per name), counts concurrency."""
+
+    fail: dict[str, int] = field(default_factory=dict)  # job name -> HTTP status
+    status_code: int = 200
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = json.loads(await request.text() or "null")
+        self.requests.append((request.method, request.path, body))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.001)
+            name = (body or {}).get("metadata", {}).get("name", "")
+            code = self.fail.get(name) or (self.status_code if "/status" in request.path else 0)
+            if code and code >= 400:
+                reason = {409: "Conflict", 422: "Invalid"}.get(code, "Error")
+                return web.json_response({"code": code, "reason": reason, "message": "no"},
+                                         status=code)  # fmt: skip
+            return web.json_response(body or {}, status=201 if request.method == "POST" else 200)
+        finally:
+            self.in_flight -= 1
+
+    def methods(self, method: str, needle: str = "") -> list[Any]:
+        return [b for m, p, b in self.requests if m == method and needle in p]
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[tuple[FakeApi, str]]:
+    fake = FakeApi()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}"
+    await runner.cleanup()
+
+
+def creates(n: int) -> list[CreateJob]:
+    return [CreateJob(make_job("js", "ns", rjob="w", index=i).obj()) for i in range(n)]
+
+
+def executor(url: str, parallelism: int = 50, qps: float = 10_000) -> tuple[PlanExecutor, Metrics]:
+    metrics = Metrics()
+    client = KubeClient(for_url(url), metrics=metrics, qps=qps, burst=100)
+    recorder = EventRecorder(client)
+    return PlanExecutor(client, Expectations(), recorder, metrics,
+                        max_parallelism=parallelism), metrics  # fmt: skip
+
+
+async def flushed(recorder: EventRecorder) -> None:
+    """Send what the recorder queued (the manager runs its sender as a task)."""
+    sender = asyncio.create_task(recorder.run())
+    await asyncio.wait_for(recorder.flush(), 5)
+    sender.cancel()
+    await asyncio.gather(sender, return_exceptions=True)
+
+
+def status(rv: str = "5") -> UpdateStatus:
+    return UpdateStatus(namespace="ns", name="js", resource_version=rv, status={"restarts": 1})
+
+
+JOBSET = {
+    "apiVersion": c.API_VERSION,
+    "kind": c.KIND,
+    "metadata": {"name": "js", "namespace": "ns"},
+}
+
+
+async def test_creates_run_in_parallel_bounded_and_are_expected(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=5)
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
+    assert outcome.writes == 20
+    assert 1 < fake.max_in_flight <= 5
+    assert run.expectations.pending_count(KEY) == (20, 0), "creates wait for their watch events"
+    await run.client.close()
+
+
+async def test_events_and_metrics_follow_a_successful_status_write(api: Any) -> None:
+    fake, url = api
+    run, metrics = executor(url)
+    plan = Plan((
+        status(),
+        EmitEvent("Normal", c.ALL_JOBS_COMPLETED_REASON, "done", REF),
+        IncrementMetric(c.METRIC_COMPLETED_TOTAL, (("jobset_name", "js"), ("namespace", "ns"))),
+        RequeueAfter(3.0),
+    ))  # fmt: skip
+    outcome = await run.execute(KEY, JOBSET, plan)
+    await flushed(run.recorder)
+    assert outcome.status_written and outcome.requeue_after == 3.0
+    put = fake.methods("PUT", "/status")[0]
+    assert put["metadata"]["resourceVersion"] == "5" and put["status"] == {"restarts": 1}
+    assert [e["reason"] for e in fake.methods("POST", "/events")] == [c.ALL_JOBS_COMPLETED_REASON]
+    labels = {"jobset_name": "js", "namespace": "ns"}
+    assert metrics.sample("jobset_completed_total", labels) == 1
+    await run.client.close()
+
+
+async def test_a_conflicting_status_write_emits_nothing(api: Any) -> None:
+    fake, url = api
+    fake.status_code = 409
+    run, metrics = executor(url)
+    plan = Plan((
+        status(),
+        EmitEvent("Warning", c.FAILED_JOBS_REASON, "failed", REF),
+        IncrementMetric(c.METRIC_FAILED_TOTAL, (("jobset_name", "js"), ("namespace", "ns"))),
+    ))  # fmt: skip
+    with pytest.raises(ConflictError):
+        await run.execute(KEY, JOBSET, plan)
+    await flushed(run.recorder)
+    assert fake.methods("POST", "/events") == []
+    assert metrics.sample("jobset_failed_total", {"jobset_name": "js", "namespace": "ns"}) == 0
+    await run.client.close()
+
+
+async def test_a_failed_create_stops_the_plan_and_emits_job_creation_failed(api: Any) -> None:
+    fake, url = api
+    fake.fail["js-w-1"] = 422
+    run, _ = executor(url)
+    plan = Plan((*creates(3), status(), EmitEvent("Normal", "X", "y", REF)))
+    with pytest.raises(InvalidError):
+        await run.execute(KEY, JOBSET, plan)
+    await flushed(run.recorder)
+    assert fake.methods("PUT") == [], "no status write after a failed step"
+    events = fake.methods("POST", "/events")
+    assert [e["reason"] for e in events] == [c.JOB_CREATION_FAILED_EVENT]
+    assert events[0]["note"].startswith('job "js-w-1" creation failed with error')
+    assert run.expectations.pending_count(KEY) == (2, 0), "the failed create is not awaited"
+    await run.client.close()
+
+
+async def test_deletes_are_foreground_with_uid_preconditions(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url)
+    plan = Plan((DeleteJob("ns", "js-w-0", "uid-0"), DeleteJob("ns", "js-w-1", "uid-1")))
+    await run.execute(KEY, JOBSET, plan)
+    bodies = fake.methods("DELETE")
+    assert sorted(b["preconditions"]["uid"] for b in bodies) == ["uid-0", "uid-1"]
+    assert all(b["propagationPolicy"] == "Foreground" for b in bodies)
+    assert run.expectations.pending_count(KEY) == (0, 2)
+    await run.client.close()
+
+
+async def test_client_qps_paces_a_large_fan_out(api: Any) -> None:
+    _, url = api
+    run, _ = executor(url, parallelism=50, qps=500)
+    started = time.monotonic()
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(300))))
+    elapsed = time.monotonic() - started
+    assert outcome.writes == 300
+    # burst 100 immediately, then 200 more at 500/s: at least 0.4 s; generous upper bound.
+    assert 0.38 <= elapsed < 5.0, elapsed
+    await run.client.close()

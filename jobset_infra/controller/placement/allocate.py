@@ -6,8 +6,10 @@ No partial slice is ever started: a JobSet whose Jobs cannot all be placed gets 
 
 The choice is deterministic (the same inputs give the same domains on every replica):
 1. a domain pinned by the Job's own nodeSelector is the only candidate;
-2. otherwise domains nobody holds come first, then domains held only by other priority levels
-   (upstream scoping: a higher-priority JobSet may take a pool a lower one is being preempted from);
+2. otherwise domains nobody holds come first (empty ones before those whose last Job's pods are
+   still stopping, so a restarted slice does not queue behind another slice's terminating pods),
+   then domains held only by other priority levels (upstream scoping: a higher-priority JobSet
+   may take a pool a lower one is being preempted from);
 3. within a tier, the domain the Job had before (resume), then the smallest domain that fits
    (keeping big pools for big Jobs), then natural name order;
 4. the Jobs are matched to domains by augmenting paths, so if any complete assignment exists,
@@ -108,8 +110,8 @@ class _Options:
             name, key = domain.name, domain.topology_key
             if self.occupancy.blockers(key, name, request.scope, request.key):
                 continue
-            held = self.occupancy.holders_of(key, name)
-            tier = 0 if not any(v.key != request.key for v in held) else 1
+            held = any(v.key != request.key for v in self.occupancy.holders_of(key, name))
+            tier = 2 if held else 1 if (key, name) in self.occupancy.draining else 0
             out.append(_Candidate(tier, domain, room))
         out.sort(
             key=lambda cand: (

@@ -41,6 +41,7 @@ class JobPlacementView:
     scope: str  # priority scope, see priority_scope()
     holds_domain: bool
     resource_version: str = ""
+    draining: bool = False  # released, but its pods may still be running there (being deleted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +98,10 @@ def job_view_from_manifest(job: Mapping[str, Any]) -> JobPlacementView | None:
     spec = job.get("spec") or {}
     pod = (spec.get("template") or {}).get("spec") or {}
     domain = (pod.get("nodeSelector") or {}).get(topology_key)
-    holds = not (
-        spec.get("suspend") is True
-        or meta.get("deletionTimestamp")
-        or _finished(job.get("status") or {})
-    )
+    status = job.get("status") or {}
+    finished = _finished(status)
+    stopping = bool(meta.get("deletionTimestamp")) or spec.get("suspend") is True
+    holds = not (stopping or finished)
     return JobPlacementView(
         key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
         uid=str(meta.get("uid", "")),
@@ -111,6 +111,7 @@ def job_view_from_manifest(job: Mapping[str, Any]) -> JobPlacementView | None:
         scope=priority_scope(pod),
         holds_domain=holds and bool(domain),
         resource_version=str(meta.get("resourceVersion", "")),
+        draining=bool(domain) and stopping and not finished and status.get("active", 0) != 0,
     )
 
 

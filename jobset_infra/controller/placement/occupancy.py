@@ -22,6 +22,7 @@ class Occupancy:
     """Domains held by exclusive Jobs: (topology key, domain) -> the views holding it."""
 
     holders: Mapping[DomainId, tuple[JobPlacementView, ...]] = field(default_factory=dict)
+    draining: frozenset[DomainId] = frozenset()  # released by Jobs whose pods are still stopping
 
     @classmethod
     def from_views(cls, views: Iterable[JobPlacementView]) -> Occupancy:
@@ -36,7 +37,10 @@ class Occupancy:
         for view in latest.values():
             if view.holds_domain and view.domain:
                 holders.setdefault((view.topology_key, view.domain), []).append(view)
-        return cls({k: tuple(sorted(v, key=lambda x: x.key)) for k, v in holders.items()})
+        draining = frozenset(
+            (v.topology_key, v.domain) for v in latest.values() if v.draining and v.domain
+        )
+        return cls({k: tuple(sorted(v, key=lambda x: x.key)) for k, v in holders.items()}, draining)
 
     def holders_of(self, topology_key: str, domain: str) -> tuple[JobPlacementView, ...]:
         """Return every Job holding `domain`, whatever its priority."""
@@ -55,7 +59,8 @@ class Occupancy:
     def with_views(self, views: Iterable[JobPlacementView]) -> Occupancy:
         """Return this occupancy updated with more views (e.g. the Jobs just placed)."""
         current = [v for vs in self.holders.values() for v in vs]
-        return Occupancy.from_views([*current, *views])
+        merged = Occupancy.from_views([*current, *views])
+        return Occupancy(merged.holders, merged.draining | self.draining)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.holders.values())

@@ -138,6 +138,10 @@ class JobBuilder:
         self._obj["status"] = {"conditions": [{"type": kind, "status": "True"}]}
         return self
 
+    def active(self, pods: int) -> JobBuilder:
+        self._obj.setdefault("status", {})["active"] = pods
+        return self
+
     def deleting(self) -> JobBuilder:
         self._obj["metadata"]["deletionTimestamp"] = "2026-11-29T10:00:00Z"
         return self

@@ -111,6 +111,24 @@ CASES = [
     ),
     pytest.param(
         Case(
+            _requests("js", 1),
+            FOUR_POOLS[:2],
+            _occupancy(make_job("old-w-0", "old").on("pool-0").deleting().active(2).obj()),
+            {"default/js-w-0": "pool-1"},
+        ),
+        id="an empty pool comes before one whose last job's pods are still stopping",
+    ),
+    pytest.param(
+        Case(
+            _requests("js", 2),
+            FOUR_POOLS[:2],
+            _occupancy(make_job("old-w-0", "old").on("pool-0").deleting().active(2).obj()),
+            {"default/js-w-0": "pool-1", "default/js-w-1": "pool-0"},
+        ),
+        id="a pool whose last job is stopping is still used when needed",
+    ),
+    pytest.param(
+        Case(
             _requests("js", 1, pods=3),
             FOUR_POOLS,
             Occupancy(),

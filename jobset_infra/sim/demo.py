@@ -30,6 +30,7 @@ SLICES: Final = 4
 JOBSETS: Final = GVR(c.GROUP, c.VERSION, c.PLURAL)
 JOBS: Final = GVR("batch", "v1", "jobs")
 PODS: Final = GVR("", "v1", "pods")
+NODES: Final = GVR("", "v1", "nodes")
 STEP_TIMEOUT: Final = 20.0
 FAILURE_MESSAGE: Final = "simulated: TPU host of this slice stopped responding"
 
@@ -58,6 +59,10 @@ def demo_jobset(pools: int, hosts: int, chips: int) -> dict[str, Any]:
         .success_policy("All")
         .obj()
     )
+
+
+class DemoError(RuntimeError):
+    """A step of the demo did not happen (in time, or as it should)."""
 
 
 class Reporter:
@@ -90,8 +95,8 @@ async def run(opts: Options) -> int:
           "(no cloud account needed)", flush=True)
     cluster = await start_cluster(opts)
     try:
-        return await _story(cluster, say, len(pools), pools[0].nodes)
-    except TimeoutError as err:
+        return await _story(cluster, say, len(pools), pools[0].nodes, len(opts.faults))
+    except (TimeoutError, DemoError) as err:
         say(f"FAILED: {err}")
         say("cluster state: " + _summary(cluster))
         return 1
@@ -99,11 +104,15 @@ async def run(opts: Options) -> int:
         await cluster.stop()
 
 
-async def _story(cluster: Cluster, say: Callable[[str], None], pools: int, hosts: int) -> int:
+async def _story(
+    cluster: Cluster, say: Callable[[str], None], pools: int, hosts: int, faults: int
+) -> int:
     store = cluster.sim.store
     say(f"cluster up at {cluster.sim.url}: {pools * hosts} TPU nodes in {pools} v5e 2x4 slice "
         f"pools, sim scheduler {'on' if cluster.scheduler else 'off'}, JobSet controller running")
     say(f"kubectl: kubectl --server={cluster.sim.url} get jobsets,jobs,pods")
+    if faults:
+        say(f"fault injection on: {faults} rule(s) act on every API request of the controller")
     await _create(cluster.sim.url, demo_jobset(pools, hosts, chips=4))
     say(f"created JobSet {NAMESPACE}/{NAME}: {pools} slices x {hosts} TPU hosts, one node pool "
         "per slice (annotation alpha.jobset.sigs.k8s.io/exclusive-topology)")
@@ -111,7 +120,8 @@ async def _story(cluster: Cluster, say: Callable[[str], None], pools: int, hosts
     for job in jobs:
         say(f"  Job {job['metadata']['name']} -> node pool {_pool(job)}")
     await until(lambda: _running(store, pools * hosts), f"{pools * hosts} running pods")
-    say(f"{pools * hosts}/{pools * hosts} pods Running, each slice on its own pool")
+    say(f"{pools * hosts}/{pools * hosts} pods Running, each slice on its own pool: "
+        + _placement(store))
     victim = jobs[1]["metadata"]["name"]
     say(f"failing slice {victim}: {FAILURE_MESSAGE}")
     failed_at = time.monotonic()
@@ -138,10 +148,18 @@ async def _story(cluster: Cluster, say: Callable[[str], None], pools: int, hosts
 
 
 async def _create(url: str, jobset: dict[str, Any]) -> None:
+    """POST the JobSet, retrying what a client retries (429, 5xx) when faults are injected."""
     path = f"/apis/{c.GROUP}/{c.VERSION}/namespaces/{NAMESPACE}/{c.PLURAL}"
-    async with aiohttp.ClientSession() as session, session.post(url + path, json=jobset) as resp:
-        if resp.status != 201:
-            raise TimeoutError(f"creating the JobSet: HTTP {resp.status}: {await resp.text()}")
+    async with aiohttp.ClientSession() as session:
+        for _ in range(20):
+            async with session.post(url + path, json=jobset) as resp:
+                if resp.status == 201:
+                    return
+                text = await resp.text()
+                if resp.status != 429 and resp.status < 500:
+                    break
+            await asyncio.sleep(0.1)
+    raise DemoError(f"creating the JobSet: HTTP {resp.status}: {text}")
 
 
 def _jobs(store: Any, *, attempt: str, count: int) -> list[dict[str, Any]] | None:
@@ -166,6 +184,25 @@ def _running(store: Any, want: int) -> bool:
         and not p["metadata"].get("deletionTimestamp")
     ]
     return len(running) == want
+
+
+def _placement(store: Any) -> str:
+    """Where each Job's pods run, checked against the pool its nodeSelector names."""
+    pool_of_node = {
+        n["metadata"]["name"]: n["metadata"]["labels"].get(tpu.GKE_NODEPOOL_LABEL)
+        for n in store.iter_objects(NODES)
+    }
+    pools_of_job: dict[str, set[str]] = {}
+    for pod in store.iter_objects(PODS, NAMESPACE):
+        job = (pod["metadata"].get("labels") or {}).get("job-name", "?")
+        node = pod["spec"].get("nodeName", "")
+        pools_of_job.setdefault(job, set()).add(str(pool_of_node.get(node, "(unbound)")))
+    for job in store.iter_objects(JOBS, NAMESPACE):
+        want = _pool(job)
+        got = pools_of_job.get(job["metadata"]["name"], set())
+        if got != {want}:
+            raise DemoError(f"Job {job['metadata']['name']} should run on {want}, ran on {got}")
+    return f"{len(pools_of_job)} Jobs on {len(set().union(*pools_of_job.values()))} pools"
 
 
 def _condition(store: Any, kind: str) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ import pytest
 
 from jobset_infra import cli
 from jobset_infra.sim import command
+from jobset_infra.testing.jobsets import make_jobset
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 REPO = Path(__file__).resolve().parents[2]
@@ -146,3 +148,50 @@ def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
         assert step in out, f"missing {step!r} in:\n{out}"
     pools = re.findall(r"Job pretrain-slice-\d -> node pool (v5e-2x4-\d)", out)
     assert sorted(pools) == ["v5e-2x4-0", "v5e-2x4-1", "v5e-2x4-2", "v5e-2x4-3"]
+
+
+def test_with_the_controller_a_jobset_applied_by_kubectl_runs_to_completion(
+    tmp_path: Path,
+) -> None:
+    jobset = (
+        make_jobset("train", "default")
+        .exclusive("cloud.google.com/gke-nodepool")
+        .replicated_job("slice", replicas=2, parallelism=2)
+        .pod_spec("slice", restartPolicy="Never",
+                  containers=[{"name": "main", "image": "busybox:1.36",
+                               "resources": {"limits": {"google.com/tpu": "4"}}}],
+                  tolerations=[{"key": "google.com/tpu", "operator": "Exists"}],
+                  nodeSelector={"cloud.google.com/gke-tpu-topology": "2x4"})
+        .obj()
+    )
+    manifest = tmp_path / "jobset.json"
+    manifest.write_text(json.dumps(jobset))
+    proc, lines = _start("--port", "0", "--nodes", "v5e-2x4:2", "--controller",
+                         "--auto-complete", "0.3")
+    try:
+        kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
+
+        def kubectl(*args: str) -> str:
+            return subprocess.run(
+                [str(KUBECTL), "--kubeconfig", kubeconfig, *args],
+                capture_output=True, text=True, timeout=60, check=True,
+            ).stdout
+
+        assert "jobset.jobset.x-k8s.io/train created" in kubectl("create", "-f", str(manifest))
+        kubectl("wait", "--for=condition=Completed", "jobset/train", "--timeout=30s")
+        jobs = json.loads(kubectl("get", "jobs", "-o", "json"))["items"]
+        pools = {
+            j["metadata"]["name"]: j["spec"]["template"]["spec"]["nodeSelector"][
+                "cloud.google.com/gke-nodepool"]
+            for j in jobs
+        }
+        assert sorted(pools.values()) == ["v5e-2x4-0", "v5e-2x4-1"]
+        pods = json.loads(kubectl("get", "pods", "-o", "json"))["items"]
+        assert len(pods) == 4
+        for pod in pods:  # each slice ran on the nodes of its own pool only
+            pool = pools[pod["metadata"]["labels"]["job-name"]]
+            assert pod["spec"]["nodeName"].startswith(f"gke-sim-{pool}-node-")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err

@@ -64,6 +64,39 @@ def _paths(info: ResourceInfo) -> JsonObj:
     }
 
 
+def openapi_form(schema: Any) -> Any:
+    """The pinned definitions are JSON Schema (`type: [X, "null"]`, int-or-string as `oneOf`);
+    OpenAPI v3 documents, which kubectl explain reads, use one type string and
+    `x-kubernetes-int-or-string`."""
+    if isinstance(schema, list):
+        return [openapi_form(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: openapi_form(sub) for name, sub in value.items()}
+        elif key != "oneOf":
+            out[key] = openapi_form(value)
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        real = [k for k in kinds if k != "null"]
+        if len(real) == 1:
+            out["type"] = real[0]
+        else:
+            out.pop("type")
+    options = schema.get("oneOf")
+    if options is not None:
+        types = {t for o in options for t in (o.get("type") or [])} - {"null"}
+        if types == {"string", "integer"}:
+            out["x-kubernetes-int-or-string"] = True
+        else:
+            out["oneOf"] = openapi_form(options)
+    if "enum" in out and isinstance(out["enum"], list):
+        out["enum"] = [v for v in out["enum"] if v is not None]
+    return out
+
+
 def _ref_closure(roots: list[str]) -> dict[str, Any]:
     defs = definitions()
     seen: dict[str, Any] = {}
@@ -73,7 +106,7 @@ def _ref_closure(roots: list[str]) -> dict[str, Any]:
         if name in seen or name not in defs:
             continue
         text = json.dumps(defs[name]).replace('"#/$defs/', '"#/components/schemas/')
-        seen[name] = json.loads(text)
+        seen[name] = openapi_form(json.loads(text))
         todo.extend(part.split('"')[0] for part in text.split('"#/components/schemas/')[1:])
     return seen
 

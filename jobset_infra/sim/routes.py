@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,6 +20,7 @@ from jobset_infra.sim.errors import (
     StatusError,
     bad_request,
     gone,
+    internal,
     method_not_allowed,
     not_acceptable,
     unsupported_media_type,
@@ -28,6 +30,7 @@ from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.store import Store
 
 JsonObj = dict[str, Any]
+_log = logging.getLogger(__name__)
 JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch"}
@@ -155,6 +158,9 @@ class ApiHandler:
             return await self._serve(request, api)
         except StatusError as error:
             return error_response(error)
+        except Exception as exc:  # a bug here must still answer like an API server
+            _log.exception("sim: %s %s failed", request.method, request.path)
+            return error_response(internal(f"{type(exc).__name__}: {exc}"))
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")

@@ -138,3 +138,26 @@ def test_a_jobset_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:
     body["spec"]["replicatedJob"] = []
     out = kubectl("create", "-f", kubectl.write("typo.yaml", body), ok=False)
     assert 'unknown field "spec.replicatedJob"' in out
+
+
+@pytest.mark.parametrize(
+    ("resource", "want_type"),
+    [
+        pytest.param("jobs.spec.suspend", "<boolean>", id="a built-in field"),
+        pytest.param("jobsets.spec.replicatedJobs.replicas", "<integer>", id="a JobSet field"),
+        pytest.param("crd.spec.versions.schema", "<CustomResourceValidation>",
+                     id="a schema whose properties include oneOf"),
+    ],
+)
+def test_explain_reads_the_served_openapi(kubectl: Kubectl, resource: str, want_type: str) -> None:
+    out = kubectl("explain", resource)
+    assert f"FIELD: {resource.rsplit('.', 1)[-1]} {want_type}" in out
+
+
+def test_client_side_apply_configures_an_existing_job(kubectl: Kubectl) -> None:
+    body = job("applied-client-side")
+    kubectl("apply", "-f", kubectl.write("csa.yaml", body))
+    body["metadata"]["labels"] = {"tier": "gold"}
+    assert "configured" in kubectl("apply", "-f", kubectl.write("csa.yaml", body))
+    live = json.loads(kubectl("get", "job", "applied-client-side", "-o", "json"))
+    assert live["metadata"]["labels"] == {"tier": "gold"}

@@ -246,6 +246,16 @@ def collect_garbage(state: State) -> State:
     return replace(state, jobs=jobs)
 
 
+def run_job_controller(state: State) -> State:
+    """What the kube Job controller does on its own: a suspended Job's pods go away."""
+    jobs = dict(state.jobs)
+    for name, job in state.jobs.items():
+        status = job.get("status") or {}
+        if job["spec"].get("suspend") and (status.get("active") or status.get("ready")):
+            jobs[name] = {**job, "status": {**status, "active": 0, "ready": 0}}
+    return replace(state, jobs=jobs)
+
+
 def step(state: State, now: datetime = T0, config: CoreConfig | None = None) -> tuple[State, Plan]:
     """One reconcile pass applied: (new state, the plan)."""
     plan = reconcile(state.observed(), now, config)
@@ -264,6 +274,7 @@ def settle(
     for i in range(max_passes):
         if gc:
             state = collect_garbage(state)
+        state = run_job_controller(state)
         plan = reconcile(state.observed(), now + timedelta(seconds=i), config)
         if plan.is_empty:
             return state

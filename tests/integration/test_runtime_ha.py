@@ -3,10 +3,14 @@ replaced within the lease time; a graceful stop hands over at once; nothing is c
 
 from __future__ import annotations
 
+import asyncio
 import time
+
+import pytest
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController
+from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import Cluster, eventually, fast_config
 
@@ -35,8 +39,11 @@ def writes_by(ctl: RunningController) -> int:
             continue
         for sample in metric.samples:
             if sample.name.endswith("_total") and sample.labels["method"] in (
-                "POST", "PUT", "PATCH", "DELETE",
-            ):  # fmt: skip
+                "POST",
+                "PUT",
+                "PATCH",
+                "DELETE",
+            ):
                 total += int(sample.value)
     return total - lease_writes(ctl)
 
@@ -102,3 +109,29 @@ def cluster_creates(cluster: Cluster) -> int | None:
         return None
     created: int = cluster.sim.stats.count("create", "jobs")
     return created
+
+
+async def test_a_leader_that_cannot_renew_stops_working(cluster: Cluster) -> None:
+    if cluster.sim is None:
+        pytest.skip("needs the sim's fault injection")
+    leader = await cluster.start_controller(ha_config(cluster), identity="replica-a")
+    await leader.wait_leader(5)
+    broken = FaultInjector(
+        rules=(FaultRule(Fault.ERROR, code=503, resources=frozenset({"leases"})),)
+    )
+    cluster.sim.sim.add_hook(broken)
+    try:
+        lost_at = time.monotonic()
+        await asyncio.wait_for(leader.lost.wait(), 5)
+        assert time.monotonic() - lost_at <= 0.8 + 0.4 + 0.5, "gave up after renewDeadline"
+        assert not leader.is_leader
+        assert (
+            leader.metrics.sample("leader_election_master_status", {"name": "jobset-ha-test"}) == 0
+        )
+        writes = writes_by(leader)
+        await cluster.create_jobset(make_jobset("js").replicated_job("w"))
+        await asyncio.sleep(0.5)
+        assert await cluster.jobs() == [], "a replica that lost its lease makes no writes"
+        assert writes_by(leader) == writes
+    finally:
+        cluster.sim.sim.remove_hook(broken)

@@ -110,7 +110,15 @@ class LeaderElector:
         last_renew = self._clock()
         while True:
             await asyncio.sleep(self.timings.retry_period)
-            if await self._try_acquire_or_renew():
+            # Like client-go, one renewal (with the client's retries) may not outlast the deadline.
+            remaining = self.timings.renew_deadline - (self._clock() - last_renew)
+            try:
+                renewed = remaining > 0 and await asyncio.wait_for(
+                    self._try_acquire_or_renew(), remaining
+                )
+            except TimeoutError:
+                renewed = False
+            if renewed:
                 last_renew = self._clock()
             elif self._clock() - last_renew >= self.timings.renew_deadline:
                 log.error("leader election lost", extra={"lease": self.name})

@@ -30,6 +30,7 @@ from jobset_infra.controller.placement import (
     PlacementRequest,
     QuantityError,
     allocate,
+    job_view_from_manifest,
     placed_views,
     request_from_job_manifest,
 )
@@ -76,9 +77,16 @@ def place_new_jobs(
 
 
 def place_resumed_jobs(
-    jobs: tuple[ChildJob, ...], observed: Observed, config: CoreConfig
+    jobs: tuple[ChildJob, ...],
+    observed: Observed,
+    config: CoreConfig,
+    earlier: PlacementDecision | None = None,
 ) -> PlacementDecision:
-    """Return the nodeSelector entries to add to Jobs being resumed, or the Jobs held suspended."""
+    """Return the nodeSelector entries to add to Jobs being resumed, or the Jobs held suspended.
+
+    `earlier`: a decision already made in the same pass (e.g. Jobs being created), whose domains
+    are taken.
+    """
     inputs = _inputs(observed)
     groups = _by_strategy(jobs, inputs, config, lambda job: job.annotations)
     domain_jobs = tuple(groups.get(Strategy.DOMAINS, ()))
@@ -88,7 +96,8 @@ def place_resumed_jobs(
         requests = [_resume_request(job, observed) for job in domain_jobs]
     except QuantityError as err:
         return _invalid(tuple(job.name for job in domain_jobs), err)
-    result = allocate(requests, _domains_for(requests, inputs), inputs.occupancy)
+    occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
+    result = allocate(requests, _domains_for(requests, inputs), occupancy)
     if isinstance(result, NoFit):
         return _held(tuple(job.name for job in domain_jobs), result, inputs)
     selectors = {
@@ -187,13 +196,27 @@ def _domains_for(
 def _earlier_views(
     earlier: PlacementDecision | None, requests: Sequence[PlacementRequest]
 ) -> tuple[JobPlacementView, ...]:
-    if earlier is None or not earlier.node_selectors or not requests:
+    """Return views that make the domains of an earlier decision of this pass taken.
+
+    One view per priority scope of `requests`: within one JobSet, Jobs never share a domain.
+    """
+    if earlier is None or not requests:
         return ()
-    namespace, owner, scope = requests[0].key.split("/")[0], requests[0].owner, requests[0].scope
+    namespace, owner = requests[0].key.split("/")[0], requests[0].owner
+    taken = [
+        (str(job["metadata"]["name"]), view.topology_key, view.domain)
+        for job in earlier.create
+        if (view := job_view_from_manifest(job)) is not None and view.holds_domain and view.domain
+    ]
+    taken += [
+        (name, key, domain)
+        for name, selector in earlier.node_selectors.items()
+        for key, domain in selector.items()
+    ]
     views: list[JobPlacementView] = []
-    for name, selector in earlier.node_selectors.items():
-        for key, domain in selector.items():
-            request = PlacementRequest(f"{namespace}/{name}", owner, key, 0, scope=scope)
+    for scope in sorted({r.scope for r in requests}):
+        for name, key, domain in taken:
+            request = PlacementRequest(f"{namespace}/{name}#{scope}", owner, key, 0, scope=scope)
             views.extend(placed_views([request], Assignment({request.key: domain})))
     return tuple(views)
 

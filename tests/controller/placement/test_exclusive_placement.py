@@ -189,6 +189,27 @@ def test_resumed_and_new_jobs_of_one_pass_never_share() -> None:
     assert _domains(created.create) == ["pool-1"]
 
 
+def test_created_then_resumed_in_one_pass_never_share() -> None:
+    js = _tpu_jobset(replicas=2)
+    children = _suspended_children(js, [None, None])[:1]
+    observed = _observed(js, _inputs(held=children), children)
+    new = construct_jobs(js, js.spec.replicated_jobs[0], {"js-slice-0"}, 0)
+    created = step.place_new_jobs(new, observed, CONFIG)
+    resumed = step.place_resumed_jobs(observed.jobs, observed, CONFIG, earlier=created)
+    assert _domains(created.create) == ["pool-0"]
+    assert resumed.node_selectors == {"js-slice-0": {POOL_KEY: "pool-1"}}
+
+
+def test_earlier_domains_are_taken_whatever_the_priority() -> None:
+    js = _tpu_jobset(replicas=1)
+    observed = _observed(js, _inputs(nodes=tpu_pools(2, 2)))
+    other = step.PlacementDecision(node_selectors={"js-other-0": {POOL_KEY: "pool-0"}})
+    job = _new_jobs(js)[0]
+    job["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    decision = step.place_new_jobs((job,), observed, CONFIG, earlier=other)
+    assert _domains(decision.create) == ["pool-1"]
+
+
 def test_declared_pool_with_zero_nodes_is_assigned() -> None:
     declared = (
         PlacementDomain(

@@ -33,6 +33,14 @@ CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 JOB_API_VERSION: Final = "batch/v1"
 # Kind of child Jobs.
 JOB_KIND: Final = "Job"
+# batch/v1 Job condition types the controller reads (set by the kube Job controller).
+JOB_CONDITION_COMPLETE: Final = "Complete"
+# A Job failed (all its pods have terminated).
+JOB_CONDITION_FAILED: Final = "Failed"
+# A Job's failure is decided; Failed follows once its pods have terminated (K8s >= 1.31).
+JOB_CONDITION_FAILURE_TARGET: Final = "FailureTarget"
+# A Job's success is decided; Complete follows once its pods have terminated.
+JOB_CONDITION_SUCCESS_CRITERIA_MET: Final = "SuccessCriteriaMet"
 
 # --- Labels and annotations set on child Jobs and their pod templates (label + annotation) ------
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import ChildJob, JobCondition
 
 __all__ = [
@@ -27,10 +28,10 @@ __all__ = [
     "job_succeeded",
 ]
 
-_FAILED = "Failed"
-_FAILURE_TARGET = "FailureTarget"
-_COMPLETE = "Complete"
-_SUCCESS_CRITERIA_MET = "SuccessCriteriaMet"
+_FAILED = c.JOB_CONDITION_FAILED
+_FAILURE_TARGET = c.JOB_CONDITION_FAILURE_TARGET
+_COMPLETE = c.JOB_CONDITION_COMPLETE
+_SUCCESS_CRITERIA_MET = c.JOB_CONDITION_SUCCESS_CRITERIA_MET
 
 
 @dataclass(frozen=True, slots=True)

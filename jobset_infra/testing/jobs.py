@@ -124,8 +124,10 @@ class JobBuilder:
         status = self._status()
         status.update(active=0, ready=0, succeeded=self._pods(None))
         status["completionTime"] = format_time(at)
-        self._add_condition("SuccessCriteriaMet", "True", "CompletionsReached", "", at)
-        self._add_condition("Complete", "True", "CompletionsReached", "", at)
+        self._add_condition(
+            c.JOB_CONDITION_SUCCESS_CRITERIA_MET, "True", "CompletionsReached", "", at
+        )
+        self._add_condition(c.JOB_CONDITION_COMPLETE, "True", "CompletionsReached", "", at)
         return self
 
     def failed(
@@ -136,8 +138,8 @@ class JobBuilder:
     ) -> Self:
         """Failed=True with `reason`/`message` at `at`, as the Job controller finishes a Job."""
         self._status().update(active=0, ready=0, failed=1)
-        self._add_condition("FailureTarget", "True", reason, message, at)
-        self._add_condition("Failed", "True", reason, message, at)
+        self._add_condition(c.JOB_CONDITION_FAILURE_TARGET, "True", reason, message, at)
+        self._add_condition(c.JOB_CONDITION_FAILED, "True", reason, message, at)
         return self
 
     def failure_target(
@@ -148,7 +150,7 @@ class JobBuilder:
     ) -> Self:
         """Only FailureTarget=True: the Job is failing, its pods are still terminating."""
         self._status().update(failed=1)
-        self._add_condition("FailureTarget", "True", reason, message, at)
+        self._add_condition(c.JOB_CONDITION_FAILURE_TARGET, "True", reason, message, at)
         return self
 
     def suspended_condition(self, at: datetime = _EPOCH) -> Self:

@@ -7,6 +7,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.child_jobs import JobIndexes, construct_jobs, job_key
@@ -306,3 +308,33 @@ def test_job_indexes(
     assert indexes.global_offset == want_global_offset
     assert indexes.group_replicas == want_group_replicas
     assert indexes.group_offset == want_group_offset
+
+
+@given(
+    rjobs=st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from(["default", "g1", "g2"])),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_indexes_of_all_jobs_are_dense_and_unique(rjobs: list[tuple[int, str]]) -> None:
+    builder = make_jobset("js", "ns").uid("u")
+    for i, (replicas, group) in enumerate(rjobs):
+        builder.replicated_job(f"r{i}", replicas=replicas, group_name=group)
+    js = builder.model()
+    jobs = [j for r in js.spec.replicated_jobs for j in construct_jobs(js, r, set(), 0)]
+    labels = [j["metadata"]["labels"] for j in jobs]
+    total = sum(n for n, _ in rjobs)
+    assert sorted(int(x[c.JOB_GLOBAL_INDEX_KEY]) for x in labels) == list(range(total))
+    assert all(x[c.GLOBAL_REPLICAS_KEY] == str(total) for x in labels)
+    for group in {g for _, g in rjobs}:
+        in_group = [x for x in labels if x[c.GROUP_NAME_KEY] == group]
+        size = sum(n for n, g in rjobs if g == group)
+        assert sorted(int(x[c.JOB_GROUP_INDEX_KEY]) for x in in_group) == list(range(size))
+        assert all(x[c.GROUP_REPLICAS_KEY] == str(size) for x in in_group)
+    assert len({x[c.JOB_KEY] for x in labels}) == len(jobs) == total
+    for job in jobs:
+        assert (
+            job["metadata"]["labels"].items()
+            <= job["spec"]["template"]["metadata"]["labels"].items()
+        )

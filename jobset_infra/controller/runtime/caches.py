@@ -83,8 +83,11 @@ def jobset_uid(jobset: Mapping[str, Any]) -> str:
 
 def service_name(jobset: Mapping[str, Any]) -> str:
     """The headless Service's name: spec.network.subdomain, else the JobSet's name."""
-    network = (jobset.get("spec") or {}).get("network") or {}
-    return str(network.get("subdomain") or (jobset.get("metadata") or {}).get("name", ""))
+    spec, meta = jobset.get("spec"), jobset.get("metadata")
+    # A JobSet that bypassed the CRD may have any shape; it must still reach reconcile's report.
+    network = spec.get("network") if isinstance(spec, Mapping) else None
+    subdomain = network.get("subdomain") if isinstance(network, Mapping) else None
+    return str(subdomain or (meta.get("name", "") if isinstance(meta, Mapping) else ""))
 
 
 def same_but_bookkeeping(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

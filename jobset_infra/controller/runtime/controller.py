@@ -78,7 +78,7 @@ def core_decider(config: CoreConfig) -> Decide:
     ) -> Plan:
         try:
             observed = core.observe(jobset, jobs, service_exists, placement)
-        except core.MalformedJobSet as err:
+        except core.MalformedJobSetError as err:
             return core.reconcile_malformed(jobset, err, now)  # type: ignore[no-any-return]
         return core.reconcile(observed, now, config)  # type: ignore[no-any-return]
 

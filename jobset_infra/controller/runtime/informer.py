@@ -23,6 +23,7 @@ Handler = Callable[[EventKind, Any, Any], None]  # (kind, old or None, new or No
 Indexer = Callable[[Any], Iterable[Hashable]]
 
 log = logging.getLogger(__name__)
+_MAX_TOMBSTONES = 10_000
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -59,6 +60,8 @@ class Informer(Generic[T]):
         self.retry_delay = retry_delay
         self.store: dict[str, T] = {}
         self._versions: dict[str, int | None] = {}
+        # key -> resourceVersion at deletion, so a late write-through cannot resurrect the object
+        self._tombstones: dict[str, int] = {}
         self._indexers = dict(indexers or {})
         self._indexes: dict[str, dict[Hashable, set[str]]] = {n: {} for n in self._indexers}
         self._handlers: list[Handler] = []
@@ -125,6 +128,7 @@ class Informer(Generic[T]):
         for key, obj in fresh.items():
             self._upsert(key, obj, force=True)
         self.resource_version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+        self._tombstones.clear()
         self.relists += 1
         self.synced.set()
 
@@ -145,6 +149,11 @@ class Informer(Generic[T]):
             self._upsert(key, obj)
         elif kind == "DELETED":
             self._delete(key)
+            deleted_rv = _rv_int(rv)
+            if deleted_rv is not None:
+                self._tombstones[key] = deleted_rv
+                if len(self._tombstones) > _MAX_TOMBSTONES:
+                    del self._tombstones[next(iter(self._tombstones))]
         if rv:
             self.resource_version = rv
 
@@ -153,7 +162,12 @@ class Informer(Generic[T]):
     def write_through(self, obj: Mapping[str, Any]) -> None:
         """Cache an object a write of ours returned, so the next reconcile sees our own write;
         the watch event of the same version later is a no-op update."""
-        self._upsert(object_key(obj), obj)
+        key = object_key(obj)
+        rv = _rv_int((obj.get("metadata") or {}).get("resourceVersion"))
+        tombstone = self._tombstones.get(key)
+        if tombstone is not None and (rv is None or rv <= tombstone):
+            return  # deleted after this write: the informer already knows better
+        self._upsert(key, obj)
 
     def _upsert(self, key: str, obj: Mapping[str, Any], force: bool = False) -> None:
         rv = _rv_int((obj.get("metadata") or {}).get("resourceVersion"))

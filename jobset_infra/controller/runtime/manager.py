@@ -56,6 +56,7 @@ class RunningController:
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _lead: asyncio.Task[None] | None = None
+    _killed: bool = False
 
     @property
     def is_leader(self) -> bool:
@@ -78,6 +79,9 @@ class RunningController:
         if release and self.elector is not None:
             await self.elector.release()
         self.controller.queue.shutdown()
+        if not self._killed:
+            with contextlib.suppress(TimeoutError):  # events queued by the last reconciles
+                await asyncio.wait_for(self.recorder.flush(), 2.0)
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
@@ -87,6 +91,7 @@ class RunningController:
 
     def kill(self) -> None:
         """Stop abruptly, like a crashed process: no Lease release (tests of failover)."""
+        self._killed = True
         for task in [*self.tasks, *([self._lead] if self._lead else [])]:
             task.cancel()
 

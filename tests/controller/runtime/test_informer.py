@@ -142,3 +142,14 @@ async def test_forbidden_list_leaves_an_empty_synced_cache(lw: Any) -> None:
     assert informer.forbidden
     assert informer.synced.is_set()
     assert informer.store == {}
+
+
+async def test_write_through_cannot_resurrect_a_deleted_object(lw: Any) -> None:
+    server, url = lw
+    server.lists = [(10, [job("j1", 5)])]
+    server.watches = [[{"type": "DELETED", "object": job("j1", 12)}], []]
+    async with KubeClient(for_url(url)) as kube:
+        informer: Informer[dict[str, Any]] = Informer(kube, JOBS, dict)
+        await run_until_idle(informer, server)
+        informer.write_through(job("j1", 11))
+    assert informer.store == {}

@@ -333,8 +333,6 @@ def test_indexes_of_all_jobs_are_dense_and_unique(rjobs: list[tuple[int, str]]) 
         assert sorted(int(x[c.JOB_GROUP_INDEX_KEY]) for x in in_group) == list(range(size))
         assert all(x[c.GROUP_REPLICAS_KEY] == str(size) for x in in_group)
     assert len({x[c.JOB_KEY] for x in labels}) == len(jobs) == total
-    for job in jobs:
-        assert (
-            job["metadata"]["labels"].items()
-            <= job["spec"]["template"]["metadata"]["labels"].items()
-        )
+    for job in jobs:  # the controller's keys are the same on the Job and its pod template
+        pod_labels = job["spec"]["template"]["metadata"]["labels"]
+        assert all(pod_labels[k] == v for k, v in job["metadata"]["labels"].items())

@@ -141,12 +141,18 @@ def _plan(args: argparse.Namespace) -> int:
 
     try:
         result = run_offline(
-            stack_dir / "__main__.py", project=PROJECT, stack=args.stack, config=config
+            stack_dir / "__main__.py",
+            project=PROJECT,
+            stack=args.stack,
+            config=config,
+            mocks=_progress_mocks(live=sys.stderr.isatty()),
         )
     except ProgramError as exc:
+        _end_progress(live=sys.stderr.isatty())
         for line in str(exc).splitlines() or ["the program failed"]:
             print(f"error: {line}", file=sys.stderr)
         return 1
+    _end_progress(live=sys.stderr.isatty())
     print(render_tree(result.registrations, PROJECT, args.stack))
     for message in result.warnings():
         print(f"warning: {message}", file=sys.stderr)
@@ -164,6 +170,32 @@ def _plan(args: argparse.Namespace) -> int:
         return 1
     print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
     return 0
+
+
+def _progress_mocks(*, live: bool) -> Any:
+    """Return the offline mocks, counting resources on one live stderr line when it is a TTY."""
+    import threading
+
+    from jobset_infra.components.offline import OfflineMocks
+
+    class ProgressMocks(OfflineMocks):
+        created = 0
+        lock = threading.Lock()  # the engine calls mocks from several threads
+
+        def new_resource(self, args: Any) -> tuple[str | None, dict[str, Any]]:
+            with self.lock:
+                self.created += 1
+                if live:
+                    line = f"\r  {self.created} resources..."
+                    print(line, end="", file=sys.stderr, flush=True)
+            return super().new_resource(args)
+
+    return ProgressMocks()
+
+
+def _end_progress(*, live: bool) -> None:
+    if live:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)  # clear the progress line
 
 
 def invalid_objects(objects: list[dict[str, Any]]) -> list[str]:

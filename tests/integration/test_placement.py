@@ -403,3 +403,26 @@ async def test_node_selector_strategy_uses_the_pools_an_admin_labelled(cluster: 
         await eventually(lambda: len(running_pods(cluster.store, "ns")) == 4, what="4 pods")
     placed = {job: pool for (job, _), pool in running_pods(cluster.store, "ns").items()}
     assert placed == {"ns-slice-0": "v5e-2x4-2", "ns-slice-1": "v5e-2x4-3"}
+
+
+async def test_kueue_admission_selector_picks_the_matching_pool() -> None:
+    cluster = await start_cluster(nodes="v5e-2x4:2,v5e-4x4:1")
+    try:
+        js = tpu_jobset("queued", 1, suspend=True)  # Kueue's webhook suspends it on create
+        del js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"][
+            "cloud.google.com/gke-tpu-topology"
+        ]
+        async with controller(cluster):
+            cluster.store.create(JOBSETS, js, NS)
+            await eventually(lambda: jobs_of(cluster.store, "queued"), what="suspended Job")
+            assert pools_of(cluster.store, "queued") == {"queued-slice-0": None}
+            # Admission: Kueue merges the flavor's node labels into the template and unsuspends.
+            admitted = copy.deepcopy(cluster.store.get(JOBSETS, "queued", NS))
+            pod = admitted["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "4x4"
+            admitted["spec"]["suspend"] = False
+            cluster.store.update(JOBSETS, admitted)
+            await eventually(lambda: len(running_pods(cluster.store, "queued")) == 2, what="runs")
+        assert set(running_pods(cluster.store, "queued").values()) == {"v5e-4x4-0"}
+    finally:
+        await cluster.sim.stop()

@@ -70,15 +70,18 @@ def no_hook(request: ApiRequest) -> InterceptLike | None:
 
 
 class Stats:
-    """Requests served, by (verb, resource), plus `writes` (create/update/patch/delete/
-    deletecollection). `reset()` starts a new measurement."""
+    """Requests served, by (verb, resource) with subresources named like "jobs/status", plus
+    `writes` (create/update/patch/delete/deletecollection). `reset()` starts a measurement."""
 
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, str]] = Counter()
         self.writes = 0
 
     def record(self, request: ApiRequest) -> None:
-        self.requests[(request.verb, request.resource)] += 1
+        resource = request.resource
+        if request.subresource:
+            resource = f"{resource}/{request.subresource}"
+        self.requests[(request.verb, resource)] += 1
         if request.verb in WRITE_VERBS:
             self.writes += 1
 

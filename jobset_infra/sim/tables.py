@@ -2,8 +2,8 @@
 
 CRDs print their `additionalPrinterColumns` (JSONPath cells, dates as ages); without any, Name and
 Age. Built-in kinds print the columns kubectl users know for the kinds this project touches (Jobs,
-Pods, Nodes, Namespaces) and Name and Age otherwise. Watches asked for as tables get one-row
-tables as event objects.
+Pods, Nodes, Namespaces, Services, Events, Leases) and Name and Age otherwise. Watches asked for
+as tables get one-row tables as event objects.
 """
 
 from __future__ import annotations
@@ -78,6 +78,12 @@ def _pod_ready(pod: JsonObj) -> str:
     return f"{sum(1 for s in statuses if s.get('ready'))}/{total}"
 
 
+def _regarding(event: JsonObj) -> str:
+    """events.k8s.io names the object `regarding`, core/v1 `involvedObject`."""
+    ref = event.get("regarding") or event.get("involvedObject") or {}
+    return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
+
+
 def _age(obj: JsonObj) -> str:
     return human_age(obj["metadata"].get("creationTimestamp"))
 
@@ -104,6 +110,24 @@ BUILTIN: dict[str, list[tuple[JsonObj, Cell]]] = {
     ],
     "Node": [
         (_col("Status"), lambda n: "Ready" if _condition(n, "Ready") else "NotReady"),
+        (_AGE_COL, _age),
+    ],
+    "Event": [
+        (_col("Type"), lambda e: e.get("type", "")),
+        (_col("Reason"), lambda e: e.get("reason", "")),
+        (_col("Object"), _regarding),
+        (_col("Message"), lambda e: e.get("note") or e.get("message") or ""),
+    ],
+    "Service": [
+        (_col("Type"), lambda s: (s.get("spec") or {}).get("type", "")),
+        (_col("Cluster-IP"), lambda s: (s.get("spec") or {}).get("clusterIP", "")),
+        (_col("Port(s)"), lambda s: ",".join(
+            f"{p.get('port')}/{p.get('protocol', 'TCP')}"
+            for p in (s.get("spec") or {}).get("ports") or ()) or "<none>"),
+        (_AGE_COL, _age),
+    ],
+    "Lease": [
+        (_col("Holder"), lambda lease: (lease.get("spec") or {}).get("holderIdentity", "")),
         (_AGE_COL, _age),
     ],
     "Namespace": [

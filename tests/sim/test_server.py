@@ -342,3 +342,36 @@ async def test_the_fake_job_controller_can_run_with_the_server() -> None:
                 break
             await asyncio.sleep(0.02)
         assert pods and pods[0]["metadata"]["ownerReferences"][0]["name"] == "runs"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "want_columns", "want_cells"),
+    [
+        pytest.param("/api/v1/namespaces/default/services",
+                     {"metadata": {"name": "svc"},
+                      "spec": {"clusterIP": "None", "ports": [{"port": 80}]}},
+                     ["Name", "Type", "Cluster-IP", "Port(s)", "Age"],
+                     ["svc", "ClusterIP", "None", "80/TCP"], id="services"),
+        pytest.param("/apis/events.k8s.io/v1/namespaces/default/events",
+                     {"metadata": {"name": "e"}, "type": "Warning", "reason": "Failed",
+                      "note": "boom", "regarding": {"kind": "Job", "name": "j"}},
+                     ["Name", "Type", "Reason", "Object", "Message"],
+                     ["e", "Warning", "Failed", "job/j", "boom"], id="events"),
+    ],
+)
+async def test_tables_of_builtin_kinds(
+    http: aiohttp.ClientSession, path: str, body: dict[str, Any], want_columns: list[str],
+    want_cells: list[str],
+) -> None:
+    await call(http, "POST", path, body)
+    _, table = await call(http, "GET", path, Accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+    assert [c["name"] for c in table["columnDefinitions"]] == want_columns
+    assert table["rows"][0]["cells"][:len(want_cells)] == want_cells
+
+
+async def test_stats_name_subresources(sim: Sim, http: aiohttp.ClientSession) -> None:
+    await call(http, "POST", JOBS_URL, job("s"))
+    await call(http, "PATCH", f"{JOBS_URL}/s/status", {"status": {"active": 1}},
+               "application/merge-patch+json")
+    assert sim.stats.count("patch", "jobs/status") == 1
+    assert sim.stats.count("patch", "jobs") == 0

@@ -213,8 +213,8 @@ def _spec_problems(spec: WorkloadSpec) -> list[str]:
 
 def _tpu_job_problems(where: str, job: TpuJob) -> list[str]:
     problems = []
-    if job.slices is not None and job.slices < 1:
-        problems.append(f"{where}.slices: {job.slices} is less than 1; use at least one slice")
+    if _slices(job) < 1:
+        problems.append(f"{where}.slices: {_slices(job)} is less than 1; use at least one slice")
     if job.backoff_limit < 0:
         problems.append(f"{where}.backoff_limit: {job.backoff_limit} is negative")
     limits = (job.container.get("resources") or {}).get("limits") or {}

@@ -206,6 +206,15 @@ def _problems(spec: WorkloadSpec) -> str:
         pytest.param(
             {
                 "replicated_jobs": [
+                    TpuJob("s", CONTAINER, TpuTarget.from_slice(TpuSlice("v5e", "2x4"), 0))
+                ]
+            },
+            "replicated_jobs[0].slices: 0 is less than 1",
+            id="a target without slices",
+        ),
+        pytest.param(
+            {
+                "replicated_jobs": [
                     TpuJob(
                         "s",
                         {**CONTAINER, "resources": {"limits": {tpu.TPU_RESOURCE: 8}}},

@@ -66,10 +66,17 @@ def needs_exclusive_placement(jobset: Mapping[str, Any]) -> bool:
 
     The runtime serializes reconciles of such JobSets under one lock.
     """
-    if c.EXCLUSIVE_KEY in ((jobset.get("metadata") or {}).get("annotations") or {}):
+    if c.EXCLUSIVE_KEY in _mapping(_mapping(jobset.get("metadata")).get("annotations")):
         return True
-    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or ():
-        template_meta = ((rjob or {}).get("template") or {}).get("metadata") or {}
-        if c.EXCLUSIVE_KEY in (template_meta.get("annotations") or {}):
+    rjobs = _mapping(jobset.get("spec")).get("replicatedJobs")
+    for rjob in rjobs if isinstance(rjobs, list) else ():
+        template_meta = _mapping(_mapping(_mapping(rjob).get("template")).get("metadata"))
+        if c.EXCLUSIVE_KEY in _mapping(template_meta.get("annotations")):
             return True
     return False
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    """`value` if it is a mapping, else empty: a JobSet that bypassed the CRD may have any shape,
+    and the controller must still reach the step that reports it as invalid."""
+    return value if isinstance(value, Mapping) else {}

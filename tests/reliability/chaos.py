@@ -1,0 +1,294 @@
+"""One fault-suite run: the sim (API server, fake Job controller, scheduler, 4 TPU pools and a CPU
+pool), the workload of `scenario`, two controller replicas with Lease election, seeded API faults
+and a killer that crashes a replica at random moments and starts a fresh one.
+
+    outcome = await run(Chaos(seed=1, rates=MODERATE, kills=4))
+    outcome.terminal     # {"ok": ("Completed", 0), ...}
+    outcome.violations   # invariant violations seen on any committed write
+
+Everything listens on 127.0.0.1 only; every fault rule and the killer are capped, and `run` gives
+up after `deadline` seconds, so a run is bounded in time and count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.controller.runtime.manager import RunningController, start_controller
+from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+from jobset_infra.sim.hooks import ApiRequest, InterceptLike
+from jobset_infra.sim.job_controller import JobController
+from jobset_infra.sim.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.scheduler import Scheduler
+from jobset_infra.sim.server import Sim
+from tests.reliability.invariants import Invariants
+from tests.reliability.scenario import FATES, JOBSETS, NODES, NS, Driver, terminal_state, workload
+
+CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+LEASE = "jobset-chaos"
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Probability per request of each fault (every verb and resource unless said)."""
+
+    conflict: float = 0.0  # 409 on update/patch (a stale resourceVersion, as etcd would)
+    throttle: float = 0.0  # 429 with Retry-After: 1
+    server_error: float = 0.0  # 500
+    timeout: float = 0.0  # hang 0.3 s, then 504
+    latency_spike: float = 0.0  # +0.25 s
+    drop_watch: float = 0.0  # watch closed by the server after 0.5 s
+    expire_watch: float = 0.0  # watch answered with 410 Gone (forces a relist)
+
+    def rules(self, cap: int) -> tuple[FaultRule, ...]:
+        writes = frozenset({"update", "patch"})
+        return tuple(
+            rule
+            for rule in (
+                FaultRule(Fault.ERROR, code=409, rate=self.conflict, verbs=writes, max_count=cap),
+                FaultRule(Fault.ERROR, code=429, retry_after=1, rate=self.throttle, max_count=cap),
+                FaultRule(Fault.ERROR, code=500, rate=self.server_error, max_count=cap),
+                FaultRule(Fault.TIMEOUT, delay=0.3, rate=self.timeout, max_count=cap),
+                FaultRule(Fault.LATENCY, delay=0.25, rate=self.latency_spike, max_count=cap),
+                FaultRule(Fault.DROP_WATCH, delay=0.5, rate=self.drop_watch, max_count=cap),
+                FaultRule(Fault.EXPIRE_WATCH, rate=self.expire_watch, max_count=cap),
+            )
+            if rule.rate > 0
+        )
+
+
+NONE = Rates()
+MODERATE = Rates(
+    conflict=0.05,
+    throttle=0.02,
+    server_error=0.05,
+    timeout=0.01,
+    latency_spike=0.03,
+    drop_watch=0.2,
+    expire_watch=0.1,
+)
+HEAVY = Rates(
+    conflict=0.15,
+    throttle=0.05,
+    server_error=0.15,
+    timeout=0.03,
+    latency_spike=0.1,
+    drop_watch=0.5,
+    expire_watch=0.3,
+)
+
+
+@dataclass(frozen=True)
+class Chaos:
+    seed: int = 0
+    rates: Rates = NONE
+    kills: int = 0  # replicas crashed during the run (each replaced by a fresh one)
+    kill_gap: tuple[float, float] = (0.4, 1.5)  # seconds between kills
+    cap: int = 400  # at most this many faults per rule
+    deadline: float = 60.0
+
+
+@dataclass
+class Outcome:
+    terminal: dict[str, tuple[str, int]]
+    violations: list[str]
+    writes: Counter[str]  # controller write requests by resource (faulted ones included)
+    injected: int
+    kills: int
+    seconds: float
+    quiet_writes: Counter[str]  # non-Lease writes in the quiet second after everything finished
+    requests: set[tuple[str, str, str, str | None]] = field(default_factory=set)
+
+    @property
+    def workload_writes(self) -> int:
+        return sum(n for resource, n in self.writes.items() if resource != "leases")
+
+
+class Recorder:
+    """The first request hook: counts every request the controller sends (faulted or not)."""
+
+    def __init__(self) -> None:
+        self.writes: Counter[str] = Counter()
+        self.requests: set[tuple[str, str, str, str | None]] = set()
+
+    def __call__(self, request: ApiRequest) -> InterceptLike | None:
+        self.requests.add((request.group, request.resource, request.verb, request.subresource))
+        if request.verb in WRITES:
+            self.writes[request.resource] += 1
+        return None
+
+
+def controller_config() -> ControllerConfig:
+    return ControllerConfig.model_validate(
+        {
+            "health": {"healthProbeBindAddress": "0"},
+            "metrics": {"bindAddress": "0"},
+            "controller": {"workers": 2},
+            "logging": {"level": "error"},
+            "leaderElection": {
+                "leaderElect": True,
+                "resourceName": LEASE,
+                "resourceNamespace": NS,
+                "leaseDuration": "1s",
+                "renewDeadline": "800ms",
+                "retryPeriod": "200ms",
+            },
+        }
+    )
+
+
+class Replicas:
+    """Two controller replicas; `kill()` crashes one (no Lease release) and starts a new one."""
+
+    def __init__(self, url: str, seed: int) -> None:
+        self.url, self.config = url, controller_config()
+        self.running: list[RunningController] = []
+        self._random = random.Random(seed)
+        self._n = 0
+        self.killed = 0
+
+    async def start(self, count: int = 2) -> None:
+        for _ in range(count):
+            await self._start_one()
+
+    async def _start_one(self) -> None:
+        self._n += 1
+        for _ in range(20):  # the API server is faulty: its first lists may fail for a while
+            try:
+                ctl = await start_controller(self.config, url=self.url, identity=f"r{self._n}")
+            except Exception:  # a failed start is retried, like a restarted pod
+                await asyncio.sleep(0.2)
+                continue
+            self.running.append(ctl)
+            return
+        raise AssertionError("a controller replica did not start in 20 attempts")
+
+    async def kill(self) -> None:
+        leaders = [r for r in self.running if r.is_leader]
+        victim = leaders[0] if leaders and self._random.random() < 0.75 else None
+        victim = victim or self._random.choice(self.running)
+        self.running.remove(victim)
+        victim.kill()  # no graceful release: the successor waits out the Lease
+        await victim.stop(release=False)
+        self.killed += 1
+        await self._start_one()
+
+    async def stop(self) -> None:
+        for ctl in self.running:
+            await ctl.stop()
+        self.running.clear()
+
+
+async def _killer(replicas: Replicas, chaos: Chaos) -> None:
+    pace = random.Random(chaos.seed + 1)
+    for _ in range(chaos.kills):
+        await asyncio.sleep(pace.uniform(*chaos.kill_gap))
+        await replicas.kill()
+
+
+async def _start_sim() -> tuple[Sim, JobController]:
+    sim = Sim(port=0)
+    jobs = JobController(sim.store, wait_for_binding=True)
+    sim.add_component(jobs)
+    sim.add_component(Scheduler(sim.store))
+    await sim.start()
+    sim.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+    await create_nodes(sim.store, parse_nodes(NODES), datetime.now(UTC))
+    return sim, jobs
+
+
+def _terminal(sim: Sim) -> dict[str, tuple[str, int]]:
+    out = {}
+    for js in sim.store.iter_objects(JOBSETS, NS):
+        state = terminal_state(js)
+        if state is not None:
+            out[js["metadata"]["name"]] = state
+    return out
+
+
+async def run(chaos: Chaos) -> Outcome:
+    """Run the workload under `chaos` until every JobSet finished (or the deadline passed)."""
+    started = time.monotonic()
+    sim, jobs = await _start_sim()
+    recorder, invariants = Recorder(), Invariants()
+    faults = FaultInjector(rules=chaos.rates.rules(chaos.cap), seed=chaos.seed)
+    sim.add_hook(recorder)
+    sim.add_hook(faults)
+    sim.store.observers.append(invariants.observe)
+    replicas = Replicas(sim.url, chaos.seed)
+    killer: asyncio.Task[None] | None = None
+    try:
+        await replicas.start()
+        for js in workload():
+            sim.store.create(JOBSETS, js, NS)
+        killer = asyncio.create_task(_killer(replicas, chaos))
+        async with Driver(sim.store, jobs, chaos.seed):
+            while len(_terminal(sim)) < len(FATES):
+                if time.monotonic() - started > chaos.deadline:
+                    break
+                await asyncio.sleep(0.05)
+            killer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await killer
+            quiet = await _quiet_writes(recorder)
+        terminal = _terminal(sim)
+        violations = invariants.violations + invariants.attempt_gaps(
+            {name: state[1] for name, state in terminal.items()}
+        )
+        return Outcome(
+            terminal=terminal,
+            violations=violations,
+            writes=recorder.writes,
+            injected=faults.total,
+            kills=replicas.killed,
+            seconds=time.monotonic() - started,
+            quiet_writes=quiet,
+            requests=recorder.requests,
+        )
+    finally:
+        if killer is not None:
+            killer.cancel()
+        await replicas.stop()
+        await sim.stop()
+
+
+async def _quiet_writes(recorder: Recorder, seconds: float = 1.0) -> Counter[str]:
+    """Writes other than Lease renewals in `seconds` after everything finished: a controller
+    with nothing to do must not write (no hot loop on a finished or failing JobSet)."""
+    await asyncio.sleep(0.5)  # the last status write's events and metrics
+    before = Counter(recorder.writes)
+    await asyncio.sleep(seconds)
+    after = Counter(recorder.writes)
+    after.pop("leases", None)
+    before.pop("leases", None)
+    return after - before
+
+
+def fault_free_terminal() -> dict[str, tuple[str, int]]:
+    """What the fates say every JobSet ends as (checked against a fault-free run too)."""
+    return {name: (fate.want, fate.want_restarts) for name, fate in FATES.items()}
+
+
+def describe(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "seconds": round(outcome.seconds, 1),
+        "injected": outcome.injected,
+        "kills": outcome.kills,
+        "workload_writes": outcome.workload_writes,
+        "lease_writes": outcome.writes.get("leases", 0),
+        "quiet_writes": dict(outcome.quiet_writes),
+    }

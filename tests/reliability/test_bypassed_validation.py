@@ -1,0 +1,195 @@
+"""JobSets that never met the CRD's rules (written straight into the sim's store with its admission
+switched off, as an old CRD version or a direct etcd write would leave them) never crash the
+controller: each gets InvalidSpec=True and a Warning event naming the field, and the controller
+keeps reconciling every other JobSet, including ones created after the broken ones."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.controller.runtime.manager import RunningController, run_controller
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.server import Sim
+from jobset_infra.sim.store import Store
+from jobset_infra.testing.jobsets import make_jobset
+from tests.reliability.chaos import CRD_FILE, CRDS
+
+JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
+JOBS = GVR("batch", "v1", "jobs")
+EVENTS = GVR("events.k8s.io", "v1", "events")
+NS = "default"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def good(name: str) -> dict[str, Any]:
+    builder = make_jobset(name, NS).replicated_job("w", replicas=2)
+    return builder.pod_spec("w", restartPolicy="Never").obj()
+
+
+def broken(name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    js = good(name)
+    change(js)
+    return js
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(js: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = js
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+
+    return change
+
+
+BROKEN: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("replicas-text", _set("spec.replicatedJobs.0.replicas", "two")),
+    ("replicas-negative", _set("spec.replicatedJobs.0.replicas", -3)),
+    ("rjobs-not-a-list", _set("spec.replicatedJobs", {"w": 1})),
+    ("spec-a-list", _set("spec", [1, 2])),
+    ("template-null", _set("spec.replicatedJobs.0.template", None)),
+    ("max-restarts-negative", _set("spec.failurePolicy", {"maxRestarts": -1})),
+    ("unknown-strategy", _set("spec.failurePolicy", {"restartStrategy": "Sometimes"})),
+    ("rjob-name-empty", _set("spec.replicatedJobs.0.name", "")),
+]
+# A valid spec with a garbage status: nothing to report, the controller rewrites the status.
+REPAIRED: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("status-a-string", _set("status", "broken")),
+    ("status-a-list", _set("status", [1])),
+]
+
+
+@contextmanager
+def admission_off(store: Store) -> Iterator[None]:
+    """Switch off the CRD's schema, defaults and CEL rules for JobSets while inside: a cluster
+    whose CRD (an older version, or none of its rules) let these objects in and lets them stay."""
+    saved = store.admission.pop(JOBSETS, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            store.admission[JOBSETS] = saved
+
+
+def config() -> ControllerConfig:
+    return ControllerConfig.model_validate(
+        {
+            "health": {"healthProbeBindAddress": "0"},
+            "metrics": {"bindAddress": "0"},
+            "controller": {"workers": 2},
+            "logging": {"level": "error"},
+        }
+    )
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Sim]:
+    server = Sim(port=0)
+    await server.start()
+    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.02)
+    return result
+
+
+def invalid_spec(store: Store, name: str) -> dict[str, Any] | None:
+    js = store.try_get(JOBSETS, name, NS) or {}
+    status = js.get("status")
+    for cond in (status.get("conditions") or ()) if isinstance(status, dict) else ():
+        if cond.get("type") == c.CONDITION_INVALID_SPEC and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def warnings_about(store: Store, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in store.iter_objects(EVENTS, NS)
+        if e.get("reason") == c.INVALID_SPEC_REASON and e["regarding"]["name"] == name
+    ]
+
+
+def jobs_of(store: Store, name: str) -> list[dict[str, Any]]:
+    return [
+        j
+        for j in store.iter_objects(JOBS, NS)
+        if j["metadata"]["labels"].get(c.JOBSET_NAME_KEY) == name
+    ]
+
+
+def alive(ctl: RunningController) -> bool:
+    return not any(t.done() for t in ctl.tasks)
+
+
+async def test_broken_jobsets_are_reported_and_the_rest_reconciled(sim: Sim) -> None:
+    store = sim.store
+    store.create(JOBSETS, good("before"), NS)
+    with admission_off(store):
+        for name, change in BROKEN + REPAIRED:
+            store.create(JOBSETS, broken(name, change), NS)
+        await check_reported_and_others_reconciled(sim)
+
+
+async def check_reported_and_others_reconciled(sim: Sim) -> None:
+    store = sim.store
+    async with run_controller(config(), url=sim.url) as ctl:
+        await ctl.wait_leader(10)
+        await wait_for(lambda: len(jobs_of(store, "before")) == 2, 10, "the healthy JobSet's Jobs")
+        for name, _ in BROKEN:
+            cond = await wait_for(partial(invalid_spec, store, name), 10, f"{name} InvalidSpec")
+            assert cond["reason"] == c.INVALID_SPEC_REASON
+            assert cond["message"], f"{name}: the condition says what is wrong"
+            events = await wait_for(partial(warnings_about, store, name), 10, f"{name} event")
+            assert events[0]["type"] == "Warning"
+            assert events[0]["note"] == cond["message"]
+            assert jobs_of(store, name) == [], f"{name}: nothing is created for a broken JobSet"
+        for name, _ in REPAIRED:
+            await wait_for(partial(jobs_of, store, name), 10, f"{name} reconciled")
+            assert len(jobs_of(store, name)) == 2
+            status = store.get(JOBSETS, name, NS)["status"]
+            assert isinstance(status, dict) and status["restarts"] == 0
+        store.create(JOBSETS, good("after"), NS)
+        await wait_for(lambda: len(jobs_of(store, "after")) == 2, 10, "a JobSet created later")
+        assert alive(ctl), "no controller task died"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        pytest.param(_set("spec.replicatedJobs.0.replicas", "two"), "replicas",
+                     id="a text replica count names replicas"),
+        pytest.param(_set("spec.failurePolicy", {"restartStrategy": "Sometimes"}),
+                     "restartStrategy", id="an unknown restart strategy names the field"),
+    ],
+)  # fmt: skip
+async def test_the_message_names_the_field(
+    sim: Sim, change: Callable[[dict[str, Any]], None], field: str
+) -> None:
+    with admission_off(sim.store):
+        sim.store.create(JOBSETS, broken("bad", change), NS)
+        async with run_controller(config(), url=sim.url) as ctl:
+            await ctl.wait_leader(10)
+            cond = await wait_for(lambda: invalid_spec(sim.store, "bad"), 10, "InvalidSpec")
+    assert field in cond["message"]

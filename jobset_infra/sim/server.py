@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import shutil
 import ssl
 import threading
 from collections.abc import Callable
@@ -108,7 +109,8 @@ class Sim:
         self._hooks.remove(hook)
 
     def add_component(self, component: Component) -> None:
-        """Start `component` with the server (or now, if it is running) and stop it before."""
+        """Start `component` with the server and stop it before the server stops (add it before
+        `start`; once running, use `await start_component(component)`)."""
         self._components.append(component)
 
     async def start_component(self, component: Component) -> None:
@@ -142,6 +144,9 @@ class Sim:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._tls_files is not None:
+            shutil.rmtree(self._tls_files[0].parent, ignore_errors=True)
+            self._tls_files = None
 
     async def __aenter__(self) -> Sim:
         await self.start()

@@ -67,6 +67,7 @@ class Draft:
     events: list[EmitEvent] = field(default_factory=list)
     metrics: list[IncrementMetric] = field(default_factory=list)
     requeue: list[float] = field(default_factory=list)
+    last: list[Action] = field(default_factory=list)
 
     @classmethod
     def begin(cls, observed: Observed, now: datetime, config: CoreConfig) -> Draft:
@@ -159,6 +160,10 @@ class Draft:
         """Append writes (Job/Service changes) in order."""
         self.writes.extend(actions)
 
+    def add_last(self, action: Action) -> None:
+        """Append an action that runs after the status write (deleting the JobSet itself)."""
+        self.last.append(action)
+
     def requeue_after(self, seconds: float) -> None:
         """Ask for another pass after `seconds`."""
         self.requeue.append(seconds)
@@ -166,7 +171,7 @@ class Draft:
     # -- result -----------------------------------------------------------------------------
 
     def plan(self) -> Plan:
-        """Return the immutable plan: writes, the status write, then events and metrics."""
+        """Return the immutable plan: writes, the status write, events and metrics, then last."""
         actions: list[Action] = list(self.writes)
         if _semantic(self.status) != _semantic(self.original):
             meta = self.js.metadata
@@ -177,6 +182,7 @@ class Draft:
             )
             actions.extend(self.events)
             actions.extend(self.metrics)
+        actions.extend(self.last)
         if self.requeue:
             actions.append(RequeueAfter(min(self.requeue)))
         return Plan(tuple(actions))

@@ -149,7 +149,7 @@ def apply_ttl_after_finished(draft: Draft) -> None:
     )
     if decision.delete:
         meta = draft.js.metadata
-        draft.add(DeleteJobSet(draft.js.namespace, draft.js.name, meta.uid or ""))
+        draft.add_last(DeleteJobSet(draft.js.namespace, draft.js.name, meta.uid or ""))
     elif decision.requeue_after is not None:
         draft.requeue_after(decision.requeue_after)
 

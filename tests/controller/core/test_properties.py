@@ -222,7 +222,7 @@ def check_plan_shape(plan: Plan) -> None:
         return
     write = kinds.index("UpdateStatus")
     assert not after_status & set(kinds[:write])
-    assert set(kinds[write + 1 :]) <= after_status | {"RequeueAfter"}
+    assert set(kinds[write + 1 :]) <= after_status | {"DeleteJobSet", "RequeueAfter"}
 
 
 def check_no_repeated_work(before: Plan, after: Plan) -> None:

@@ -842,3 +842,13 @@ def test_now_in_another_timezone_or_naive_is_treated_as_utc() -> None:
         assert failed is not None
         cond = next(x for x in failed.status["conditions"] if x["type"] == "Failed")
         assert cond["lastTransitionTime"] == "2026-05-01T08:00:00Z"
+
+
+def test_ttl_deletion_comes_after_the_status_write_of_the_same_pass() -> None:
+    state = created(base().ttl_after_finished(0).success_policy("Any"))
+    state = state.with_jobs(lambda j: j.ready()).with_job(ALL_JOBS[0], lambda j: j.completed())
+    state, _ = step(state)  # Completed
+    state = state.with_job(ALL_JOBS[1], lambda j: j.completed())  # counts change too
+    plan = reconcile(state.observed(), T0)
+    kinds = [type(a).__name__ for a in plan.actions]
+    assert kinds[-1] == "DeleteJobSet" and "UpdateStatus" in kinds

@@ -312,7 +312,16 @@ def _semantic_problems(config: StackConfig) -> list[str]:
 
 def _check_workload_fits(config: StackConfig) -> None:
     workload = config.workload
-    if workload is None or not workload.enabled or workload.slices is None:
+    if workload is None or not workload.enabled:
+        return
+    if config.queued and workload.namespace not in config.kueue.namespaces:
+        # Kueue would never admit it: no LocalQueue in that namespace, the JobSet stays suspended.
+        raise SlicePoolsError(
+            "namespace",
+            f"{workload.namespace!r} has no LocalQueue; add it to {NAMESPACE}:kueue.namespaces "
+            "or run the workload in one of them",
+        )
+    if workload.slices is None:
         return
     available = config.slice_pools_plan().slices
     if workload.slices > available:

@@ -99,6 +99,12 @@ SLICES = {
         ),
         pytest.param(
             "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "namespace": "team-a"}},
+            f"{NS}:workload.namespace: 'team-a' has no LocalQueue",
+            id="queued workload in a namespace without a LocalQueue",
+        ),
+        pytest.param(
+            "v5e-multislice",
             {"workload": {"image": "python:3.11", "command": ["python"], "replicaz": 2}},
             f"{NS}:workload.replicaz: unknown key; valid keys: enabled",
             id="misspelled workload key",

@@ -158,6 +158,8 @@ def _kueue(
             queues=_queue_spec(config),
             install=KueueInstall(version=config.kueue.version),
             install_only=not pools,
+            # The stack owns the platform: it creates the team namespaces its queues serve.
+            create_namespaces=True,
         ),
         # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
         opts=pulumi.ResourceOptions(depends_on=[after]),

@@ -25,42 +25,77 @@ DOMAIN_PREFIXED_PATH_REGEX: Final = (
 )
 
 _NAME: Final = "(has(self.metadata.name) ? self.metadata.name : '')"
-_RJOBS: Final = "(has(self.spec.replicatedJobs) ? self.spec.replicatedJobs : [])"
-_SUSPENDED: Final = "(has({0}.suspend) && {0}.suspend)"
+_RJOBS: Final = "(has(self.spec) && has(self.spec.replicatedJobs) ? self.spec.replicatedJobs : [])"
+_SUSPENDED: Final = "(has({0}.suspend) ? {0}.suspend : false)"
 
 
 def _rule(rule: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"rule": rule, "message": message, **extra}
 
 
+def _when(condition: str, then: str, otherwise: str = "true") -> str:
+    """`condition ? then : otherwise`: the guard form CEL engines never evaluate past.
+
+    `!has(x) || f(x)` also holds in Kubernetes' CEL, but engines without short-circuiting
+    (celpy) evaluate f(x) anyway and, inside macros, pay for the errors; a conditional is lazy.
+    """
+    return f"({condition} ? {then} : {otherwise})"
+
+
+def _longest(items: str) -> str:
+    """The largest of a list of ints, 0 for an empty list (Kubernetes' lists library `max`)."""
+    return f"({items} + [0]).max()"
+
+
 def _root_rules() -> list[dict[str, Any]]:
-    job = f"size({_NAME}) + size(r.name) + size(string(r.replicas - 1)) + 2"
-    indexed = (
-        "has(r.template.spec) && has(r.template.spec.completionMode) && "
-        f"r.template.spec.completionMode == '{c.COMPLETION_MODE_INDEXED}' && "
-        "has(r.template.spec.completions)"
+    # Lengths are summed per replicated job inside the macro and compared once outside it, so
+    # each iteration stays small (celpy interprets every node; the apiserver's cost is lower).
+    job_suffix = "size(r.name) + size(string(r.replicas - 1))"
+    spec = "r.template.spec"
+    indexed = _when(
+        f"has(r.template.spec) && has({spec}.completionMode) && has({spec}.completions)",
+        f"{spec}.completionMode == '{c.COMPLETION_MODE_INDEXED}'",
+        "false",
     )
-    pod = f"{job} + size(string(r.template.spec.completions - 1)) + 7"
+    pod_suffix = f"{job_suffix} + size(string({spec}.completions - 1))"
     coord = "self.spec.coordinator"
+    subdomain = _when(
+        "has(self.spec.network) && has(self.spec.network.subdomain)",
+        _when("size(self.spec.network.subdomain) > 0", "self.spec.network.subdomain", _NAME),
+        _NAME,
+    )
     coordinator = (
         f"size({_NAME}) + size({coord}.replicatedJob) + "
         f"size(string(has({coord}.jobIndex) ? {coord}.jobIndex : 0)) + "
-        f"size(string(has({coord}.podIndex) ? {coord}.podIndex : 0)) + 4 + "
-        "size(has(self.spec.network) && has(self.spec.network.subdomain) && "
-        f"size(self.spec.network.subdomain) > 0 ? self.spec.network.subdomain : {_NAME})"
+        f"size(string(has({coord}.podIndex) ? {coord}.podIndex : 0)) + 4 + size({subdomain})"
     )
+    pvc = _when("has(t.metadata) && has(t.metadata.name)", "size(t.metadata.name)", "0")
     return [
-        _rule(f"{_RJOBS}.all(r, {job} <= 63)", c.JOB_NAME_TOO_LONG_MESSAGE),
-        _rule(f"{_RJOBS}.all(r, !({indexed}) || {pod} <= 63)", c.POD_NAME_TOO_LONG_MESSAGE),
         _rule(
-            f"!has({coord}) || {coordinator} <= 63",
+            f"size({_NAME}) + 2 + {_longest(f'{_RJOBS}.map(r, {job_suffix})')} <= 63",
+            c.JOB_NAME_TOO_LONG_MESSAGE,
+        ),
+        _rule(
+            f"size({_NAME}) + 9 + "
+            f"{_longest(f'{_RJOBS}.filter(r, {indexed}).map(r, {pod_suffix})')} <= 63",
+            c.POD_NAME_TOO_LONG_MESSAGE,
+        ),
+        _rule(
+            _when(f"has(self.spec) && has({coord})", f"{coordinator} <= 63"),
             "spec will lead to an invalid coordinator label value longer than 63 characters "
             "(long JobSet / ReplicatedJob / SubDomain name?)",
         ),
         _rule(
-            "!has(self.spec.volumeClaimPolicies) || self.spec.volumeClaimPolicies.all(p, "
-            "!has(p.templates) || p.templates.all(t, !has(t.metadata) || !has(t.metadata.name) "
-            f"|| size(t.metadata.name) + 1 + size({_NAME}) <= 63))",
+            _when(
+                "has(self.spec) && has(self.spec.volumeClaimPolicies)",
+                f"size({_NAME}) + 1 + "
+                + _longest(
+                    "self.spec.volumeClaimPolicies.map(p, "
+                    + _when("has(p.templates)", _longest(f"p.templates.map(t, {pvc})"), "0")
+                    + ")"
+                )
+                + " <= 63",
+            ),
             "PVC names <template>-<jobset> must be no more than 63 characters",
         ),
     ]
@@ -69,17 +104,23 @@ def _root_rules() -> list[dict[str, Any]]:
 def _spec_rules() -> list[dict[str, Any]]:
     rjobs = "(has(self.replicatedJobs) ? self.replicatedJobs : [])"
     old_rjobs = "(has(oldSelf.replicatedJobs) ? oldSelf.replicatedJobs : [])"
+    coord = "self.coordinator"
+    job_index = f"(has({coord}.jobIndex) ? {coord}.jobIndex : 0)"
     return [
-        _rule(f"size({rjobs}) == 0 || !has({rjobs}[0].dependsOn)", c.FIRST_RJOB_DEPENDS_ON_MESSAGE),
         _rule(
-            f"!has(self.coordinator) || {rjobs}.exists(r, r.name == "
-            "self.coordinator.replicatedJob && (has(self.coordinator.jobIndex) ? "
-            "self.coordinator.jobIndex : 0) < r.replicas)",
+            _when(f"size({rjobs}) > 0", f"!has({rjobs}[0].dependsOn)"),
+            c.FIRST_RJOB_DEPENDS_ON_MESSAGE,
+        ),
+        _rule(
+            _when(
+                f"has({coord})",
+                f"{rjobs}.exists(r, r.name == {coord}.replicatedJob && {job_index} < r.replicas)",
+            ),
             "coordinator must name an existing replicatedJob and a jobIndex below its replicas",
         ),
         _rule(
             "has(self.managedBy) == has(oldSelf.managedBy) && "
-            "(!has(self.managedBy) || self.managedBy == oldSelf.managedBy)",
+            + _when("has(self.managedBy)", "self.managedBy == oldSelf.managedBy"),
             c.FIELD_IMMUTABLE_MESSAGE,
             fieldPath=".managedBy",
         ),
@@ -115,16 +156,25 @@ def extra_rules() -> dict[str, list[dict[str, Any]]]:
         ],
         "spec.replicatedJobs.[]": [
             _rule(
-                "!has(self.template.spec) || !has(self.template.spec.parallelism) || "
-                "(has(self.replicas) ? self.replicas : 1) * self.template.spec.parallelism "
-                f"<= {c.MAX_INT32}",
+                _when(
+                    "has(self.template.spec) && has(self.template.spec.parallelism)",
+                    "(has(self.replicas) ? self.replicas : 1) * self.template.spec.parallelism "
+                    f"<= {c.MAX_INT32}",
+                ),
                 f"replicas x parallelism must not exceed {c.MAX_INT32}",
             )
         ],
         "spec.volumeClaimPolicies.[]": [
             _rule(
-                "!has(self.templates) || self.templates.all(t, !has(t.metadata) || "
-                "!has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",
+                _when(
+                    "has(self.templates)",
+                    "self.templates.all(t, "
+                    + _when(
+                        "has(t.metadata) && has(t.metadata.namespace)",
+                        "size(t.metadata.namespace) == 0",
+                    )
+                    + ")",
+                ),
                 c.VCP_NAMESPACE_MESSAGE,
             )
         ],

@@ -75,6 +75,20 @@ def _sum(items: Any) -> Any:
     return functools.reduce(lambda a, b: a + b, values) if values else celtypes.IntType(0)
 
 
+def _max(items: Any) -> Any:
+    values = list(items)
+    if not values:
+        raise ValueError("max() of an empty list")
+    return max(values)
+
+
+def _min(items: Any) -> Any:
+    values = list(items)
+    if not values:
+        raise ValueError("min() of an empty list")
+    return min(values)
+
+
 def _find(s: Any, pattern: Any) -> Any:
     found = re.search(str(pattern), str(s))
     return celtypes.StringType(found.group(0) if found else "")
@@ -91,6 +105,8 @@ EXTENSIONS: Final[Mapping[str, Callable[..., Any]]] = {
     "replace": _replace,
     "isSorted": _is_sorted,
     "sum": _sum,
+    "max": _max,
+    "min": _min,
     "find": _find,
 }
 
@@ -118,6 +134,26 @@ def compile_expression(text: str) -> Any:
 def to_cel(value: Any) -> Any:
     """A JSON value as a celpy value."""
     return json_to_cel(value)
+
+
+class Bindings:
+    """The JSON values of `self` and `oldSelf`, converted to CEL values at most once."""
+
+    def __init__(self, value: Any, old: Any) -> None:
+        self._value, self._old = value, old
+        self._cel: dict[str, Any] = {}
+
+    def cel_self(self) -> Any:
+        """`self` as a CEL value."""
+        if "self" not in self._cel:
+            self._cel["self"] = to_cel(self._value)
+        return self._cel["self"]
+
+    def cel_old(self) -> Any:
+        """`oldSelf` as a CEL value."""
+        if "old" not in self._cel:
+            self._cel["old"] = to_cel(self._old)
+        return self._cel["old"]
 
 
 @dataclass(frozen=True)
@@ -152,11 +188,15 @@ class Rule:
 
     def evaluate(self, value: Any, old: Any, path: str, type_name: str) -> FieldError | None:
         """None when the rule holds; otherwise the error the apiserver reports."""
+        return self.evaluate_bound(Bindings(value, old), path, type_name)
+
+    def evaluate_bound(self, bindings: Bindings, path: str, type_name: str) -> FieldError | None:
+        """`evaluate` with `self`/`oldSelf` converted once per node and shared by its rules."""
         activation: dict[str, Any] = {}
         try:
-            activation["self"] = to_cel(value)
+            activation["self"] = bindings.cel_self()
             if self.is_transition:
-                activation["oldSelf"] = to_cel(old)
+                activation["oldSelf"] = bindings.cel_old()
             result = compile_expression(self.rule).evaluate(activation)
         except Exception as exc:  # celpy raises CELEvalError and Python errors alike
             return self._error(path, type_name, f"{exc} evaluating rule: {self.rule}")

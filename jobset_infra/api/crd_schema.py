@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from jobset_infra.api.crd_cel import Rule
+from jobset_infra.api.crd_cel import Bindings, Rule
 from jobset_infra.api.crd_formats import format_ok
 from jobset_infra.api.errors import FieldError, child, show_value
 
@@ -115,6 +115,8 @@ class CrdSchema:
         has_old: bool,
         root: bool = False,
     ) -> Iterator[FieldError]:
+        if has_old and value == old:
+            return  # validation ratcheting (GA in 1.33): an unchanged value keeps its errors
         if value is None:
             if not schema.get("nullable") and _type_of(schema):
                 yield _type_error(path, value, _type_of(schema))
@@ -128,10 +130,11 @@ class CrdSchema:
             yield from self._validate_object(schema, value, old, path, has_old=has_old, root=root)
         elif isinstance(value, list):
             yield from self._validate_array(schema, value, old, path, has_old=has_old)
+        bindings = Bindings(value, old)
         for rule in self._rules.get(id(schema), []):
             if rule.is_transition and not has_old:
                 continue
-            error = rule.evaluate(value, old, path, _type_of(schema) or "object")
+            error = rule.evaluate_bound(bindings, path, _type_of(schema) or "object")
             if error is not None:
                 yield error
 

@@ -368,6 +368,10 @@ POD_JOB_KEY_INDEX: Final = "podJobKey"
 POD_NAME_INDEX: Final = "podName"
 # Leader election ID of the controller manager.
 LEADER_ELECTION_ID: Final = "6d4f6a47.jobset.x-k8s.io"
+# apiVersion and kind of the controller manager's config file (api/config/v1alpha1).
+CONFIG_API_VERSION: Final = "config.jobset.x-k8s.io/v1alpha1"
+# Kind of the controller manager's config file.
+CONFIG_KIND: Final = "Configuration"
 # Controller name label of controller-runtime metrics.
 CONTROLLER_NAME: Final = "jobset"
 

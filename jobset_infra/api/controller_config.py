@@ -29,19 +29,16 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-# Upstream identifiers. They are mirrored here rather than imported from api.constants so this
-# module stays importable on its own by the platform component; tests/api pin them to upstream.
-CONFIG_API_VERSION = "config.jobset.x-k8s.io/v1alpha1"  # Configuration's group/version upstream
-CONFIG_KIND = "Configuration"  # upstream api/config/v1alpha1 kind
-LEADER_ELECTION_ID = "6d4f6a47.jobset.x-k8s.io"  # upstream default Lease name (defaults.go)
-DEFAULT_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"  # GKE's node-pool label: a TPU slice
+from jobset_infra.api import constants as c
+
+CONFIG_API_VERSION = c.CONFIG_API_VERSION
+CONFIG_KIND = c.CONFIG_KIND
+LEADER_ELECTION_ID = c.LEADER_ELECTION_ID
+# GKE's node-pool label (a TPU slice is one pool); api may not import tpu, so it is restated here
+# and tests/api pins it to tpu.constants.GKE_NODEPOOL_LABEL.
+DEFAULT_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
 # Upstream feature gates and their defaults (pkg/features/features.go).
-KNOWN_FEATURE_GATES: Mapping[str, bool] = {
-    "InPlaceRestart": False,
-    "TLSOptions": True,
-    "RestartJob": False,
-    "ElasticJobSet": False,
-}
+KNOWN_FEATURE_GATES: Mapping[str, bool] = c.FEATURE_GATE_DEFAULTS
 # Upstream sections we accept so an upstream config file loads, but do not act on: we serve no
 # webhooks and the metrics endpoint is plain HTTP. The runtime logs a warning when they are set.
 IGNORED_UPSTREAM_SECTIONS = ("webhook", "internalCertManagement", "tls")
@@ -256,7 +253,7 @@ class ControllerConfig(_Section):
                 f"unknown feature gate(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(KNOWN_FEATURE_GATES))}"
             )
-        if value.get("TLSOptions") is False:
+        if value.get(c.FEATURE_TLS_OPTIONS) is False:
             raise ValueError("TLSOptions is GA and locked to true upstream; remove it")
         return value
 

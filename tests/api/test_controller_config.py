@@ -194,3 +194,10 @@ def test_to_args_with_domains_needs_a_config_file() -> None:
 def test_parse_duration(text: str | int, want: float) -> None:
     assert parse_duration(text) == want
     assert parse_duration(format_duration(want)) == want
+
+
+def test_default_topology_key_is_gkes_node_pool_label() -> None:
+    from jobset_infra.api.controller_config import DEFAULT_TOPOLOGY_KEY
+    from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL
+
+    assert DEFAULT_TOPOLOGY_KEY == GKE_NODEPOOL_LABEL

@@ -18,7 +18,9 @@ from prometheus_client import (
     generate_latest,
 )
 
-CONTROLLER_NAME = "jobset"  # the `controller` label value upstream uses
+from jobset_infra.api import constants as c
+
+CONTROLLER_NAME = c.CONTROLLER_NAME  # the `controller` label value upstream uses
 
 # controller-runtime pkg/internal/controller/metrics: 0.005 .. 60 s, then longer tails.
 RECONCILE_BUCKETS = (
@@ -82,13 +84,13 @@ class Metrics:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         r = self.registry
         self.reconcile_total = Counter(
-            "controller_runtime_reconcile_total",
+            c.METRIC_RECONCILE_TOTAL.removesuffix("_total"),
             "Total number of reconciliations per controller",
             ["controller", "result"],
             registry=r,
         )
         self.reconcile_errors = Counter(
-            "controller_runtime_reconcile_errors_total",
+            c.METRIC_RECONCILE_ERRORS_TOTAL.removesuffix("_total"),
             "Total number of reconciliation errors per controller",
             ["controller"],
             registry=r,
@@ -100,7 +102,7 @@ class Metrics:
             registry=r,
         )
         self.reconcile_time = Histogram(
-            "controller_runtime_reconcile_time_seconds",
+            c.METRIC_RECONCILE_TIME_SECONDS,
             "Length of time per reconciliation per controller",
             ["controller"],
             buckets=RECONCILE_BUCKETS,
@@ -128,15 +130,15 @@ class Metrics:
             registry=r,
         )
         self.jobset_failed = Counter(
-            "jobset_failed",  # exposed as jobset_failed_total
+            c.METRIC_FAILED_TOTAL.removesuffix("_total"),  # prometheus_client adds _total
             "Number of failed JobSets",
-            ["jobset_name", "namespace"],
+            [c.METRIC_LABEL_JOBSET_NAME, c.METRIC_LABEL_NAMESPACE],
             registry=r,
         )
         self.jobset_completed = Counter(
-            "jobset_completed",  # exposed as jobset_completed_total
+            c.METRIC_COMPLETED_TOTAL.removesuffix("_total"),
             "Number of completed JobSets",
-            ["jobset_name", "namespace"],
+            [c.METRIC_LABEL_JOBSET_NAME, c.METRIC_LABEL_NAMESPACE],
             registry=r,
         )
         self.expectations_expired = Counter(

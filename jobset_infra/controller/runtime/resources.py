@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from jobset_infra.api import constants as c
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -42,7 +44,7 @@ class Resource:
         return f"{self.plural}/{subresource}" if subresource else self.plural
 
 
-JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
+JOBSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
 JOBS = Resource("batch", "v1", "jobs", "Job")
 SERVICES = Resource("", "v1", "services", "Service")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -54,10 +56,10 @@ CORE_EVENTS = Resource("", "v1", "events", "Event")
 PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
     {
         # JobSets: informer; TTL-after-finished deletes the JobSet; status written once per pass.
-        ("jobset.x-k8s.io", "jobsets", "list"),
-        ("jobset.x-k8s.io", "jobsets", "watch"),
-        ("jobset.x-k8s.io", "jobsets", "delete"),
-        ("jobset.x-k8s.io", "jobsets/status", "update"),
+        (c.GROUP, c.PLURAL, "list"),
+        (c.GROUP, c.PLURAL, "watch"),
+        (c.GROUP, c.PLURAL, "delete"),
+        (c.GROUP, f"{c.PLURAL}/status", "update"),
         # Jobs: informer; create children; foreground-delete; suspend/resume and template edits.
         ("batch", "jobs", "list"),
         ("batch", "jobs", "watch"),
@@ -88,7 +90,7 @@ PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
 # Granted without a call of ours: the API server's OwnerReferencesPermissionEnforcement admission
 # checks `update` on jobsets/finalizers when we create Jobs with blockOwnerDeletion=true.
 IMPLIED_PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
-    {("jobset.x-k8s.io", "jobsets/finalizers", "update")}
+    {(c.GROUP, f"{c.PLURAL}/finalizers", "update")}
 )
 
 

@@ -47,6 +47,11 @@ from jobset_infra.tpu.slice import TpuSlice
 __all__ = ["JobSet", "JobSetArgs", "tpu_job", "tpu_target"]
 
 TYPE_TOKEN = "jobset-infra:index:JobSet"
+TTL_WARNING = (
+    "JobSet {name}: ttl_seconds_after_finished deletes the finished JobSet, and the next "
+    "`pulumi up` creates it again (running the job again); leave it unset for JobSets Pulumi "
+    "manages, or `pulumi refresh` before `pulumi up`"
+)
 
 SliceSource = TpuSlicePools | SlicePoolsPlan | TpuTarget | tuple[TpuSlice, int]
 """Where TPU jobs run: a TpuSlicePools component, its plan, or (a slice shape, a slice count)."""
@@ -159,6 +164,8 @@ class JobSet(pulumi.ComponentResource):
     ) -> None:
         plan = plan_args(name, args)  # before anything is registered: a bad spec fails preview
         super().__init__(TYPE_TOKEN, name, None, opts)
+        if args.ttl_seconds_after_finished is not None:
+            pulumi.log.warn(TTL_WARNING.format(name=plan.name), resource=self)
         self.plan = plan
         manifest = plan.manifest
         self.resource = k8s.apiextensions.CustomResource(

@@ -150,3 +150,16 @@ def test_bad_args_fail_before_anything_is_registered(args: dict[str, Any], expec
     with pytest.raises(ProgramError) as caught:
         run_component(build)
     assert expected in str(caught.value)
+
+
+def test_ttl_after_finished_is_warned_about() -> None:
+    def build() -> JobSet:
+        args = JobSetArgs(
+            provider=provider(),
+            replicated_jobs=[tpu_job(pools(), CONTAINER)],
+            ttl_seconds_after_finished=60,
+        )
+        return JobSet("train", args)
+
+    [warning] = run_component(build).warnings()
+    assert warning.startswith("JobSet train: ttl_seconds_after_finished deletes the finished")

@@ -6,35 +6,28 @@ its child Job names and the chips it asks for. For a TPU job it derives what use
 hand: replicas = slices, parallelism = completions = hosts per slice, the `google.com/tpu` request
 and limit (all chips of a VM), the TPU toleration, the accelerator/topology nodeSelector, exclusive
 placement on `cloud.google.com/gke-nodepool`, the TPU ports, and hostNetwork with
-ClusterFirstWithHostNet DNS. Then it checks the result the way the cluster would (api defaulting
-and validation, the generated CRD's schema and CEL rules) and against the pools (more slices or
-chips than exist). Every problem is reported at once, each naming its argument.
+ClusterFirstWithHostNet DNS. It checks the request against the pools (more slices or chips than
+exist), then the JobSet the way the cluster would (`api.check`: the CRD's schema and CEL rules,
+unknown fields, upstream's defaulting and webhook rules). Problems are reported together, each
+naming its argument.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from jobset_infra.api import constants as k
-from jobset_infra.api.crd_schema import CrdSchema
-from jobset_infra.api.defaults import default
+from jobset_infra.api.check import check_jobset
 from jobset_infra.api.models import (
     Coordinator,
     FailurePolicy,
-    JobSet,
     Network,
     ReplicatedJob,
     SuccessPolicy,
-    field_errors,
 )
-from jobset_infra.api.validation import validate
-from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.meta import require_dns_label
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan
@@ -373,18 +366,6 @@ def _tpu_container(job: TpuJob) -> dict[str, Any]:
 # --- checks after building ----------------------------------------------------------------------
 
 
-@functools.cache
-def _crd_schema() -> CrdSchema:
-    return CrdSchema.from_crd(jobset_crd(), k.VERSION)
-
-
 def jobset_problems(manifest: Mapping[str, Any]) -> list[str]:
     """Return what the API server (our CRD's schema) and upstream's webhook rules would reject."""
-    try:
-        jobset = JobSet.model_validate(manifest)
-    except ValidationError as exc:
-        return [str(error) for error in field_errors(exc)]
-    problems = [str(error) for error in validate(default(jobset))]
-    _, schema_errors = _crd_schema().admit(manifest)
-    problems += [str(e) for e in schema_errors if str(e) not in problems]
-    return problems
+    return [str(error) for error in check_jobset(dict(manifest)).errors]

@@ -2,6 +2,10 @@
 
 Four TPU-like node pools of two hosts each (`v5e-2x4:4`); JobSets whose replicated job asks for
 `alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool`.
+
+Unlike the shared `cluster` fixture (conftest.py, which also runs on envtest and sets Job status
+by hand), these tests need pods to be created, scheduled and to run, so they use the sim only,
+with its fake Job controller waiting for the sim scheduler to bind pods.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -29,6 +34,7 @@ from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.scheduler import Scheduler
 from jobset_infra.sim.server import Sim
 from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import fast_config
 
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
@@ -57,14 +63,7 @@ class Cluster:
 
 
 def controller_config(**placement: Any) -> ControllerConfig:
-    return ControllerConfig.model_validate(
-        {
-            "health": {"healthProbeBindAddress": "127.0.0.1:0"},
-            "metrics": {"bindAddress": "127.0.0.1:0"},
-            "controller": {"workers": 2},
-            "placement": placement,
-        }
-    )
+    return fast_config(placement=placement)
 
 
 @contextlib.asynccontextmanager
@@ -81,11 +80,17 @@ async def start_cluster(nodes: str = "v5e-2x4:4", **placement: Any) -> Cluster:
     sim.add_component(jobs)
     sim.add_component(scheduler)
     await sim.start()
-    with open(CRD_FILE) as f:
-        sim.store.create(CRDS, yaml.safe_load(f))
+    sim.store.create(CRDS, _crd())
     if nodes:
         await create_nodes(sim.store, parse_nodes(nodes), datetime.now(UTC))
     return Cluster(sim, jobs, scheduler, controller_config(**placement))
+
+
+@functools.cache
+def _crd() -> dict[str, Any]:
+    with open(CRD_FILE) as f:
+        crd: dict[str, Any] = yaml.safe_load(f)  # parsed once; the store copies what it stores
+    return crd
 
 
 @pytest.fixture

@@ -179,16 +179,3 @@ def test_objects_the_cluster_would_refuse_fail_the_plan(
     assert code == 1
     assert "error: Service team/svc: spec.ports[0].port:" in err
 
-
-@pytest.mark.parametrize("stack", [pytest.param(s, id=f"stack {s}") for s in ("local", "v5e-dev")])
-def test_other_committed_stacks_plan_cleanly(
-    stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "out"
-    code = main(["plan", "--stack", stack, "--project-dir", str(ROOT), "--out", str(out)])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())]
-    assert [o for o in objects if o["kind"] == "JobSet"]
-    for obj in objects:
-        assert _admitted(obj) == [], obj["kind"]

@@ -8,6 +8,7 @@ import pytest
 
 from jobset_infra.api import constants as k
 from jobset_infra.components.offline import OfflineRun, Registration
+from jobset_infra.components.preview import kubernetes_objects, object_problems
 from jobset_infra.tpu import constants as tpu
 from tests.stacks.stack_runs import STACK_NAMES, run_stack
 
@@ -42,6 +43,15 @@ def test_stack_installs_the_jobset_api_controller_kueue_and_a_jobset(stack: str)
     assert _one(run, RELEASE).inputs["chart"].endswith("kueue")
     assert _one(run, JOBSET).parent_type == "jobset-infra:index:JobSet"
     assert run.warnings() == [] or stack == "local"  # local warns when no kubeconfig exists
+
+
+@pytest.mark.parametrize("stack", [pytest.param(s, id=f"stack {s}") for s in STACK_NAMES])
+def test_every_kubernetes_object_of_the_stack_would_be_accepted(stack: str) -> None:
+    objects = kubernetes_objects(run_stack(stack).registrations)
+    assert len(objects) >= 12
+    assert {obj["kind"]: object_problems(obj) for obj in objects} == {
+        obj["kind"]: [] for obj in objects
+    }
 
 
 def test_jobset_waits_for_the_controller_and_the_queue() -> None:

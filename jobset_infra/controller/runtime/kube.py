@@ -274,10 +274,7 @@ class KubeClient:
                 self._count(resp.status, "GET")
                 if resp.status >= 400:
                     raise _error(resp.status, await _json_or_empty(resp), resp.headers)
-                async for line in resp.content:
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
+                async for event in _json_lines(resp.content):
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise _error(int(status.get("code") or 500), status, {})
@@ -389,6 +386,20 @@ class KubeClient:
 
 class _TransportError(ApiError):
     """A connection error or timeout (retried like a 5xx)."""
+
+
+async def _json_lines(stream: aiohttp.StreamReader) -> AsyncIterator[dict[str, Any]]:
+    """Newline-delimited JSON objects of any size (aiohttp's readline caps a line at 128 KiB,
+    and a JobSet with large templates and status can be bigger)."""
+    buffer = b""
+    async for chunk in stream.iter_any():
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+    if buffer.strip():
+        yield json.loads(buffer)
 
 
 async def _json_or_empty(resp: aiohttp.ClientResponse) -> dict[str, Any]:

@@ -153,3 +153,15 @@ async def test_write_through_cannot_resurrect_a_deleted_object(lw: Any) -> None:
         await run_until_idle(informer, server)
         informer.write_through(job("j1", 11))
     assert informer.store == {}
+
+
+async def test_events_larger_than_aiohttps_line_limit_are_read(lw: Any) -> None:
+    server, url = lw
+    big = job("big", 11)
+    big["metadata"]["annotations"] = {"blob": "x" * 300_000}
+    server.lists = [(10, [])]
+    server.watches = [[{"type": "ADDED", "object": big}], []]
+    async with KubeClient(for_url(url)) as kube:
+        informer: Informer[dict[str, Any]] = Informer(kube, JOBS, dict)
+        await run_until_idle(informer, server)
+    assert len(informer.store["ns/big"]["metadata"]["annotations"]["blob"]) == 300_000

@@ -12,6 +12,7 @@ from jobset_infra.controller.placement.domains import (
     domain_sort_key,
     domains_from_nodes,
 )
+from jobset_infra.controller.placement.feasibility import placement_problems
 from jobset_infra.controller.placement.fit import Fit, fit
 from jobset_infra.controller.placement.inputs import (
     PlacementInputs,
@@ -60,6 +61,7 @@ __all__ = [
     "parse_quantity",
     "placed_views",
     "placement_inputs",
+    "placement_problems",
     "priority_scope",
     "request_from_job_manifest",
     "slim_node_from_manifest",

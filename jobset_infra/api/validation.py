@@ -176,12 +176,13 @@ def _rjob(
     for problem in names.dns1035_label(rjob.group_name):
         message = c.GROUP_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
         yield invalid(f"{path}.groupName", rjob.group_name, message)
-    longest_job = f"{js_name}-{rjob.name}-{max(rjob.replicas - 1, 0)}"
+    # As upstream: the index of the last Job, -1 when there are no replicas.
+    longest_job = f"{js_name}-{rjob.name}-{rjob.replicas - 1}"
     for problem in names.dns1035_label(longest_job):
         message = c.JOB_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
         yield invalid(f"{path}.name", longest_job, message)
     if spec.get("completionMode") == c.COMPLETION_MODE_INDEXED and completions is not None:
-        longest_pod = f"{longest_job}-{max(completions - 1, 0)}-{NAME_SUFFIX}"
+        longest_pod = f"{longest_job}-{completions - 1}-{NAME_SUFFIX}"
         for problem in names.dns1035_label(longest_pod):
             message = c.POD_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
             yield invalid(f"{path}.name", longest_pod, message)

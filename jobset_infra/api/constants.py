@@ -358,6 +358,11 @@ FEATURE_GATE_DEFAULTS: Final = {
 
 # --- Controller internals ----------------------------------------------------------------------
 
+# Kubernetes' finalizer held by Jobs during foreground deletion (JobSet defines none of its own).
+FOREGROUND_DELETION_FINALIZER: Final = "foregroundDeletion"
+# Deletion propagation policy upstream uses for Jobs and for TTL deletion of the JobSet.
+PROPAGATION_FOREGROUND: Final = "Foreground"
+
 # Field index: Jobs by controller owner UID.
 JOB_OWNER_INDEX: Final = ".metadata.controller"
 # Field index: Pods by "<ns>/<jobset-name>" (InPlaceRestart gate).

@@ -247,11 +247,15 @@ class KubeClient:
         namespace: str | None,
         resource_version: str,
         timeout_seconds: int = 300,
+        *,
         label_selector: str = "",
+        inactivity_timeout: float = 120.0,
     ) -> AsyncIterator[dict[str, Any]]:
         """Stream watch events (dicts with `type` and `object`) from `resource_version`.
 
-        An ERROR event with code 410 raises GoneError; the caller relists.
+        An ERROR event with code 410 raises GoneError; the caller relists. A stream silent for
+        `inactivity_timeout` (no event, no bookmark; API servers bookmark about once a minute)
+        is treated as dead: a transport error, after which the caller re-watches.
         """
         self._declare(res, "watch")
         params = {
@@ -265,7 +269,7 @@ class KubeClient:
         waited = await self.bucket.wait()
         self.metrics.rest_rate_limiter.labels(verb="WATCH", host=self.host).observe(waited)
         headers = await self._headers(False, None)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=inactivity_timeout)
         url = self.access.host + res.path(namespace)
         try:
             async with self._http().get(

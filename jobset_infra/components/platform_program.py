@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -250,12 +249,9 @@ def _jobset(
 
 
 def _export(platform: Platform) -> None:
-    outputs: Mapping[str, Any] = {
-        "controllerNamespace": platform.system.namespace,
-        "controllerImage": platform.system.image,
-    }
-    for key, value in outputs.items():
-        pulumi.export(key, value)
+    """Export what `pulumi stack output` should show: where things are and what to watch."""
+    pulumi.export("controllerNamespace", platform.system.namespace)
+    pulumi.export("controllerImage", platform.system.image)
     if platform.cluster is not None:
         pulumi.export("clusterName", platform.cluster.name)
         pulumi.export("kubeconfig", platform.cluster.kubeconfig)

@@ -61,6 +61,7 @@ JsonObj = dict[str, Any]
 NODES: Final = GVR("", "v1", "nodes")
 PODS: Final = GVR("", "v1", "pods")
 BATCH: Final = 256  # Pods scheduled before yielding to the event loop
+DEFAULT_SCHEDULER: Final = "default-scheduler"  # pods naming another scheduler are left alone
 
 
 class Scheduler:
@@ -172,7 +173,11 @@ class Scheduler:
             self._parked.pop(key, None)
             if key not in self.bound:
                 self._account(key, pod, spec["nodeName"])
-        elif key not in self._parked and not spec.get("schedulingGates"):
+        elif (
+            key not in self._parked
+            and not spec.get("schedulingGates")
+            and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
+        ):
             self._pending[key] = None
             self._wake.set()
 

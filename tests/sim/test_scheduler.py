@@ -334,3 +334,14 @@ def test_pod_requests_use_limits_when_requests_are_missing() -> None:
 )
 def test_tolerated(toleration: dict[str, str], want: bool) -> None:
     assert tolerated(TPU_TAINT, [toleration]) is want
+
+
+async def test_pods_for_another_scheduler_are_left_alone(cluster: tuple[Store, Scheduler]) -> None:
+    store, _ = cluster
+    store.create(NODES, node("a-0", "a"))
+    other = pod("other")
+    other["spec"]["schedulerName"] = "volcano"
+    store.create(PODS, other, "default")
+    store.create(PODS, pod("mine"), "default")
+    await eventually(lambda: node_of(store, "mine") == "a-0")
+    assert node_of(store, "other") is None

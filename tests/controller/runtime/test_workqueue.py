@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import ItemBackoff, TokenBucket
@@ -120,3 +122,43 @@ async def test_shutdown_wakes_waiting_workers() -> None:
     queue.shutdown()
     with pytest.raises(QueueShutDownError):
         await asyncio.wait_for(waiter, timeout=1.0)
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from("abcd")),
+        st.tuples(st.just("get"), st.just("")),
+        st.tuples(st.just("done"), st.just("")),
+    ),
+    max_size=60,
+)
+
+
+@given(OPS)
+def test_property_no_key_is_held_twice_and_no_add_is_lost(ops: list[tuple[str, str]]) -> None:
+    async def run() -> None:
+        queue = WorkQueue()
+        held: list[str] = []
+        owed: set[str] = set()  # keys added since they were last handed out
+        for op, key in ops:
+            if op == "add":
+                queue.add(key)
+                owed.add(key)
+            elif op == "get" and len(queue):
+                got = str(await queue.get())
+                assert got not in held, "a key was handed out while being processed"
+                held.append(got)
+                owed.discard(got)
+            elif op == "done" and held:
+                queue.done(held.pop(0))
+        for key in held:
+            queue.done(key)
+        drained = set()
+        while len(queue):
+            key = str(await queue.get())
+            drained.add(key)
+            queue.done(key)
+        assert owed <= drained, f"adds lost: {owed - drained}"
+        assert not queue.processing
+
+    asyncio.run(run())

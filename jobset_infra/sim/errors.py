@@ -1,8 +1,10 @@
 """Errors of the simulated API server, each carrying the Kubernetes `Status` a real server returns.
 
 The store raises these; the HTTP layer turns them into a response with the same code and body, so
-an in-process caller and an HTTP client see the same reason, message and causes. Messages follow
-the wording of k8s.io/apimachinery/pkg/api/errors, which clients and tests match on.
+an in-process caller and an HTTP client see the same reason, message and causes. Catch
+`StatusError` (and read `.code`/`.reason`) or one of its classes: NotFoundError,
+AlreadyExistsError, ConflictError, InvalidError, GoneError, BadRequestError, ForbiddenError.
+Messages follow the wording of k8s.io/apimachinery/pkg/api/errors, which clients match on.
 """
 
 from __future__ import annotations
@@ -47,6 +49,34 @@ class StatusError(Exception):
         return body
 
 
+class NotFoundError(StatusError):
+    """404 NotFound."""
+
+
+class AlreadyExistsError(StatusError):
+    """409 AlreadyExists."""
+
+
+class ConflictError(StatusError):
+    """409 Conflict: a stale resourceVersion, a failed precondition, an apply conflict."""
+
+
+class InvalidError(StatusError):
+    """422 Invalid, with one details.causes entry per field."""
+
+
+class GoneError(StatusError):
+    """410 Expired: a version older than the server keeps."""
+
+
+class BadRequestError(StatusError):
+    """400 BadRequest."""
+
+
+class ForbiddenError(StatusError):
+    """403 Forbidden."""
+
+
 def _details(group: str, kind: str, name: str) -> JsonObj:
     out: JsonObj = {"name": name, "kind": kind}
     if group:
@@ -60,21 +90,21 @@ def qualified(resource: str, group: str) -> str:
 
 
 def not_found(group: str, resource: str, name: str) -> StatusError:
-    return StatusError(
+    return NotFoundError(
         404, "NotFound", f'{qualified(resource, group)} "{name}" not found',
         details=_details(group, resource, name),
     )
 
 
 def already_exists(group: str, resource: str, name: str) -> StatusError:
-    return StatusError(
+    return AlreadyExistsError(
         409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists',
         details=_details(group, resource, name),
     )
 
 
 def conflict(group: str, resource: str, name: str, why: str) -> StatusError:
-    return StatusError(
+    return ConflictError(
         409, "Conflict",
         f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
         details=_details(group, resource, name),
@@ -97,7 +127,7 @@ def invalid(group: str, kind: str, name: str, causes: list[JsonObj]) -> StatusEr
     what = f"{kind}.{group}" if group else kind
     summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
     details = _details(group, kind, name) | {"causes": causes}
-    return StatusError(422, "Invalid", f'{what} "{name}" is invalid: {summary}', details=details)
+    return InvalidError(422, "Invalid", f'{what} "{name}" is invalid: {summary}', details=details)
 
 
 def field_cause(reason: str, field: str, message: str) -> JsonObj:
@@ -107,7 +137,7 @@ def field_cause(reason: str, field: str, message: str) -> JsonObj:
 
 def gone(message: str) -> StatusError:
     """410 Expired: a watch or continue token from a resourceVersion the server no longer keeps."""
-    return StatusError(410, "Expired", message)
+    return GoneError(410, "Expired", message)
 
 
 def too_old(requested: int, oldest: int) -> StatusError:
@@ -115,11 +145,11 @@ def too_old(requested: int, oldest: int) -> StatusError:
 
 
 def bad_request(message: str) -> StatusError:
-    return StatusError(400, "BadRequest", message)
+    return BadRequestError(400, "BadRequest", message)
 
 
 def forbidden(group: str, resource: str, name: str, why: str) -> StatusError:
-    return StatusError(
+    return ForbiddenError(
         403, "Forbidden", f'{qualified(resource, group)} "{name}" is forbidden: {why}',
         details=_details(group, resource, name),
     )

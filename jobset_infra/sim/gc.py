@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from jobset_infra.sim.errors import StatusError, bad_request
+from jobset_infra.sim.errors import ConflictError, bad_request
 
 if TYPE_CHECKING:
     from jobset_infra.sim.resources import GVR, ResourceInfo
@@ -47,10 +47,10 @@ def _check_preconditions(obj: JsonObj, preconditions: JsonObj) -> None:
     meta = obj["metadata"]
     uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
     if uid and uid != meta["uid"]:
-        raise StatusError(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
+        raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
                           f"UID in object meta: {meta['uid']}")
     if rv and rv != meta["resourceVersion"]:
-        raise StatusError(409, "Conflict", f"Precondition failed: ResourceVersion in "
+        raise ConflictError(409, "Conflict", f"Precondition failed: ResourceVersion in "
                           f"precondition: {rv}, ResourceVersion in object meta: "
                           f"{meta['resourceVersion']}")
 

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.sim import gc, listing, managed_fields, patch, strategies, updates
 from jobset_infra.sim.errors import (
+    ConflictError,
     StatusError,
     already_exists,
     bad_request,
@@ -276,7 +277,7 @@ class Store:
         if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
             raise stale(info.gvr.group, info.gvr.resource, name)
         if meta.get("uid") and meta["uid"] != old_meta["uid"]:
-            raise StatusError(409, "Conflict", f"Precondition failed: UID in precondition: "
+            raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
                               f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
         new = updates.merge_subresource(info, old, obj, subresource)
         updates.check_finalizers(info, old, new)

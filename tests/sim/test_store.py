@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from jobset_infra.sim import patch
-from jobset_infra.sim.errors import StatusError
+from jobset_infra.sim.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    StatusError,
+)
 from jobset_infra.sim.store import Store, clone
 from jobset_infra.sim.watch import Watch
 from tests.sim.kube_objects import (
@@ -453,3 +459,23 @@ async def test_watch_from_before_the_first_event_of_a_resource_type_is_not_expir
     store.create(CONFIGMAPS, configmap("first"), "default")
     stream = store.watch(CONFIGMAPS, "default", str(before))
     assert await take(stream, 1) == [("ADDED", "first")]
+
+
+@pytest.mark.parametrize(
+    ("act", "want"),
+    [
+        pytest.param(lambda s: s.get(JOBS, "missing", "default"), NotFoundError,
+                     id="a missing object raises NotFoundError"),
+        pytest.param(lambda s: s.create(JOBS, job("a"), "default"), AlreadyExistsError,
+                     id="a duplicate raises AlreadyExistsError"),
+        pytest.param(lambda s: s.update(JOBS, job("a") | {"metadata": {
+            "name": "a", "namespace": "default", "resourceVersion": "1"}}), ConflictError,
+                     id="a stale write raises ConflictError"),
+        pytest.param(lambda s: s.create(JOBS, {"metadata": {}}, "default"), InvalidError,
+                     id="a nameless object raises InvalidError"),
+    ],
+)
+def test_errors_have_classes_per_reason(store: Store, act: Any, want: type) -> None:
+    store.create(JOBS, job("a"), "default")
+    with pytest.raises(want):
+        act(store)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import heapq
 import itertools
 import logging
@@ -68,6 +69,8 @@ class JobController:
         self._dirty: dict[Key, None] = {}
         self._wake = asyncio.Event()
         self._counted: dict[str, set[str]] = {}
+        # Pods deleted by others while they ran, per Job uid, until counted as failed.
+        self._ghosts: dict[str, dict[str, job_pods.PodView]] = {}
         self._own: set[str] = set()
         self._due: list[tuple[float, str, str]] = []
         self._due_wake = asyncio.Event()
@@ -191,6 +194,7 @@ class JobController:
         meta = job["metadata"]
         if kind == "DELETED":
             self._counted.pop(meta.get("uid", ""), None)
+            self._ghosts.pop(meta.get("uid", ""), None)
             return
         if kind in ("ADDED", "MODIFIED") and not self._mine(meta):
             self._mark((meta.get("namespace", ""), meta["name"]))
@@ -199,8 +203,22 @@ class JobController:
         if kind not in ("ADDED", "MODIFIED", "DELETED") or self._mine(pod["metadata"]):
             return
         key = _owner_key(pod)
-        if key is not None:
-            self._mark(key)
+        if key is None:
+            return
+        if kind == "DELETED":
+            self._remember_deleted(pod)
+        self._mark(key)
+
+    def _remember_deleted(self, pod: JsonObj) -> None:
+        """A Pod someone else deleted before it finished counts as failed, as in Kubernetes
+        ("count deleted Pods as failures"): `kubectl delete pod` can fail a Job."""
+        view = job_pods.pod_view(pod)
+        owner = next((ref.get("uid", "") for ref in pod["metadata"].get("ownerReferences") or ()
+                      if ref.get("controller")), "")
+        job = self.store.by_uid(owner) if owner else None
+        if not view.terminal and job is not None and not job["metadata"].get("deletionTimestamp"):
+            ghost = dataclasses.replace(view, phase=job_pods.FAILED, deleting=False)
+            self._ghosts.setdefault(owner, {})[view.uid] = ghost
 
     def _mine(self, meta: JsonObj) -> bool:
         """True for the echo of a write this controller made (its decision already saw it)."""
@@ -258,11 +276,13 @@ class JobController:
         if plan.empty:
             return False
         self._apply(job, plan, counted)
+        if plan.delete:  # the echoes are ignored, yet Complete/Failed wait for the Pods to go
+            self._mark(key)
         return True
 
     def _pods(self, job: JsonObj) -> list[job_pods.PodView]:
         uid = job["metadata"].get("uid", "")
-        views = []
+        views = list(self._ghosts.get(uid, {}).values())
         for gvr, ns, name in tuple(self.store.dependents.get(uid, ())):
             pod = self.store.peek(gvr, ns, name) if gvr == PODS else None
             if pod is not None and _controlled_by(pod, uid):
@@ -290,6 +310,9 @@ class JobController:
         if plan.status is not None:
             self._write_status(job, plan.status)
             counted.update(plan.counted)
+            ghosts = self._ghosts.get(job["metadata"].get("uid", ""), {})
+            for pod_uid in plan.counted:
+                ghosts.pop(pod_uid, None)
 
     def _start(self, pod: JsonObj) -> None:
         status = job_pods.running_status(pod, self._now())

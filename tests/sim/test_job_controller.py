@@ -221,3 +221,51 @@ async def test_over_http_a_job_created_by_a_client_gets_pods_a_client_can_list()
         assert sorted(p["spec"]["hostname"] for p in items) == ["web-0-0", "web-0-1", "web-0-2"]
         async with client.get(sim.url + "/apis/batch/v1/namespaces/default/jobs/web-0") as resp:
             assert (await resp.json())["status"]["ready"] == 3
+
+
+@pytest.mark.parametrize(
+    ("backoff_limit", "want_failed_condition"),
+    [
+        pytest.param(0, True, id="with backoffLimit 0 a deleted running pod fails the Job"),
+        pytest.param(2, False, id="within the backoff limit a deleted pod is replaced"),
+    ],
+)
+async def test_a_running_pod_deleted_by_someone_counts_as_a_failure(
+    store: Store, jc: JobController, backoff_limit: int, want_failed_condition: bool
+) -> None:
+    create_job(store, backoff_limit=backoff_limit)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    victim = pods(store)[0]["metadata"]["name"]
+    store.delete(PODS, victim, NS)  # what `kubectl delete pod` does
+    await wait_for(lambda: status(store).get("failed") == 1)
+    if want_failed_condition:
+        failed = await wait_for(lambda: condition(store, "Failed"))
+        assert failed["reason"] == "BackoffLimitExceeded"
+    else:
+        await wait_for(lambda: status(store).get("ready") == 2)
+        assert victim not in {p["metadata"]["name"] for p in pods(store)}
+        assert condition(store, "FailureTarget") is None
+
+
+async def test_pods_removed_with_their_job_leave_nothing_behind(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    store.delete(JOBS, "js-w-0", NS, propagation="Background")
+    await wait_for(lambda: not pods(store))
+    await asyncio.sleep(0.05)
+    assert jc._ghosts == {} and jc._counted == {}
+
+
+async def test_a_pod_failed_by_a_status_write_from_outside_fails_the_job_past_its_limit(
+    store: Store, jc: JobController
+) -> None:
+    create_job(store, backoff_limit=0)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    pod = pods(store)[1]
+    failed_status = {**pod["status"], "phase": "Failed", "reason": "DeletionByPodGC"}
+    store.update(PODS, {**pod, "status": failed_status}, subresource="status")
+    failed = await wait_for(lambda: condition(store, "Failed"))
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert status(store)["terminating"] == 0 and status(store)["failed"] == 1

@@ -4,6 +4,8 @@ twice, and counts a restart exactly once."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from jobset_infra.api import constants as c
@@ -62,3 +64,24 @@ async def test_converges_through_conflicts_throttling_and_watch_expiry(cluster: 
     assert controller.controller.jobs.relists >= 2, "an expired watch made the Job cache relist"
     creates = cluster.sim.stats.count("create", "jobs")
     assert creates == 2 * JOBS + create_faults, "every Job created once (retries only after faults)"
+
+
+async def test_a_stale_job_cache_never_repeats_creates(cluster: Cluster) -> None:
+    if cluster.sim is None:
+        pytest.skip("counts requests at the sim")
+    ctl = await cluster.start_controller()
+    await ctl.wait_leader(5)
+    job_informer = ctl.tasks[ctl.controller.informers.index(ctl.controller.jobs)]
+    job_informer.cancel()  # from here on the Job cache never learns about new Jobs
+    cluster.sim.stats.reset()
+    await cluster.create_jobset(make_jobset("js").replicated_job("w", replicas=5))
+
+    async def created() -> bool:
+        return len(await cluster.jobs()) == 5
+
+    await eventually(created, what="5 jobs at the API server")
+    for _ in range(5):  # reconcile again and again on the stale cache
+        ctl.controller.queue.add(f"{cluster.namespace}/js")
+        await asyncio.sleep(0.05)
+    assert cluster.sim.stats.count("create", "jobs") == 5, "no create was repeated"
+    assert ctl.controller.expectations.pending_count(f"{cluster.namespace}/js") == (5, 0)

@@ -9,21 +9,31 @@ from pydantic import Field, model_validator
 from jobset_infra.api import constants as c
 from jobset_infra.api.model_base import ATOMIC, ApiModel, ConditionStatus, map_list
 
-# --- status --------------------------------------------------------------------------------------
+# metav1.Condition's type pattern: an optional DNS-subdomain prefix, then a qualified name.
+_CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+# metav1.Condition's reason pattern (CamelCase-ish identifiers).
+_CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
 
 class Condition(ApiModel):
     """metav1.Condition."""
 
-    type: str = Field(max_length=316)
+    type: str = Field(max_length=316, json_schema_extra={"pattern": _CONDITION_TYPE_PATTERN})
     """Condition type, e.g. Completed."""
     status: ConditionStatus
     """True, False or Unknown."""
-    observed_generation: int | None = Field(default=None, ge=0)
+    observed_generation: int | None = Field(
+        default=None, ge=0, json_schema_extra={"format": "int64"}
+    )
     """metadata.generation the condition was computed from."""
-    last_transition_time: str
+    last_transition_time: str = Field(json_schema_extra={"format": "date-time"})
     """RFC 3339 time of the last status change."""
-    reason: str = Field(max_length=1024, min_length=1)
+    reason: str = Field(
+        max_length=1024, min_length=1, json_schema_extra={"pattern": _CONDITION_REASON_PATTERN}
+    )
     """CamelCase reason."""
     message: str = Field(max_length=32768)
     """Human-readable message."""

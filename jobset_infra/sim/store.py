@@ -44,6 +44,7 @@ from jobset_infra.sim.errors import (
     stale,
 )
 from jobset_infra.sim.listing import ListResult
+from jobset_infra.sim.objects import ObjectIndex, Ref
 from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.updates import clone
@@ -52,7 +53,6 @@ from jobset_infra.sim.watch import Event, EventLog, History, Watch
 __all__ = ["NAMESPACES", "Clock", "ListResult", "Store", "SystemClock", "clone"]
 
 JsonObj = dict[str, Any]
-Ref = tuple[GVR, str, str]
 JsonList = list[JsonObj]
 WatchList = list[Watch]
 NAMESPACES = GVR("", "v1", "namespaces")
@@ -93,11 +93,9 @@ class Store:
         self.observers: list[Observer] = []
         self.writes = 0
         self._rv = 0
-        self._data: dict[GVR, dict[str, dict[str, JsonObj]]] = {}
+        self.index = ObjectIndex()
         self.history = History(watch_window)
-        self.dependents: dict[str, set[Ref]] = {}
-        self.uids: dict[str, Ref] = {}
-        self.dangling: set[Ref] = set()
+        self.dependents, self.uids = self.index.dependents, self.index.uids
         self.gc_queue: deque[tuple[str, Ref, Any]] = deque()  # the collector's work
         self.gc_busy = False
         self.gc_cascaded: set[str] = set()  # owners whose dependents foreground deletion hit
@@ -132,7 +130,7 @@ class Store:
         return str(ns)
 
     def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
-        obj = self._data.get(info.gvr, {}).get(ns, {}).get(name)
+        obj = self.index.peek(info.gvr, ns, name)
         if obj is None:
             raise not_found(info.gvr.group, info.gvr.resource, name)
         return obj
@@ -150,19 +148,21 @@ class Store:
 
     def peek(self, gvr: GVR, ns: str, name: str) -> JsonObj | None:
         """The stored object at an exact key ("" namespace for cluster-scoped), or None."""
-        return self._data.get(gvr, {}).get(ns, {}).get(name)
+        return self.index.peek(gvr, ns, name)
 
     def by_uid(self, uid: str) -> JsonObj | None:
-        ref = self.uids.get(uid)
-        return None if ref is None else self._data[ref[0]][ref[1]][ref[2]]
+        return self.index.by_uid(uid)
 
     def iter_objects(self, gvr: GVR, namespace: str | None = None) -> Iterator[JsonObj]:
-        by_ns = self._data.get(gvr, {})
-        if namespace is not None:
-            yield from by_ns.get(namespace, {}).values()
-            return
-        for objs in by_ns.values():
-            yield from objs.values()
+        return self.index.iter(gvr, namespace)
+
+    @property
+    def dangling(self) -> set[Ref]:
+        return self.index.dangling
+
+    @dangling.setter
+    def dangling(self, refs: set[Ref]) -> None:
+        self.index.dangling = refs
 
     def list(
         self,
@@ -178,7 +178,7 @@ class Store:
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
         field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
-        return listing.page(self._data.get(gvr, {}), namespace, label=label, field=field,
+        return listing.page(self.index.by_namespace(gvr), namespace, label=label, field=field,
                             limit=limit, continue_token=continue_token, current_rv=self._rv)
 
     # ---- writes -------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ class Store:
     def _check_namespace(self, info: ResourceInfo, ns: str, name: str) -> None:
         if not info.namespaced:
             return
-        namespace = self._data.get(NAMESPACES, {}).get("", {}).get(ns)
+        namespace = self.index.peek(NAMESPACES, "", ns)
         if namespace is None:
             raise not_found("", "namespaces", ns)
         if namespace["metadata"].get("deletionTimestamp"):
@@ -226,7 +226,7 @@ class Store:
                                      name_suffix=suffix)
         name = obj["metadata"]["name"]
         self._check_namespace(info, ns, name)
-        if name in self._data.get(gvr, {}).get(ns, {}):
+        if self.index.peek(gvr, ns, name) is not None:
             raise already_exists(gvr.group, gvr.resource, name)
         obj = self._admit(info, obj, None)
         if field_manager:
@@ -370,10 +370,7 @@ class Store:
         self.writes += 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self._rv)
-        ref: Ref = (info.gvr, ns, meta["name"])
-        self._data.setdefault(info.gvr, {}).setdefault(ns, {})[meta["name"]] = obj
-        self.uids[meta["uid"]] = ref
-        self._index_owners(ref, old, obj)
+        self.index.put((info.gvr, ns, meta["name"]), obj, old)
         self._publish(info, Event(self._rv, kind, obj, old, ns))
 
     def drop(
@@ -381,14 +378,12 @@ class Store:
     ) -> JsonObj:
         """Remove an object for good (finalizers already empty) and publish DELETED; `final` is
         its last state when the write that released it changed it too."""
-        stored = self._data[info.gvr][ns].pop(name)
+        stored = self.index.pop((info.gvr, ns, name))
         old = final if final is not None else stored
         self._rv += 1
         self.writes += 1
         gone = dict(old)
         gone["metadata"] = dict(old["metadata"]) | {"resourceVersion": str(self._rv)}
-        self.uids.pop(old["metadata"]["uid"], None)
-        self._index_owners((info.gvr, ns, name), stored, None)
         self._publish(info, Event(self._rv, "DELETED", gone, None, ns))
         return gone
 
@@ -396,20 +391,6 @@ class Store:
         self.log(info.gvr).append(event)
         for observer in self.observers:
             observer(self, event.type, info, event.obj)
-
-    def _index_owners(self, ref: Ref, old: JsonObj | None, new: JsonObj | None) -> None:
-        before = {o["uid"] for o in (old or {}).get("metadata", {}).get("ownerReferences") or ()}
-        after = {o["uid"] for o in (new or {}).get("metadata", {}).get("ownerReferences") or ()}
-        for uid in before - after:
-            deps = self.dependents.get(uid)
-            if deps is not None:
-                deps.discard(ref)
-                if not deps:
-                    del self.dependents[uid]
-        for uid in after - before:
-            self.dependents.setdefault(uid, set()).add(ref)
-            if uid not in self.uids:
-                self.dangling.add(ref)  # an owner that does not exist: for the collector
 
     def put_raw(self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj) -> None:
         """Store an already-prepared update (used by the garbage collector)."""

@@ -196,6 +196,11 @@ def _spec_problems(spec: WorkloadSpec) -> list[str]:
     for index, job in enumerate(spec.replicated_jobs):
         if isinstance(job, TpuJob):
             problems += _tpu_job_problems(f"replicated_jobs[{index}]", job)
+        elif not isinstance(job, ReplicatedJob | Mapping):
+            problems.append(
+                f"replicated_jobs[{index}]: {type(job).__name__} is not a replicated job; pass "
+                "tpu_job(...), an api ReplicatedJob or its manifest mapping"
+            )
     problems += _capacity_problems(spec)
     if spec.queue is None and spec.priority_class is not None:
         problems.append(

@@ -393,19 +393,11 @@ def _compose(
     *, active: int, ready: int, terminating: int, tally: _Tally,
 ) -> JsonObj:
     """A Job status in the API's field order; zero counters omitted as the API omits them."""
-    out: JsonObj = {}
-    if conditions:
-        out["conditions"] = conditions
-    if start_time:
-        out["startTime"] = start_time
-    if completion_time:
-        out["completionTime"] = completion_time
-    if active:
-        out["active"] = active
-    if tally.succeeded:
-        out["succeeded"] = tally.succeeded
-    if tally.failed:
-        out["failed"] = tally.failed
+    optional = {
+        "conditions": conditions, "startTime": start_time, "completionTime": completion_time,
+        "active": active, "succeeded": tally.succeeded, "failed": tally.failed,
+    }
+    out: JsonObj = {key: value for key, value in optional.items() if value}
     out["terminating"] = terminating
     if run.spec.indexed and tally.completed:
         out["completedIndexes"] = format_indexes(tally.completed)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import importlib
 import logging
 import time
 import uuid
@@ -19,6 +18,12 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
+from jobset_infra.controller.core import (
+    MalformedJobSetError,
+    observe,
+    reconcile,
+    reconcile_malformed,
+)
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
 from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.controller.placement.inputs import (
@@ -67,7 +72,6 @@ def core_config(config: ControllerConfig) -> CoreConfig:
 
 def core_decider(config: CoreConfig) -> Decide:
     """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
-    core: Any = importlib.import_module("jobset_infra.controller.core")
 
     def decide(
         jobset: dict[str, Any],
@@ -77,10 +81,10 @@ def core_decider(config: CoreConfig) -> Decide:
         now: datetime.datetime,
     ) -> Plan:
         try:
-            observed = core.observe(jobset, jobs, service_exists, placement)
-        except core.MalformedJobSetError as err:
-            return core.reconcile_malformed(jobset, err, now)  # type: ignore[no-any-return]
-        return core.reconcile(observed, now, config)  # type: ignore[no-any-return]
+            observed = observe(jobset, jobs, service_exists, placement)
+        except MalformedJobSetError as err:
+            return reconcile_malformed(jobset, err, now, config)
+        return reconcile(observed, now, config)
 
     return decide
 

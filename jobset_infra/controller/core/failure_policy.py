@@ -180,8 +180,8 @@ def _restart_jobset(ctx: _Context, *, counted: bool) -> FailureOutcome:
 def _bumped(
     arrays: Mapping[str, tuple[int, ...]], rjob: str, index: int, size: int
 ) -> dict[str, tuple[int, ...]]:
-    values = list(arrays.get(rjob, ()))
-    values += [0] * (max(size, index + 1) - len(values))
+    values = list(arrays.get(rjob, ()))[:size]  # sized to the replicas, as upstream
+    values += [0] * (size - len(values))
     values[index] += 1
     return {**arrays, rjob: tuple(values)}
 
@@ -192,11 +192,13 @@ def _restart_job(ctx: _Context, *, counted: bool) -> FailureOutcome:
         fallback = _restart_jobset(ctx, counted=True)
         warning = (c.RESTART_JOB_GATE_DISABLED_EVENT, c.RESTART_JOB_GATE_DISABLED_MESSAGE)
         return replace(fallback, events=(*fallback.events, warning))
+    rjob, index = ctx.job.rjob, ctx.job.job_index
+    size = ctx.replicas.get(rjob, 0)
+    if index is None or not 0 <= index < size:
+        # labels edited by hand: this Job cannot be restarted on its own (upstream errors)
+        return _restart_jobset(ctx, counted=True)
     if counted and _reached_max(ctx):
         return _max_reached(ctx)
-    rjob = ctx.job.rjob
-    index = ctx.job.job_index or 0
-    size = ctx.replicas.get(rjob, index + 1)
     counters = replace(
         ctx.counters, job_restarts=_bumped(ctx.counters.job_restarts, rjob, index, size)
     )

@@ -480,3 +480,22 @@ def test_unnamed_rule_reason_uses_the_name_the_webhook_would_default() -> None:
 def test_no_failed_job_means_no_outcome() -> None:
     js = make_jobset("js").replicated_job("a").model()
     assert execute_failure_policy(js, [], RestartCounters(), CoreConfig()) is None
+
+
+@pytest.mark.parametrize(
+    "index_label",
+    [
+        pytest.param("99999999", id="a job index beyond the replicas restarts the jobset"),
+        pytest.param("-1", id="a negative job index restarts the jobset"),
+        pytest.param("x", id="a non-numeric job index restarts the jobset"),
+    ],
+)
+def test_restart_job_on_a_job_with_a_bad_index_restarts_the_jobset(index_label: str) -> None:
+    js = make_jobset("js").replicated_job("a", replicas=2).failure_policy(max_restarts=3)
+    js.rule("RestartJob", "r")
+    job = make_job("js", rjob="a").label(c.JOB_INDEX_KEY, index_label).failed(at=T).view()
+    config = CoreConfig(restart_job_enabled=True)
+    out = execute_failure_policy(js.model(), [job], RestartCounters(), config)
+    assert out is not None
+    assert out.counters == RestartCounters(1, 1)
+    assert out.restarting is not None and out.restarting.reason == "FailurePolicy_r"

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobset_infra.sim.apply import SKIP_META, Path, field_paths, from_fields_v1, to_fields_v1
+from jobset_infra.sim.apply import (
+    SKIP_META,
+    Path,
+    field_paths,
+    fields_v1_of,
+    from_fields_v1,
+    to_fields_v1,
+)
 
 JsonObj = dict[str, Any]
 
@@ -49,6 +56,8 @@ def record_update(
     """The managedFields of `new` after `manager` wrote it over `old` (None on create)."""
     old_meta = (old or {}).get("metadata", {})
     before = new["metadata"].get("managedFields") or old_meta.get("managedFields") or []
+    if old is None and not before:
+        return [_entry(manager, api_version, now, subresource, fields_v1_of(new))]
     changed = field_paths(new) if old is None else changed_paths(old, new)
     if not changed and old is not None:
         return list(before)
@@ -64,10 +73,15 @@ def record_update(
         kept = {p for p in owned if not _under(p, changed)}
         if kept:
             entries.append(entry | {"fieldsV1": to_fields_v1(kept)})
-    mine |= changed
-    latest: JsonObj = {"manager": manager, "operation": "Update", "apiVersion": api_version,
-                      "time": now, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(mine)}
-    if subresource:
-        latest["subresource"] = subresource
-    entries.append(latest)
+    entries.append(_entry(manager, api_version, now, subresource, to_fields_v1(mine | changed)))
     return entries
+
+
+def _entry(
+    manager: str, api_version: str, now: str, subresource: str | None, fields: JsonObj
+) -> JsonObj:
+    entry: JsonObj = {"manager": manager, "operation": "Update", "apiVersion": api_version,
+                      "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry

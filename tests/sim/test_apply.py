@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.apply import field_paths, from_fields_v1, to_fields_v1
+from jobset_infra.sim.apply import field_paths, fields_v1_of, from_fields_v1, to_fields_v1
 from jobset_infra.sim.errors import StatusError
 from jobset_infra.sim.patch import APPLY_PATCH, MERGE_PATCH
 from jobset_infra.sim.store import Store
@@ -118,3 +118,11 @@ json_tree = st.recursive(
 def test_fields_v1_round_trips_the_field_set(tree: dict[str, Any]) -> None:
     paths = field_paths({"spec": tree})
     assert from_fields_v1(to_fields_v1(paths)) == paths
+
+
+@given(json_tree)
+def test_the_one_pass_fields_v1_equals_the_path_set_route(tree: dict[str, Any]) -> None:
+    obj = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "n", "uid": "u"},
+           "spec": tree, "finalizers": ["f"],
+           "containers": [{"name": "c", "image": "i"}, {"name": "d"}]}
+    assert fields_v1_of(obj) == to_fields_v1(field_paths(obj))

@@ -73,6 +73,10 @@ class PodView:
     node_name: str
     deleting: bool
     started: str | None
+    # For failed Pods only (podFailurePolicy): (container, exit code) of terminated containers,
+    # and the Pod's conditions as (type, status).
+    exit_codes: tuple[tuple[str, int], ...] = ()
+    conditions: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def terminal(self) -> bool:
@@ -88,20 +92,34 @@ def pod_view(pod: JsonObj) -> PodView:
     meta = pod.get("metadata", {})
     status = pod.get("status") or {}
     raw_index = (meta.get("annotations") or {}).get(JOB_COMPLETION_INDEX_KEY)
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or ()
-    )
+    conditions = status.get("conditions") or ()
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    phase = status.get("phase", PENDING)
+    failed = phase == FAILED
     return PodView(
         name=meta.get("name", ""),
         uid=meta.get("uid", ""),
         index=int(raw_index) if raw_index is not None and str(raw_index).isdigit() else None,
-        phase=status.get("phase", PENDING),
+        phase=phase,
         ready=ready,
         node_name=(pod.get("spec") or {}).get("nodeName") or "",
         deleting=bool(meta.get("deletionTimestamp")),
         started=status.get("startTime"),
+        exit_codes=_exit_codes(status) if failed else (),
+        conditions=frozenset(
+            (str(c.get("type")), str(c.get("status"))) for c in conditions
+        ) if failed else frozenset(),
     )
+
+
+def _exit_codes(status: JsonObj) -> tuple[tuple[str, int], ...]:
+    out = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for c in status.get(key) or ():
+            terminated = (c.get("state") or {}).get("terminated")
+            if terminated is not None:
+                out.append((str(c.get("name", "")), int(terminated.get("exitCode", 0))))
+    return tuple(out)
 
 
 # --- Pods --------------------------------------------------------------------------------------
@@ -238,3 +256,33 @@ def due_for_completion(pods: Iterable[PodView], now: datetime, after_seconds: fl
     ]
 
 
+# --- Completed-index strings ("1,3-5,7") -------------------------------------------------------
+
+
+def format_indexes(indexes: Iterable[int]) -> str:
+    """Kubernetes' compressed form: runs of three or more become `first-last`."""
+    parts: list[str] = []
+    run: list[int] = []
+    for i in sorted(set(indexes)):
+        if run and i != run[-1] + 1:
+            parts.extend(_render_run(run))
+            run = []
+        run.append(i)
+    if run:
+        parts.extend(_render_run(run))
+    return ",".join(parts)
+
+
+def _render_run(run: list[int]) -> list[str]:
+    return [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(i) for i in run]
+
+
+def parse_indexes(text: str | None) -> set[int]:
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        if "-" in part:
+            first, last = part.split("-", 1)
+            out.update(range(int(first), int(last) + 1))
+        elif part.strip():
+            out.add(int(part))
+    return out

@@ -15,14 +15,15 @@ It follows the Kubernetes Job controller as of 1.31+ for what JobSet observes:
   (same reason and message) follow once no Pod of the Job is running any more.
 - `spec.suspend` deletes running Pods and sets `Suspended` (`JobSuspended`); resuming flips it to
   False (`JobResumed`) and resets `startTime`.
-- `failed > backoffLimit` fails the Job with `BackoffLimitExceeded`, and `activeDeadlineSeconds`
-  with `DeadlineExceeded`. Not modelled: podFailurePolicy, successPolicy, backoffLimitPerIndex,
-  pod tracking finalizers (accounting uses the `counted` set the shell keeps instead).
+- `failed > backoffLimit` fails the Job with `BackoffLimitExceeded`, `activeDeadlineSeconds`
+  with `DeadlineExceeded`, a `podFailurePolicy` FailJob rule with `PodFailurePolicy` (Ignore
+  rules keep a failure from counting; see `pod_failure_policy.py`). Not modelled: successPolicy,
+  backoffLimitPerIndex, pod tracking finalizers (the shell's `counted` set does their job).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -31,13 +32,17 @@ from jobset_infra.api.constants import (
     COMPLETION_MODE_INDEXED,
     JOB_REASON_BACKOFF_LIMIT_EXCEEDED,
     JOB_REASON_DEADLINE_EXCEEDED,
+    JOB_REASON_POD_FAILURE_POLICY,
 )
+from jobset_infra.sim import pod_failure_policy
 from jobset_infra.sim.job_pods import (
     FAILED,
     PENDING,
     SUCCEEDED,
     PodView,
     copy_json,
+    format_indexes,
+    parse_indexes,
     parse_timestamp,
     pod_manifest,
     pod_name,
@@ -45,6 +50,15 @@ from jobset_infra.sim.job_pods import (
 )
 
 JsonObj = dict[str, Any]
+# format_indexes / parse_indexes live with the Pod helpers and are re-exported from here.
+__all__ = [
+    "BACKOFF_LIMIT_MESSAGE", "COMPLETIONS_REACHED_MESSAGE", "COMPLETIONS_REACHED_REASON",
+    "DEADLINE_MESSAGE", "JOB_COMPLETE", "JOB_FAILED", "JOB_FAILURE_TARGET",
+    "JOB_RESUMED_MESSAGE", "JOB_RESUMED_REASON", "JOB_SUCCESS_CRITERIA_MET", "JOB_SUSPENDED",
+    "JOB_SUSPENDED_MESSAGE", "JOB_SUSPENDED_REASON", "JobSpecView", "JobSync", "condition",
+    "failure_target_status", "format_indexes", "is_true", "parse_indexes", "set_condition",
+    "sync_job",
+]
 
 # --- Kubernetes' own strings for Jobs (k8s.io/api/batch/v1, pkg/controller/job) ----------------
 
@@ -113,38 +127,6 @@ class JobSync:
         return not (self.create or self.delete or self.start or self.status is not None)
 
 
-# --- Completed-index strings ("1,3-5,7") -------------------------------------------------------
-
-
-def format_indexes(indexes: Iterable[int]) -> str:
-    """Kubernetes' compressed form: runs of three or more become `first-last`."""
-    parts: list[str] = []
-    run: list[int] = []
-    for i in sorted(set(indexes)):
-        if run and i != run[-1] + 1:
-            parts.extend(_render_run(run))
-            run = []
-        run.append(i)
-    if run:
-        parts.extend(_render_run(run))
-    return ",".join(parts)
-
-
-def _render_run(run: list[int]) -> list[str]:
-    return [f"{run[0]}-{run[-1]}"] if len(run) >= 3 else [str(i) for i in run]
-
-
-def parse_indexes(text: str | None) -> set[int]:
-    out: set[int] = set()
-    for part in (text or "").split(","):
-        if "-" in part:
-            first, last = part.split("-", 1)
-            out.update(range(int(first), int(last) + 1))
-        elif part.strip():
-            out.add(int(part))
-    return out
-
-
 # --- Conditions ------------------------------------------------------------------------------
 
 
@@ -196,6 +178,7 @@ class _Tally:
     failed: int
     completed: frozenset[int]
     fresh: tuple[str, ...]
+    fail_job: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,17 +249,20 @@ def sync_job(
 
 
 def _tally(run: _Pass, counted: frozenset[str] | set[str]) -> _Tally:
-    fresh = [p for p in run.pods if p.terminal and p.uid not in counted]
-    failed = int(run.status.get("failed", 0)) + sum(p.phase == FAILED for p in fresh)
+    fresh = sorted((p for p in run.pods if p.terminal and p.uid not in counted),
+                   key=lambda p: p.name)
+    failed, fail_job = pod_failure_policy.failures(run.job, [p for p in fresh if p.phase == FAILED])
+    failed += int(run.status.get("failed", 0))
+    uids = tuple(p.uid for p in fresh)
     if not run.spec.indexed:
         succeeded = int(run.status.get("succeeded", 0)) + sum(p.phase == SUCCEEDED for p in fresh)
-        return _Tally(succeeded, failed, frozenset(), tuple(p.uid for p in fresh))
+        return _Tally(succeeded, failed, frozenset(), uids, fail_job)
     limit = run.spec.completions or 0
     completed = parse_indexes(run.status.get("completedIndexes")) | {
         p.index for p in run.pods
         if p.phase == SUCCEEDED and p.index is not None and p.index < limit
     }
-    return _Tally(len(completed), failed, frozenset(completed), tuple(p.uid for p in fresh))
+    return _Tally(len(completed), failed, frozenset(completed), uids, fail_job)
 
 
 def _verdict(run: _Pass, tally: _Tally) -> _Verdict | None:
@@ -288,6 +274,9 @@ def _verdict(run: _Pass, tally: _Tally) -> _Verdict | None:
         )
     if is_true(run.conditions, JOB_SUCCESS_CRITERIA_MET):
         return _SUCCESS
+    if tally.fail_job is not None:
+        reason = JOB_REASON_POD_FAILURE_POLICY
+        return _Verdict(JOB_FAILURE_TARGET, JOB_FAILED, reason, tally.fail_job)
     if tally.failed > spec.backoff_limit:
         return _Verdict(
             JOB_FAILURE_TARGET, JOB_FAILED, JOB_REASON_BACKOFF_LIMIT_EXCEEDED, BACKOFF_LIMIT_MESSAGE

@@ -269,3 +269,19 @@ async def test_a_pod_failed_by_a_status_write_from_outside_fails_the_job_past_it
     failed = await wait_for(lambda: condition(store, "Failed"))
     assert failed["reason"] == "BackoffLimitExceeded"
     assert status(store)["terminating"] == 0 and status(store)["failed"] == 1
+
+
+async def test_fail_pod_with_an_exit_code_triggers_the_jobs_pod_failure_policy(
+    store: Store, jc: JobController
+) -> None:
+    job = make_job("js-w-0")
+    job["spec"]["podFailurePolicy"] = {
+        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    }
+    del job["metadata"]["uid"]
+    job["metadata"]["namespace"] = NS
+    store.create(JOBS, job, NS)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    await jc.fail_pod(NS, pods(store)[0]["metadata"]["name"], exit_code=42)
+    failed = await wait_for(lambda: condition(store, "Failed"))
+    assert failed["reason"] == "PodFailurePolicy" and "exit code 42" in failed["message"]

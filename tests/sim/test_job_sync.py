@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
-from jobset_infra.sim import job_pods, job_sync
+from jobset_infra.sim import job_pods, job_sync, pod_failure_policy
 from jobset_infra.sim.job_pods import PodView, pod_view
 from jobset_infra.sim.job_sync import JobSync, format_indexes, parse_indexes, sync_job
 
@@ -446,3 +446,76 @@ def test_after_any_events_the_controller_converges_and_its_counters_add_up(
         finished = world.condition("Complete") or world.condition("Failed")
         if finished is not None or world.job["spec"]["suspend"]:
             assert live == []
+
+
+# --- podFailurePolicy ------------------------------------------------------------------------
+
+EXIT_42_FAILS_JOB = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
+DISRUPTION_IGNORED = {"action": "Ignore",
+                      "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+@pytest.mark.parametrize(
+    ("rules", "exit_codes", "conditions", "want"),
+    [
+        pytest.param([EXIT_42_FAILS_JOB], [("main", 42)], set(), pod_failure_policy.Outcome(
+            True, "Container main for pod ns/p failed with exit code 42 matching FailJob rule "
+            "at index 0"), id="an exit code In the rule's values fails the Job"),
+        pytest.param([EXIT_42_FAILS_JOB], [("main", 1)], set(), pod_failure_policy.COUNTED,
+                     id="another exit code counts as a plain failure"),
+        pytest.param(
+            [{"action": "Ignore", "onExitCodes": {"operator": "NotIn", "values": [1, 2]}}],
+            [("main", 137)], set(), pod_failure_policy.Outcome(False),
+            id="NotIn ignores exit codes outside the values"),
+        pytest.param(
+            [{"action": "FailJob",
+              "onExitCodes": {"containerName": "side", "operator": "In", "values": [42]}}],
+            [("main", 42)], set(), pod_failure_policy.COUNTED,
+            id="a rule for another container does not match"),
+        pytest.param([DISRUPTION_IGNORED], [("main", 137)], {("DisruptionTarget", "True")},
+                     pod_failure_policy.Outcome(False),
+                     id="a disrupted pod matching an Ignore rule does not count"),
+        pytest.param(
+            [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+            [], {("DisruptionTarget", "True")}, pod_failure_policy.Outcome(
+                True, "Pod ns/p has condition DisruptionTarget matching FailJob rule at index 0"),
+            id="a pod condition can fail the Job too"),
+        pytest.param([DISRUPTION_IGNORED, EXIT_42_FAILS_JOB], [("main", 42)], set(),
+                     pod_failure_policy.Outcome(True, "Container main for pod ns/p failed with "
+                                                "exit code 42 matching FailJob rule at index 1"),
+                     id="rules are tried in order and the index is the matching rule's"),
+    ],
+)
+def test_pod_failure_policy_rules_decide_like_the_job_controller(
+    rules: list[dict[str, Any]], exit_codes: list[tuple[str, int]],
+    conditions: set[tuple[str, str]], want: pod_failure_policy.Outcome,
+) -> None:
+    got = pod_failure_policy.classify(rules, "ns/p", exit_codes, frozenset(conditions))
+    assert got == want
+
+
+def test_a_fail_job_rule_fails_the_job_with_reason_pod_failure_policy() -> None:
+    world = World(make_job(backoff_limit=6))
+    world.job["spec"]["podFailurePolicy"] = {"rules": [EXIT_42_FAILS_JOB]}
+    world.settle()
+    victim = world.pod_at(1)["metadata"]["name"]
+    world.finish(victim, succeeded=False, exit_code=42)
+    world.settle()
+    failed = world.condition("Failed")
+    assert failed is not None and failed["reason"] == "PodFailurePolicy"
+    assert failed["message"] == (
+        f"Container main for pod ns/{victim} failed with exit code 42 matching FailJob rule "
+        "at index 0")
+
+
+def test_an_ignored_failure_is_replaced_without_counting_against_the_backoff_limit() -> None:
+    world = World(make_job(backoff_limit=0))
+    world.job["spec"]["podFailurePolicy"] = {"rules": [DISRUPTION_IGNORED]}
+    world.settle()
+    victim = world.pod_at(0)["metadata"]["name"]
+    world.finish(victim, succeeded=False, exit_code=137)
+    world.pods[victim]["status"]["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True"})
+    world.settle()
+    assert world.condition("Failed") is None and "failed" not in world.status
+    assert world.status["active"] == 2 and world.pod_at(0)["metadata"]["name"] != victim

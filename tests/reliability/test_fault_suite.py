@@ -1,0 +1,139 @@
+"""The fault suite: the workload of `scenario` (success, failure with restarts, suspend/resume,
+exclusive placement under contention) on two controller replicas against the sim, with seeded API
+faults on every verb and resource, dropped and expired watches, latency spikes, and replicas
+crashed at random moments (leader failover). See `chaos` for the rates and docs/reliability.md
+for the figures.
+
+CI runs one fault-free run and one run at MODERATE rates with 4 crashes (seed fixed). Soak mode:
+`JOBSET_SOAK=<runs>` adds `test_soak`, which runs that many seeds at MODERATE and at HEAVY rates
+with 6 crashes each and prints a summary line per run (use `pytest -s`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+from jobset_infra.manifests import rbac
+from tests.reliability.chaos import (
+    HEAVY,
+    MODERATE,
+    Chaos,
+    Outcome,
+    Rates,
+    describe,
+    fault_free_terminal,
+    run,
+)
+
+pytestmark = pytest.mark.timeout(150)
+SOAK = int(os.environ.get("JOBSET_SOAK", "0"))
+CI_SEED = 7
+_baseline: list[Outcome] = []
+
+
+async def baseline() -> Outcome:
+    """The fault-free run (once per session; plain data, so any test's loop may reuse it)."""
+    if not _baseline:
+        _baseline.append(await run(Chaos(seed=0)))
+    return _baseline[0]
+
+
+def assert_survived(outcome: Outcome, reference: Outcome) -> None:
+    assert outcome.terminal == reference.terminal, "every JobSet ends as without faults"
+    assert not outcome.violations, "\n".join(outcome.violations)
+    # Bounded write volume: retries of faulted writes and re-creating what a crash interrupted
+    # are allowed; anything like a hot loop is orders of magnitude above this.
+    allowed = 2 * reference.workload_writes + outcome.injected + 10 * outcome.kills
+    assert outcome.workload_writes <= allowed, describe(outcome)
+    quiet = Counter(outcome.quiet_writes)
+    late_events = quiet.pop("events", 0)
+    assert not quiet, f"writes after everything finished: {dict(quiet)}"
+    assert late_events <= 10, "only a few late (retried) events once everything finished"
+
+
+async def test_a_fault_free_run_ends_as_each_jobset_should() -> None:
+    outcome = await baseline()
+    assert outcome.terminal == fault_free_terminal()
+    assert not outcome.violations, "\n".join(outcome.violations)
+    assert outcome.injected == 0 and outcome.kills == 0
+    assert not outcome.quiet_writes, "a controller with nothing to do writes nothing"
+
+
+async def test_moderate_faults_crashes_and_failover_change_no_outcome() -> None:
+    reference = await baseline()
+    outcome = await run(Chaos(seed=CI_SEED, rates=MODERATE, kills=4))
+    assert outcome.kills == 4
+    assert outcome.injected >= 20, f"the faults fired: {describe(outcome)}"
+    assert_survived(outcome, reference)
+
+
+def granted() -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of the rendered ClusterRole and leader-election Role."""
+    roles = (
+        rbac.cluster_role("jobset-controller", {}),
+        rbac.leader_election_role("jobset-leader-election", "jobset-system", {}),
+    )
+    return {
+        (group, resource, verb)
+        for role in roles
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def exercised(outcome: Outcome) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of every request the controllers sent during a run."""
+    return {
+        (group, f"{resource}/{sub}" if sub else resource, verb)
+        for group, resource, verb, sub in outcome.requests
+        if verb != "discovery"
+    }
+
+
+# Granted but not reached by the fault-suite workload, each with the reason it is still needed.
+NOT_EXERCISED: dict[tuple[str, str, str], str] = {
+    ("jobset.x-k8s.io", "jobsets", "delete"): "ttlSecondsAfterFinished deletes the JobSet",
+    ("jobset.x-k8s.io", "jobsets/finalizers", "update"): "blockOwnerDeletion on created Jobs",
+    ("", "events", "create"): "core/v1 events when events.k8s.io is not served",
+    ("", "events", "patch"): "core/v1 event series when events.k8s.io is not served",
+    ("events.k8s.io", "events", "patch"): "a repeated event within 10 minutes (series)",
+    ("batch", "jobs/status", "patch"): "resume clears status.startTime of a started Job",
+    ("", "persistentvolumeclaims", "create"): "spec.volumeClaimPolicies",
+}
+
+
+async def test_the_controller_calls_only_what_its_role_grants() -> None:
+    calls = exercised(await baseline())
+    assert calls, "requests were recorded"
+    assert calls <= granted(), f"called but not granted: {sorted(calls - granted())}"
+
+
+async def test_the_role_grants_nothing_the_controller_has_no_reason_for() -> None:
+    unused = granted() - exercised(await baseline()) - set(NOT_EXERCISED)
+    assert not unused, f"granted, never called, no documented reason: {sorted(unused)}"
+    stale = set(NOT_EXERCISED) - granted()
+    assert not stale, f"documented as needed but no longer granted (drop them here): {stale}"
+
+
+if SOAK:
+
+    @pytest.mark.timeout(0)
+    @pytest.mark.parametrize(
+        ("rates", "label"), [(MODERATE, "moderate"), (HEAVY, "heavy")], ids=["moderate", "heavy"]
+    )
+    async def test_soak(rates: Rates, label: str) -> None:
+        reference = await baseline()
+        failures = []
+        for seed in range(1, SOAK + 1):
+            outcome = await run(Chaos(seed=seed, rates=rates, kills=6, deadline=120))
+            print(f"soak {label} seed={seed} {describe(outcome)}", flush=True)
+            try:
+                assert_survived(outcome, reference)
+            except AssertionError as err:
+                failures.append(f"seed {seed}: {err}")
+        assert not failures, "\n".join(failures)

@@ -33,6 +33,8 @@ from jobset_infra.api.models import (
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
+from jobset_infra.controller.placement import placement_problems
+from jobset_infra.manifests.placement_domains import pool_domains, pool_plans
 from jobset_infra.manifests.workload import (
     TpuJob,
     TpuTarget,
@@ -115,8 +117,12 @@ class JobSetArgs:
     """The JobSet API and controller; the JobSet is created once they are ready."""
     kueue: Kueue | None = None
     """Kueue; a queued JobSet is created once Kueue serves and its queues exist."""
+    pools: Sequence[TpuSlicePools | SlicePoolsPlan] = ()
+    """The cluster's slice pools (as declared to the controller): the JobSet's exclusive Jobs
+    must fit them, checked at preview; TpuSlicePools given here are also waited for (and so
+    outlive the JobSet on `pulumi destroy`)."""
     depends_on: Sequence[pulumi.Resource] = ()
-    """More prerequisites, e.g. the TpuSlicePools (so `pulumi destroy` removes the JobSet first)."""
+    """More prerequisites."""
 
 
 def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
@@ -143,9 +149,15 @@ def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
         priority_class=args.priority_class,
     )
     try:
-        return plan_workload(spec)
+        plan = plan_workload(spec)
+        problems = placement_problems(plan.manifest, pool_domains(pool_plans(args.pools)))
     except WorkloadError as exc:
-        raise WorkloadError([f"JobSet {spec.name}: {p}" for p in exc.problems]) from None
+        problems = list(exc.problems)
+    except ValueError as exc:  # pools that are neither plans nor TpuSlicePools
+        problems = [str(exc)]
+    if problems:
+        raise WorkloadError([f"JobSet {spec.name}: {p}" for p in problems])
+    return plan
 
 
 class JobSet(pulumi.ComponentResource):
@@ -200,6 +212,7 @@ class JobSet(pulumi.ComponentResource):
 def _prerequisites(args: JobSetArgs) -> list[pulumi.Resource]:
     """Return what must exist first: the API and controller, Kueue's queues, the slice pools."""
     found: list[pulumi.Resource] = list(args.depends_on)
+    found += [pools for pools in args.pools if isinstance(pools, TpuSlicePools)]
     if args.system is not None:
         found += args.system.ready_resources
     if args.kueue is not None and args.queue is not None:

@@ -187,7 +187,7 @@ def _tpu_workload(
     if settings.env:
         container["env"] = _env(settings)
     jobs = [tpu_job(pools, container, slices=settings.slices)]
-    return _jobset(config, provider, system, kueue, jobs, depends_on=[pools])
+    return _jobset(config, provider, system, kueue, jobs, pools=[pools])
 
 
 def _cpu_workload(
@@ -216,7 +216,7 @@ def _cpu_workload(
             }
         },
     }
-    return _jobset(config, provider, system, kueue, [rjob], depends_on=[])
+    return _jobset(config, provider, system, kueue, [rjob], pools=[])
 
 
 def _jobset(
@@ -226,7 +226,7 @@ def _jobset(
     kueue: Kueue | None,
     replicated_jobs: list[Any],
     *,
-    depends_on: list[pulumi.Resource],
+    pools: list[TpuSlicePools],
 ) -> JobSet:
     settings = config.workload
     assert settings is not None
@@ -243,7 +243,7 @@ def _jobset(
             priority_class=settings.priority_class,
             system=system,
             kueue=kueue if queued else None,
-            depends_on=depends_on,
+            pools=pools,
         ),
     )
 

@@ -163,3 +163,53 @@ def test_ttl_after_finished_is_warned_about() -> None:
 
     [warning] = run_component(build).warnings()
     assert warning.startswith("JobSet train: ttl_seconds_after_finished deletes the finished")
+
+
+def _exclusive_rjob(topology: str, replicas: int) -> dict[str, Any]:
+    """A hand-written TPU replicated job (not tpu_job) asking for whole 2-VM node pools."""
+    selector = {tpu.ACCELERATOR_LABEL: "tpu-v5-lite-podslice", tpu.TOPOLOGY_LABEL: topology}
+    pod = {
+        "restartPolicy": "Never",
+        "nodeSelector": selector,
+        "tolerations": [{"key": tpu.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{**CONTAINER, "resources": {"limits": {tpu.TPU_RESOURCE: 4}}}],
+    }
+    return {
+        "name": "manual",
+        "replicas": replicas,
+        "template": {
+            "metadata": {"annotations": {k.EXCLUSIVE_KEY: tpu.GKE_NODEPOOL_LABEL}},
+            "spec": {"parallelism": 2, "completions": 2, "template": {"spec": pod}},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("rjob", "expected"),
+    [
+        pytest.param(_exclusive_rjob("2x4", 4), None, id="fits the four 2x4 pools"),
+        pytest.param(
+            _exclusive_rjob("2x4", 5),
+            "JobSet train: exclusive placement can never fit the declared pools",
+            id="five exclusive Jobs on four pools",
+        ),
+        pytest.param(
+            _exclusive_rjob("4x4", 1),
+            "JobSet train: exclusive placement can never fit the declared pools",
+            id="a topology no pool has",
+        ),
+    ],
+)
+def test_hand_written_exclusive_jobs_are_checked_against_the_pools(
+    rjob: dict[str, Any], expected: str | None
+) -> None:
+    def build() -> JobSet:
+        args = JobSetArgs(provider=provider(), replicated_jobs=[rjob], pools=[pools()])
+        return JobSet("train", args)
+
+    if expected is None:
+        assert run_component(build).of_type(JOBSET)
+        return
+    with pytest.raises(ProgramError) as caught:
+        run_component(build)
+    assert expected in str(caught.value)

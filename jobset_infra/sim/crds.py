@@ -110,7 +110,15 @@ def _admit_custom(schema: CrdSchema) -> Admit:
 
 
 def _register(store: Store, crd: JsonObj) -> None:
-    for info in infos_for(crd):
+    infos = infos_for(crd)
+    served = {info.gvr for info in infos}
+    name = crd["metadata"]["name"]
+    for old in store.registry.all():  # versions the updated CRD no longer serves
+        if old.crd is not None and old.crd["metadata"]["name"] == name and old.gvr not in served:
+            store.registry.remove(old.gvr)
+            store.admission.pop(old.gvr, None)
+            store.schemas.pop(old.gvr, None)
+    for info in infos:
         store.registry.add(info)
         schema = CrdSchema.from_crd(crd, info.gvr.version)
         store.admission[info.gvr] = [_admit_custom(schema)]

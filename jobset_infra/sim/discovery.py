@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jobset_infra.sim.errors import StatusError
+from jobset_infra.sim.errors import NotFoundError
 from jobset_infra.sim.resources import KUBERNETES_VERSION, Registry, ResourceInfo
 
 JsonObj = dict[str, Any]
@@ -30,8 +30,8 @@ def sorted_versions(versions: list[str]) -> list[str]:
     return sorted(versions, key=_version_priority)
 
 
-def not_found() -> StatusError:
-    return StatusError(404, "NotFound", "the server could not find the requested resource",
+def not_found() -> NotFoundError:
+    return NotFoundError(404, "NotFound", "the server could not find the requested resource",
                        details={})
 
 

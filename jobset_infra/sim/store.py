@@ -34,6 +34,7 @@ from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.sim import gc, listing, managed_fields, patch, strategies, updates
 from jobset_infra.sim.errors import (
     ConflictError,
+    NotFoundError,
     StatusError,
     already_exists,
     bad_request,
@@ -113,7 +114,7 @@ class Store:
     def info(self, gvr: GVR) -> ResourceInfo:
         info = self.registry.get(gvr)
         if info is None:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+            raise NotFoundError(404, "NotFound", "the server could not find the requested resource",
                               details={"group": gvr.group, "kind": gvr.resource})
         return info
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from jobset_infra.sim import patch
 from jobset_infra.sim.errors import (
-    StatusError,
+    NotFoundError,
     bad_request,
     field_cause,
     invalid,
@@ -75,7 +75,7 @@ def merge_subresource(
             new.pop("status", None)
         return new
     if subresource is not None:
-        raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        raise NotFoundError(404, "NotFound", "the server could not find the requested resource")
     new = clone(obj)
     new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
     if info.has_status:

@@ -16,6 +16,7 @@ from jobset_infra.sim.errors import (
     NotFoundError,
     StatusError,
 )
+from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.store import Store, clone
 from jobset_infra.sim.watch import Watch
 from tests.sim.kube_objects import (
@@ -479,3 +480,15 @@ def test_errors_have_classes_per_reason(store: Store, act: Any, want: type) -> N
     store.create(JOBS, job("a"), "default")
     with pytest.raises(want):
         act(store)
+
+
+def test_a_version_an_updated_crd_stops_serving_is_no_longer_served(store: Store) -> None:
+    crd = clone(store.create(CRDS, widget_crd()))
+    v2 = clone(crd["spec"]["versions"][0]) | {"name": "v2", "storage": False}
+    crd["spec"]["versions"].append(v2)
+    crd = clone(store.update(CRDS, crd))
+    assert store.list(GVR("example.com", "v2", "widgets")).items == []
+    crd["spec"]["versions"] = [v2 | {"storage": True}]
+    store.update(CRDS, crd)
+    with pytest.raises(NotFoundError):
+        store.list(WIDGETS)

@@ -89,7 +89,7 @@ async def until(check: Callable[[], Any], what: str, timeout: float = STEP_TIMEO
 
 async def run(opts: Options) -> int:
     pools = opts.pools or parse_nodes(f"v5e-2x4:{SLICES}")
-    opts = replace(opts, pools=pools, controller=True, job_controller=True)
+    opts = replace(opts, pools=pools, controller=True, job_controller=True, auto_complete=None)
     say = Reporter().say
     print("jobset-infra sim --demo: a multislice TPU training JobSet on a simulated GKE cluster "
           "(no cloud account needed)", flush=True)

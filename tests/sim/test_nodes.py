@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.sim.nodes import NodeSpecError, PoolSpec, node_manifests, parse_nodes
-from jobset_infra.tpu import SlicePoolsSpec, plan_slice_pools
+from jobset_infra.tpu import SlicePoolsSpec, TpuSlice, plan_slice_pools, resolve_accelerator
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
@@ -108,3 +110,24 @@ def test_node_addresses_are_unique() -> None:
     nodes = node_manifests(pools, T0)
     ips = [n["status"]["addresses"][0]["address"] for n in nodes]
     assert len(set(ips)) == len(ips) == 600
+
+
+@given(
+    accelerator=st.sampled_from(["v5e", "v6e", "v5p", "v4"]),
+    pick=st.integers(0, 1000),
+    slices=st.integers(1, 3),
+)
+def test_every_pool_of_a_valid_shape_holds_exactly_the_chips_of_one_slice(
+    accelerator: str, pick: int, slices: int
+) -> None:
+    family = resolve_accelerator(accelerator)
+    topologies = [t for t in family.topologies if TpuSlice(accelerator, t).chips <= 256]
+    topology = topologies[pick % len(topologies)]
+    pools = parse_nodes(f"{accelerator}-{topology}:{slices}")
+    assert len(pools) == slices
+    for pool in pools:
+        nodes = node_manifests([pool], T0)
+        chips = sum(int(n["status"]["allocatable"]["google.com/tpu"]) for n in nodes)
+        assert pool.slice is not None and chips == pool.slice.chips
+        assert {n["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"] for n in nodes} == {
+            topology}

@@ -8,8 +8,8 @@ its API group, resources and verbs.
 Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upstream.md §2.17) the
 controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
 pod webhook to repair), no webhook configurations (there are no webhooks, so no cert injection),
-no PersistentVolumeClaims (volumeClaimPolicies are not implemented), and Leases are granted in the
-controller's own namespace only.
+PersistentVolumeClaims only listed, watched and created (volumeClaimPolicies; never read one by
+one), and Leases are granted in the controller's own namespace only.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((CORE_GROUP,), ("services",), ("list", "watch", "create")),
     # Nodes are watched to learn the topology domains (node pools) for exclusive placement.
     PolicyRule((CORE_GROUP,), ("nodes",), ("list", "watch")),
+    # volumeClaimPolicies: PVC names are cached (list/watch) and missing PVCs created.
+    PolicyRule((CORE_GROUP,), ("persistentvolumeclaims",), ("list", "watch", "create")),
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
     PolicyRule((EVENTS_GROUP,), ("events",), ("create", "patch")),
     PolicyRule((CORE_GROUP,), ("events",), ("create", "patch")),

@@ -6,6 +6,7 @@ envtest binaries are present) on a real kube-apiserver.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.manager import RunningController
-from jobset_infra.controller.runtime.resources import JOBSETS, SERVICES
+from jobset_infra.controller.runtime.resources import JOBSETS, PVCS, SERVICES
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import Cluster, eventually, fast_config
 
@@ -342,3 +343,38 @@ async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> No
     await eventually(recreated, what="only js-a-1 recreated with job-restart-attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 0, "a job restart is not a JobSet restart"
+
+
+async def test_volume_claim_policy_creates_its_pvc_once(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    builder = (
+        make_jobset("js")
+        .replicated_job("a", replicas=2)
+        .volume_mount("a", "data")
+        .volume_claim_policy("data", when_deleted="Delete")
+    )
+    await cluster.create_jobset(builder)
+    await wait_jobs(cluster, ["js-a-0", "js-a-1"])
+
+    async def pvcs() -> list[str]:
+        items = (await cluster.api.list(PVCS, cluster.namespace))["items"]
+        return sorted(p["metadata"]["name"] for p in items)
+
+    assert await eventually(pvcs, what="the policy's PVC") == ["data-js"]
+    jobs = await cluster.jobs()
+    volumes = jobs[0]["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-js"}} in volumes
+    await asyncio.sleep(0.3)
+    before = controller.metrics.sample(
+        "rest_client_requests_total",
+        {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},
+    )
+    for _ in range(3):
+        controller.controller.queue.add(f"{cluster.namespace}/js")
+        await asyncio.sleep(0.05)
+    after = controller.metrics.sample(
+        "rest_client_requests_total",
+        {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},
+    )
+    assert after == before, "a PVC the cache knows is not created again"

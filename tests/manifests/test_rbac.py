@@ -26,6 +26,11 @@ WANT_CLUSTER_RULES = [
     {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["patch"]},
     {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch", "create"]},
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+    {
+        "apiGroups": [""],
+        "resources": ["persistentvolumeclaims"],
+        "verbs": ["list", "watch", "create"],
+    },
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]

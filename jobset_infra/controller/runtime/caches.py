@@ -15,6 +15,7 @@ from jobset_infra.controller.core.types import ChildJob, child_job_from_manifest
 from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
 
 OWNER_UID_INDEX = "owner-uid"
+NAMESPACE_INDEX = "namespace"
 
 
 def controller_owner(meta: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -66,6 +67,19 @@ def cache_service(service: Mapping[str, Any]) -> CachedService:
         name=str(meta.get("name", "")),
         owner_key=f"{namespace}/{owner[0]}" if owner else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CachedName:
+    """Only that an object exists (PersistentVolumeClaims of volumeClaimPolicies)."""
+
+    namespace: str
+    name: str
+
+
+def cache_name(obj: Mapping[str, Any]) -> CachedName:
+    meta = obj.get("metadata") or {}
+    return CachedName(namespace=str(meta.get("namespace", "")), name=str(meta.get("name", "")))
 
 
 def cache_jobset(jobset: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
@@ -33,11 +34,14 @@ from jobset_infra.controller.placement.inputs import (
 )
 from jobset_infra.controller.placement.nodes import SlimNode, slim_node_from_manifest
 from jobset_infra.controller.runtime.caches import (
+    NAMESPACE_INDEX,
     OWNER_UID_INDEX,
     CachedJob,
+    CachedName,
     CachedService,
     cache_job,
     cache_jobset,
+    cache_name,
     cache_service,
     jobset_uid,
     same_but_bookkeeping,
@@ -51,14 +55,24 @@ from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeCl
 from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
-from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, SERVICES
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 
 log = logging.getLogger(__name__)
 
-Decide = Callable[
-    [dict[str, Any], tuple[ChildJob, ...], bool, PlacementInputs | None, datetime.datetime], Plan
-]
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one reconcile reads from the caches."""
+
+    jobset: dict[str, Any]
+    jobs: tuple[ChildJob, ...] = ()
+    service_exists: bool = False
+    placement: PlacementInputs | None = None
+    pvc_names: frozenset[str] | None = None  # None: PVCs are not watched (or not allowed)
+
+
+Decide = Callable[[Snapshot, datetime.datetime], Plan]
 WallClock = Callable[[], datetime.datetime]
 
 
@@ -73,17 +87,13 @@ def core_config(config: ControllerConfig) -> CoreConfig:
 def core_decider(config: CoreConfig) -> Decide:
     """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
 
-    def decide(
-        jobset: dict[str, Any],
-        jobs: tuple[ChildJob, ...],
-        service_exists: bool,
-        placement: PlacementInputs | None,
-        now: datetime.datetime,
-    ) -> Plan:
+    def decide(seen: Snapshot, now: datetime.datetime) -> Plan:
         try:
-            observed = observe(jobset, jobs, service_exists, placement)
+            observed = observe(
+                seen.jobset, seen.jobs, seen.service_exists, seen.placement, seen.pvc_names
+            )
         except MalformedJobSetError as err:
-            return reconcile_malformed(jobset, err, now, config)
+            return reconcile_malformed(seen.jobset, err, now, config)
         return reconcile(observed, now, config)
 
     return decide
@@ -133,6 +143,13 @@ class JobSetController:
         self.services: Informer[CachedService] = Informer(
             client, SERVICES, cache_service, namespace=namespace
         )
+        self.pvcs: Informer[CachedName] = Informer(
+            client,
+            PVCS,
+            cache_name,
+            namespace=namespace,
+            indexers={NAMESPACE_INDEX: lambda p: (p.namespace,)},
+        )
         self.nodes: Informer[SlimNode] | None = None
         if config.placement.mode is not PlacementMode.OFF:
             self.nodes = Informer(client, NODES, slim_node_from_manifest)
@@ -160,7 +177,7 @@ class JobSetController:
 
     @property
     def informers(self) -> list[Informer[Any]]:
-        found: list[Informer[Any]] = [self.jobsets, self.jobs, self.services]
+        found: list[Informer[Any]] = [self.jobsets, self.jobs, self.services, self.pvcs]
         return found + ([self.nodes] if self.nodes is not None else [])
 
     def synced(self) -> bool:
@@ -309,15 +326,27 @@ class JobSetController:
             # Writes of ours are not in the cache yet; their watch events requeue this key.
             deadline = self.expectations.deadline(key) or now
             return Outcome(requeue_after=max(0.0, deadline - now))
-        children = tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset)))
-        namespace = str(jobset["metadata"].get("namespace", ""))
-        service_exists = f"{namespace}/{service_name(jobset)}" in self.services.store
         if not self._exclusive(jobset):
-            plan = self.decide(jobset, children, service_exists, None, self._wall())
+            plan = self.decide(self._snapshot(jobset), self._wall())
             return await self.executor.execute(key, jobset, plan)
         async with self.placement_lock:
-            plan = self.decide(jobset, children, service_exists, self._placement(), self._wall())
+            plan = self.decide(self._snapshot(jobset, self._placement()), self._wall())
             return await self.executor.execute(key, jobset, plan)
+
+    def _snapshot(
+        self, jobset: dict[str, Any], placement: PlacementInputs | None = None
+    ) -> Snapshot:
+        namespace = str(jobset["metadata"].get("namespace", ""))
+        pvc_names = None
+        if not self.pvcs.forbidden:
+            pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
+        return Snapshot(
+            jobset=jobset,
+            jobs=tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset))),
+            service_exists=f"{namespace}/{service_name(jobset)}" in self.services.store,
+            placement=placement,
+            pvc_names=pvc_names,
+        )
 
     def _exclusive(self, jobset: dict[str, Any]) -> bool:
         return self.nodes is not None and needs_exclusive_placement(jobset)

@@ -24,6 +24,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import (
     Action,
     CreateJob,
+    CreatePVC,
     CreateService,
     DeleteJob,
     DeleteJobSet,
@@ -47,7 +48,7 @@ from jobset_infra.controller.runtime.kube import (
 )
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock
-from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, SERVICES
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVICES
 
 log = logging.getLogger(__name__)
 A = TypeVar("A")
@@ -126,6 +127,9 @@ class PlanExecutor:
         elif kind is CreateService:
             for service in (a for a in actions if isinstance(a, CreateService)):
                 await self._create_service(service, outcome)
+        elif kind is CreatePVC:
+            for pvc in (a for a in actions if isinstance(a, CreatePVC)):
+                await self._create_pvc(pvc, outcome)
         elif kind is DeleteJobSet:
             for delete in (a for a in actions if isinstance(a, DeleteJobSet)):
                 await self._delete_jobset(delete, outcome)
@@ -211,6 +215,16 @@ class PlanExecutor:
             raise
         outcome.writes += 1
 
+    async def _create_pvc(self, action: CreatePVC, outcome: Outcome) -> None:
+        try:
+            await self.client.create(PVCS, action.manifest)
+        except AlreadyExistsError:
+            return
+        except ApiError as err:
+            self._creation_failed(action.manifest, c.PVC_CREATION_FAILED_EVENT, err)
+            raise
+        outcome.writes += 1
+
     async def _delete_jobset(self, action: DeleteJobSet, outcome: Outcome) -> None:
         try:
             await self.client.delete(
@@ -257,11 +271,13 @@ class PlanExecutor:
                 counter.labels(**dict(action.labels)).inc()
 
     def _creation_failed(self, manifest: dict[str, Any], reason: str, err: ApiError) -> None:
-        ref = owner_ref(manifest)
+        ref = owner_ref(manifest) or _labelled_jobset(manifest)
         if ref is None:
             return
         name = (manifest.get("metadata") or {}).get("name", "")
-        what = "job" if reason == c.JOB_CREATION_FAILED_EVENT else "service"
+        what = {c.JOB_CREATION_FAILED_EVENT: "job", c.PVC_CREATION_FAILED_EVENT: "pvc"}.get(
+            reason, "service"
+        )
         note = f'{what} "{name}" creation failed with error: {err.message or err}'
         self.recorder.emit(Event(ref, "Warning", reason, note))
 
@@ -279,3 +295,13 @@ def owner_ref(manifest: dict[str, Any]) -> ObjectRef | None:
                 uid=str(ref.get("uid", "")),
             )
     return None
+
+
+def _labelled_jobset(manifest: dict[str, Any]) -> ObjectRef | None:
+    """The JobSet named by the jobset-name label (a retained PVC has no ownerReference)."""
+    meta = manifest.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+    if not name:
+        return None
+    namespace = str(meta.get("namespace", ""))
+    return ObjectRef(kind=c.KIND, api_version=c.API_VERSION, namespace=namespace, name=name, uid="")

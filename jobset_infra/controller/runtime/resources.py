@@ -48,6 +48,7 @@ JOBSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
 JOBS = Resource("batch", "v1", "jobs", "Job")
 SERVICES = Resource("", "v1", "services", "Service")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
@@ -72,6 +73,10 @@ PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
         ("", "services", "list"),
         ("", "services", "watch"),
         ("", "services", "create"),
+        # PersistentVolumeClaims of volumeClaimPolicies: an informer of names, and create.
+        ("", "persistentvolumeclaims", "list"),
+        ("", "persistentvolumeclaims", "watch"),
+        ("", "persistentvolumeclaims", "create"),
         # Nodes: the placement informer (domains, readiness, allocatable).
         ("", "nodes", "list"),
         ("", "nodes", "watch"),

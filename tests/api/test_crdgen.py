@@ -71,3 +71,49 @@ def test_embedded_job_template_is_inlined_without_refs() -> None:
         "name",
         "namespace",
     }
+
+
+def _nodes(schema: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    out = [(path, schema)]
+    for key, sub in schema.get("properties", {}).items():
+        out += _nodes(sub, f"{path}.{key}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            out += _nodes(schema[key], f"{path}.{key}")
+    return out
+
+
+def test_schema_is_structural() -> None:
+    # What the kube-apiserver requires of a CRD schema (apiextensions structural rules).
+    problems = []
+    for path, node in _nodes(_schema()):
+        typed = (
+            "type" in node
+            or node.get("x-kubernetes-int-or-string")
+            or node.get("x-kubernetes-preserve-unknown-fields")
+        )
+        if not typed:
+            problems.append(f"{path}: no type")
+        if "$ref" in node or ("anyOf" in node and not node.get("x-kubernetes-int-or-string")):
+            problems.append(f"{path}: $ref/anyOf")
+        if "properties" in node and "additionalProperties" in node:
+            problems.append(f"{path}: properties with additionalProperties")
+        if node.get("type") == "array" and "items" not in node:
+            problems.append(f"{path}: array without items")
+        if isinstance(node.get("type"), list):
+            problems.append(f"{path}: type list")
+        if node.get("x-kubernetes-list-type") == "map":
+            item = node["items"]
+            for key in node["x-kubernetes-list-map-keys"]:
+                prop = item["properties"][key]
+                if key not in item.get("required", []) and "default" not in prop:
+                    problems.append(f"{path}: list-map key {key} neither required nor defaulted")
+    assert problems == []
+
+
+def test_defaults_are_valid_for_their_own_schema() -> None:
+    from jobset_infra.api.crd_schema import CrdSchema
+
+    for path, node in _nodes(_schema()):
+        if "default" in node:
+            assert CrdSchema(node).validate(node["default"]) == [], path

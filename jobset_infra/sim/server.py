@@ -50,9 +50,9 @@ class Component(Protocol):
     async def stop(self) -> None: ...
 
 
-def _optional_component(module: str, cls: str, store: Store) -> Component:
+def _optional_component(module: str, cls: str, store: Store, **options: Any) -> Component:
     factory = getattr(importlib.import_module(module), cls)
-    component: Component = factory(store)
+    component: Component = factory(store, **options)
     return component
 
 
@@ -92,7 +92,8 @@ class Sim:
             self.add_component(gc.GarbageCollector(self.store))
         if job_controller:
             self.add_component(_optional_component(
-                "jobset_infra.sim.job_controller", "JobController", self.store))
+                "jobset_infra.sim.job_controller", "JobController", self.store,
+                wait_for_binding=scheduler))  # with a scheduler, Pods run once bound
         if scheduler:
             self.add_component(_optional_component(
                 "jobset_infra.sim.scheduler", "Scheduler", self.store))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -12,12 +13,14 @@ import pytest
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
 from jobset_infra.sim.job_controller import JOBS, PODS, JobController
+from jobset_infra.sim.nodes import create_nodes, parse_nodes
 from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.server import Sim
 from jobset_infra.sim.store import Store
 from tests.sim.test_job_sync import make_job
 
 NS = "team"
+T_NODES = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
@@ -285,3 +288,22 @@ async def test_fail_pod_with_an_exit_code_triggers_the_jobs_pod_failure_policy(
     await jc.fail_pod(NS, pods(store)[0]["metadata"]["name"], exit_code=42)
     failed = await wait_for(lambda: condition(store, "Failed"))
     assert failed["reason"] == "PodFailurePolicy" and "exit code 42" in failed["message"]
+
+
+async def test_a_sim_with_a_scheduler_keeps_unschedulable_pods_pending() -> None:
+    async with Sim(job_controller=True, scheduler=True) as sim:
+        await create_nodes(sim.store, parse_nodes("cpu:2"), T_NODES)
+        job = make_job("j-0", parallelism=2, completions=2)  # selects pool-1: no such nodes
+        del job["metadata"]["uid"]
+        job["metadata"]["namespace"] = "default"
+        sim.store.create(JOBS, job, "default")
+
+        def unschedulable() -> list[dict[str, Any]]:
+            found = list(sim.store.iter_objects(PODS, "default"))
+            marked = [p for p in found if any(
+                c["type"] == "PodScheduled" and c["status"] == "False"
+                for c in p["status"].get("conditions") or ())]
+            return marked if len(marked) == 2 else []
+
+        for pod in await wait_for(unschedulable):
+            assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]

@@ -164,3 +164,48 @@ def test_garbage_replicated_jobs_never_raise(rjob: dict[str, Any]) -> None:
 def test_random_bytes_never_raise(data: bytes) -> None:
     lines = check_text("f", data)
     assert all(line.startswith("f") and "internal error" not in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "want"),
+    [
+        pytest.param(
+            lambda m: m["spec"]["replicatedJobs"][0].update(replicas=0),
+            None,
+            id="zero replicated job replicas are accepted",
+        ),
+        pytest.param(
+            lambda m: m["spec"]["replicatedJobs"].append(
+                {
+                    **m["spec"]["replicatedJobs"][0],
+                    "name": "b",
+                    "dependsOn": [{"name": "w", "status": "Failed"}],
+                }
+            ),
+            'spec.replicatedJobs[1].dependsOn[0].status: Unsupported value: "Failed"',
+            id="dependsOn status must be Ready or Complete",
+        ),
+        pytest.param(
+            lambda m: m["spec"].update(volumeClaimPolicies=[{"templates": []}] * 51),
+            "spec.volumeClaimPolicies: Too many: 51: must have at most 50 items",
+            id="more than 50 volume claim policies are rejected",
+        ),
+        pytest.param(
+            lambda m: m["spec"].update(
+                volumeClaimPolicies=[
+                    {"templates": [{"metadata": {"name": f"v{i}"}, "spec": {}} for i in range(51)]}
+                ]
+            ),
+            "spec.volumeClaimPolicies[0].templates: Too many: 51: must have at most 50 items",
+            id="more than 50 volume claim templates are rejected",
+        ),
+    ],
+)
+def test_upstream_webhook_suite_cases(mutate: Any, want: str | None) -> None:
+    manifest = _valid()
+    mutate(manifest)
+    lines = check_text("f", json.dumps(manifest).encode())
+    if want is None:
+        assert lines == []
+    else:
+        assert any(want in line for line in lines), lines

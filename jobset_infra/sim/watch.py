@@ -110,16 +110,18 @@ class Watch:
         if self._namespace is not None and event.namespace != self._namespace:
             return
         now = self._matches(event.obj)
-        if event.type == "MODIFIED":
-            before = self._matches(event.old)
-            kind = "MODIFIED" if now and before else "DELETED" if before else "ADDED"
-            if not (now or before):
-                return
-        elif not now:
+        if event.type != "MODIFIED":
+            if now:
+                self._queue.put_nowait((event.type, event.obj))
             return
-        else:
-            kind = event.type
-        self._queue.put_nowait((kind, event.obj))
+        before = self._matches(event.old)
+        if now:
+            self._queue.put_nowait(("MODIFIED" if before else "ADDED", event.obj))
+        elif before and event.old is not None:
+            # like the watch cache: the object as it last matched, at the event's version
+            left = dict(event.old)
+            left["metadata"] = dict(event.old["metadata"]) | {"resourceVersion": str(event.rv)}
+            self._queue.put_nowait(("DELETED", left))
 
     def start(
         self, log: EventLog, initial: list[JsonObj], replay: list[Event], initial_end: bool

@@ -345,7 +345,11 @@ async def test_label_filtered_watch_sees_objects_leave_and_enter(store: Store) -
     store.patch(CONFIGMAPS, "c", "default", patch.MERGE_PATCH, {"data": {"k": "v"}})
     store.patch(CONFIGMAPS, "c", "default", patch.MERGE_PATCH,
                 {"metadata": {"labels": {"app": None}}})
-    assert await take(stream, 3) == [("ADDED", "c"), ("MODIFIED", "c"), ("DELETED", "c")]
+    assert await take(stream, 2) == [("ADDED", "c"), ("MODIFIED", "c")]
+    kind, left = await asyncio.wait_for(anext(stream), 1.0)
+    assert kind == "DELETED"
+    assert left["metadata"]["labels"] == {"app": "x"}  # the object as it last matched
+    assert left["metadata"]["resourceVersion"] == str(store.resource_version)
 
 
 @pytest.mark.parametrize(

@@ -26,12 +26,16 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
 from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule, FaultSpecError, parse_rule
 from jobset_infra.sim.nodes import NodeSpecError, PoolSpec, create_nodes, parse_nodes
+
+if TYPE_CHECKING:  # imported when used: `jobset-infra validate` need not load aiohttp
+    from jobset_infra.sim.job_controller import JobController
+    from jobset_infra.sim.server import Sim
 
 HELP: Final = (
     "run a simulated Kubernetes API server on 127.0.0.1 with the JobSet CRD, a fake Job "
@@ -150,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
 class Cluster:
     """A started sim and what runs with it; `stop()` ends them in reverse order."""
 
-    sim: Any
-    job_controller: Any = None
-    controller: Any = None
+    sim: Sim
+    job_controller: JobController | None = None
+    controller: Any = None  # a RunningController of jobset_infra.controller.runtime
     scheduler: bool = False
     kubeconfig: Path | None = None
     notes: list[str] = field(default_factory=list)

@@ -107,7 +107,8 @@ async def run(opts: Options) -> int:
 async def _story(
     cluster: Cluster, say: Callable[[str], None], pools: int, hosts: int, faults: int
 ) -> int:
-    store = cluster.sim.store
+    store, jobs_controller = cluster.sim.store, cluster.job_controller
+    assert jobs_controller is not None  # run() always asks for it
     say(f"cluster up at {cluster.sim.url}: {pools * hosts} TPU nodes in {pools} v5e 2x4 slice "
         f"pools, sim scheduler {'on' if cluster.scheduler else 'off'}, JobSet controller running")
     say(f"kubectl: kubectl --server={cluster.sim.url} get jobsets,jobs,pods")
@@ -125,7 +126,7 @@ async def _story(
     victim = jobs[1]["metadata"]["name"]
     say(f"failing slice {victim}: {FAILURE_MESSAGE}")
     failed_at = time.monotonic()
-    await cluster.job_controller.fail_job(NAMESPACE, victim, message=FAILURE_MESSAGE)
+    await jobs_controller.fail_job(NAMESPACE, victim, message=FAILURE_MESSAGE)
     await until(lambda: _restarts(store) >= 1, "the JobSet to restart")
     say(f"JobSet failure policy: restart 1 of max 3 ({c.RESTARTS_KEY} -> 1); the old Jobs are "
         "deleted in the foreground and every slice is recreated")
@@ -138,7 +139,7 @@ async def _story(
         + ", ".join(f"{j['metadata']['name']}->{_pool(j)}" for j in jobs))
     say("training finishes: every pod exits 0")
     for job in jobs:
-        await cluster.job_controller.succeed_job(NAMESPACE, job["metadata"]["name"])
+        await jobs_controller.succeed_job(NAMESPACE, job["metadata"]["name"])
     done = await until(lambda: _condition(store, c.CONDITION_COMPLETED), "JobSet completion")
     say(f"JobSet {NAME} Completed ({done['reason']}: {done['message']}), "
         f"restarts: {_restarts(store)}")

@@ -44,7 +44,7 @@ class CheckResult:
 @functools.cache
 def jobset_crd_schema() -> CrdSchema:
     """The schema of the generated JobSet CRD (built once)."""
-    return CrdSchema.from_crd(generate_crd(), c.VERSION)
+    return CrdSchema.from_crd(generate_crd(), c.VERSION, strict=True)
 
 
 def check_jobset(

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from jobset_infra.api.crd_cel import Bindings, Rule
+from jobset_infra.api.crd_cel import Bindings, Rule, RuleCompileError
 from jobset_infra.api.crd_formats import format_ok
 from jobset_infra.api.errors import FieldError, child, show_value
 
@@ -39,13 +39,21 @@ class CrdSchemaError(ValueError):
 class CrdSchema:
     """The openAPIV3Schema of one CRD version, ready to prune, default and validate objects."""
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any], *, strict: bool = False) -> None:
+        """Compile every CEL rule once.
+
+        A rule celpy cannot compile (Kubernetes CEL has extensions celpy lacks) raises
+        CrdSchemaError when `strict`; otherwise it is skipped and listed in `skipped_rules`, so a
+        third-party CRD is still served with everything else enforced.
+        """
         self.schema = schema
+        self.strict = strict
+        self.skipped_rules: list[str] = []
         self._rules: dict[int, list[Rule]] = {}
-        self._compile_rules(schema)
+        self._compile_rules(schema, "")
 
     @classmethod
-    def from_crd(cls, crd: Mapping[str, Any], version: str) -> CrdSchema:
+    def from_crd(cls, crd: Mapping[str, Any], version: str, *, strict: bool = False) -> CrdSchema:
         """The schema of `version` of a CustomResourceDefinition manifest."""
         versions = (crd.get("spec") or {}).get("versions") or []
         for entry in versions:
@@ -53,7 +61,7 @@ class CrdSchema:
                 schema = (entry.get("schema") or {}).get("openAPIV3Schema")
                 if not isinstance(schema, Mapping):
                     raise CrdSchemaError(f"CRD version {version!r} has no openAPIV3Schema")
-                return cls(schema)
+                return cls(schema, strict=strict)
         names = [v.get("name") for v in versions]
         raise CrdSchemaError(f"CRD has no version {version!r} (it has {names})")
 
@@ -91,19 +99,31 @@ class CrdSchema:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _compile_rules(self, schema: Any) -> None:
+    def _compile_rules(self, schema: Any, path: str) -> None:
         if not isinstance(schema, Mapping):
             return
-        entries = schema.get("x-kubernetes-validations") or []
-        if entries:
-            self._rules[id(schema)] = [Rule.from_schema(e) for e in entries]
-        for sub in (schema.get("properties") or {}).values():
-            self._compile_rules(sub)
-        for key in ("items", "additionalProperties"):
-            self._compile_rules(schema.get(key))
+        rules = [
+            r for e in schema.get("x-kubernetes-validations") or [] if (r := self._rule(e, path))
+        ]
+        if rules:
+            self._rules[id(schema)] = rules
+        for key, sub in (schema.get("properties") or {}).items():
+            self._compile_rules(sub, child(path, key))
+        self._compile_rules(schema.get("items"), f"{path}[*]")
+        self._compile_rules(schema.get("additionalProperties"), f"{path}[*]")
         for key in ("allOf", "anyOf", "oneOf"):
             for sub in schema.get(key) or []:
-                self._compile_rules(sub)
+                self._compile_rules(sub, path)
+
+    def _rule(self, entry: Any, path: str) -> Rule | None:
+        try:
+            return Rule.from_schema(entry)
+        except (RuleCompileError, KeyError, TypeError) as exc:
+            problem = f"{path or '<root>'}: {exc}"
+            if self.strict:
+                raise CrdSchemaError(f"x-kubernetes-validations at {problem}") from exc
+            self.skipped_rules.append(problem)
+            return None
 
     def _validate(
         self,

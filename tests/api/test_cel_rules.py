@@ -28,7 +28,7 @@ def _rules(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[s
 
 @pytest.fixture(scope="module")
 def jobset_schema() -> CrdSchema:
-    return CrdSchema.from_crd(generate_crd(), c.VERSION)
+    return CrdSchema.from_crd(generate_crd(), c.VERSION, strict=True)
 
 
 ALL_RULES = list(_rules(generate_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.api.crd_cel import RuleCompileError, append_field_path
+from jobset_infra.api.crd_cel import append_field_path
 from jobset_infra.api.crd_schema import CrdSchema, CrdSchemaError
 from jobset_infra.api.errors import FieldError
 
@@ -323,11 +323,15 @@ def test_from_crd_names_a_missing_version() -> None:
         CrdSchema.from_crd(_crd(WIDGET), "v2")
 
 
-def test_a_rule_that_does_not_compile_is_rejected_up_front() -> None:
+def test_a_rule_that_does_not_compile_is_rejected_when_strict_and_skipped_otherwise() -> None:
     schema = copy.deepcopy(WIDGET)
-    schema["x-kubernetes-validations"] = [{"rule": "self.spec.size >"}]
-    with pytest.raises(RuleCompileError):
-        CrdSchema(schema)
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.size >"}]
+    with pytest.raises(CrdSchemaError, match="spec"):
+        CrdSchema(schema, strict=True)
+    lenient = CrdSchema(schema)
+    assert len(lenient.skipped_rules) == 1
+    assert lenient.skipped_rules[0].startswith("spec: ")
+    assert lenient.validate(_obj()) == []
 
 
 def test_an_erroring_rule_reports_the_evaluation_error(widget: CrdSchema) -> None:

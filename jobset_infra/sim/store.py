@@ -88,7 +88,7 @@ class Store:
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or Registry(builtin_resources())
         self.watch_window = watch_window
-        self.rng = rng or random.Random(0)
+        self.rng = rng or random.Random()  # uids differ between stores unless seeded (tests)
         self.admission: dict[GVR, list[Admit]] = {}
         self.schemas: dict[GVR, CrdSchema] = {}  # of served custom resources
         self.observers: list[Observer] = []

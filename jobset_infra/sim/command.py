@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
+import logging
 import signal
 import sys
 import tempfile
@@ -48,6 +49,7 @@ CRDS: Final = ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 DEFAULT_PORT: Final = 8080
 _SCHEDULER_MODULE: Final = "jobset_infra.sim.scheduler"
 _RUNTIME_MODULE: Final = "jobset_infra.controller.runtime.manager"
+_LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -168,7 +170,7 @@ class Cluster:
         await self.sim.stop()
 
 
-async def start_cluster(opts: Options, *, quiet_controller: bool = True) -> Cluster:
+async def start_cluster(opts: Options) -> Cluster:
     """Start the sim, register the CRD, create Nodes, and start the requested components."""
     from jobset_infra.sim.job_controller import JobController
     from jobset_infra.sim.server import Sim
@@ -195,7 +197,7 @@ async def start_cluster(opts: Options, *, quiet_controller: bool = True) -> Clus
         path = opts.kubeconfig or Path(tempfile.mkdtemp(prefix="jobset-infra-sim-")) / "kubeconfig"
         cluster.kubeconfig = sim.kubeconfig(path)
         if opts.controller:
-            cluster.controller = await start_controller(sim.url, quiet=quiet_controller)
+            cluster.controller = await start_controller(sim.url)
     except BaseException:
         await cluster.stop()
         raise
@@ -211,23 +213,25 @@ def register_crd(store: Any) -> dict[str, Any]:
     return created
 
 
-async def start_controller(url: str, *, quiet: bool = True) -> Any:
-    """Our JobSet controller against `url`: no leader election, no ports, warnings only."""
+async def start_controller(url: str) -> Any:
+    """Our JobSet controller against `url`: no leader election, no ports, warnings as text."""
     from jobset_infra.api.controller_config import ControllerConfig
 
     runtime = importlib.import_module(_RUNTIME_MODULE)
+    # A plain process gets readable warnings on stderr; an embedding one (tests) keeps its own.
+    logging.basicConfig(level=logging.WARNING, format=_LOG_FORMAT)
     config = ControllerConfig.from_dict({
         "metrics": {"bindAddress": "0"},
         "health": {"healthProbeBindAddress": "0"},
         "leaderElection": {"leaderElect": False},
-        "logging": {"level": "warning" if quiet else "info"},
+        "logging": {"level": "warning", "format": "text"},
     })
     return await runtime.start_controller(config, url=url)
 
 
 async def serve(opts: Options) -> int:
     try:
-        cluster = await start_cluster(opts, quiet_controller=False)
+        cluster = await start_cluster(opts)
     except OSError as err:
         print(f"jobset-infra sim: cannot listen on 127.0.0.1:{opts.port}: {err.strerror or err}; "
               "choose another --port (0 picks a free one)", file=sys.stderr)

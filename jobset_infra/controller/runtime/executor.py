@@ -16,7 +16,7 @@ import copy
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, TypeVar
 
@@ -61,8 +61,6 @@ class Outcome:
     writes: int = 0
     status_written: bool = False
     requeue_after: float | None = None
-    created: list[dict[str, Any]] = field(default_factory=list)  # API responses of Job creates
-    updated: list[dict[str, Any]] = field(default_factory=list)  # API responses of Job patches
 
 
 class PlanExecutor:
@@ -164,7 +162,6 @@ class PlanExecutor:
             self._creation_failed(action.manifest, c.JOB_CREATION_FAILED_EVENT, err)
             raise
         outcome.writes += 1
-        outcome.created.append(created)
         if self._on_job_created:
             self._on_job_created(created)
 
@@ -201,7 +198,6 @@ class PlanExecutor:
             JOBS, action.name, patch, namespace=action.namespace, content_type=MERGE_PATCH
         )
         outcome.writes += 1
-        outcome.updated.append(updated)
         if self._on_job_written:
             self._on_job_written(updated)
 

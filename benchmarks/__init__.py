@@ -1,0 +1,1 @@
+"""Reproducible benchmarks of jobset-infra: `python -m benchmarks [--quick]`."""

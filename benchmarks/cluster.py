@@ -1,0 +1,192 @@
+"""The benchmarked system: the sim API server in this process, our controller in another.
+
+The sim (with its fake Job controller, garbage collector and a fixed per-request latency) runs on
+this process's event loop, so the benchmark reads its store, request counts and watches directly,
+with no client in between. The JobSet controller runs as the real `jobset-controller` program in
+a child process against the sim's URL: its RSS and CPU time are the child's own (psutil), and the
+two processes can use the machine's two cores. Reconcile counts come from the controller's
+Prometheus /metrics, as an operator would read them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil  # type: ignore[import-untyped]
+from prometheus_client.parser import text_string_to_metric_families
+
+from jobset_infra.api import constants as c
+from jobset_infra.sim.command import register_crd
+from jobset_infra.sim.faults import FaultInjector
+from jobset_infra.sim.job_controller import JobController
+from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.server import Sim
+from jobset_infra.sim.store import NAMESPACES
+
+JOBSETS = GVR(c.GROUP, c.VERSION, "jobsets")
+JOBS = GVR("batch", "v1", "jobs")
+PODS = GVR("", "v1", "pods")
+RECONCILES = "controller_runtime_reconcile"
+DEFAULT_QPS = 500.0  # the controller's default client QPS (and burst), as upstream's
+
+
+@dataclass
+class ControllerProcess:
+    """`jobset-controller` in a child process; `metrics_url` serves its Prometheus metrics."""
+
+    popen: subprocess.Popen[bytes]
+    metrics_url: str
+    process: psutil.Process = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.process = psutil.Process(self.popen.pid)
+
+    def cpu_seconds(self) -> float:
+        times = self.process.cpu_times()
+        return float(times.user + times.system)
+
+    def rss_bytes(self) -> int:
+        return int(self.process.memory_info().rss)
+
+    async def metric(self, session: aiohttp.ClientSession, name: str) -> float:
+        """Sum of every sample of counter `name` (all label values)."""
+        async with session.get(self.metrics_url) as response:
+            text = await response.text()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            if family.name == name
+            for sample in family.samples
+            if sample.name in (name, f"{name}_total")
+        )
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+@dataclass
+class Bench:
+    """A running sim + controller pair, and what the scenarios need from both."""
+
+    sim: Sim
+    jobs: JobController
+    controller: ControllerProcess
+    session: aiohttp.ClientSession
+    qps: float = DEFAULT_QPS
+
+    async def reconciles(self) -> float:
+        return await self.controller.metric(self.session, RECONCILES)
+
+    def create_namespace(self, name: str) -> None:
+        self.sim.store.create(NAMESPACES, {"metadata": {"name": name}})
+
+    async def quiet(self, period: float = 1.0, timeout: float = 120.0) -> float:
+        """Wait until the controller has sent no write for `period` seconds; returns when."""
+        deadline = time.monotonic() + timeout
+        last, since = self.sim.stats.writes, time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            if self.sim.stats.writes != last:
+                last, since = self.sim.stats.writes, now
+            elif now - since >= period:
+                return since
+        raise TimeoutError(f"the controller kept writing for {timeout:.0f} s")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def controller_command(url: str, metrics_port: int, profile: Path | None) -> list[str]:
+    """The real controller program with its default QPS/burst, no leader election."""
+    prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
+    return [
+        sys.executable, *prefix, "-m", "jobset_infra.controller.runtime.main",
+        f"--master={url}",
+        "--leader-elect=false",
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+        "--health-probe-bind-address=0",
+        "--log-level=error",
+    ]
+
+
+async def start_controller(url: str, profile: Path | None = None) -> ControllerProcess:
+    port = free_port()
+    popen = subprocess.Popen(
+        controller_command(url, port, profile),
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    proc = ControllerProcess(popen, f"http://127.0.0.1:{port}/metrics")
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if popen.poll() is not None:
+                raise RuntimeError(f"jobset-controller exited with {popen.returncode} at start")
+            with contextlib.suppress(aiohttp.ClientError):
+                await proc.metric(session, RECONCILES)
+                return proc
+            await asyncio.sleep(0.1)
+    proc.stop()
+    raise TimeoutError("jobset-controller did not serve /metrics within 60 s")
+
+
+@contextlib.asynccontextmanager
+async def running(
+    latency: float = 0.005, profile: Path | None = None
+) -> AsyncIterator[Bench]:
+    """Start the sim (fixed `latency` per request, fake Job controller) and the controller."""
+    sim = Sim(port=0)
+    sim.add_hook(FaultInjector.fixed_latency(latency))
+    jobs = JobController(sim.store, wait_for_binding=False)
+    sim.add_component(jobs)
+    await sim.start()
+    controller: ControllerProcess | None = None
+    try:
+        register_crd(sim.store)
+        controller = await start_controller(sim.url, profile)
+        async with aiohttp.ClientSession() as session:
+            yield Bench(sim, jobs, controller, session)
+    finally:
+        if controller is not None:
+            controller.stop()
+        await sim.stop()
+
+
+def self_cpu_seconds() -> float:
+    """CPU time of this process (the sim, its Job controller and the benchmark's bookkeeping)."""
+    times = psutil.Process().cpu_times()
+    return float(times.user + times.system)
+
+
+def jobset_manifest(name: str, namespace: str, replicas: int) -> dict[str, Any]:
+    """A multislice-shaped JobSet: one replicated job of `replicas` one-pod Jobs, 3 restarts."""
+    from jobset_infra.testing.jobsets import make_jobset
+
+    return (
+        make_jobset(name, namespace)
+        .replicated_job("slice", replicas=replicas, parallelism=1)
+        .failure_policy(max_restarts=3)
+        .obj()
+    )

@@ -147,11 +147,22 @@ class JobController:
 
     async def fail_pod(
         self, namespace: str, name: str, *, reason: str | None = None,
-        message: str | None = None, exit_code: int = 1,
+        message: str | None = None, exit_code: int = 1, in_place: bool | None = None,
     ) -> JsonObj:
-        """Fail one Pod (phase Failed, containers exited with `exit_code`); returns the Pod."""
-        pod = self._finish_pod(namespace, name, succeeded=False, reason=reason, message=message,
-                               exit_code=exit_code)
+        """A container of the Pod exits with `exit_code`; returns the Pod.
+
+        Under restartPolicy OnFailure the kubelet restarts it in place (the Pod stays Running,
+        its restart count grows); otherwise, or with `in_place=False` (an eviction, a lost
+        node), the Pod ends in phase Failed with `reason` and `message`.
+        """
+        pod = self.store.get(PODS, name, namespace)
+        on_failure = (pod.get("spec") or {}).get("restartPolicy") == "OnFailure"
+        if in_place if in_place is not None else on_failure:
+            status = job_pods.restarted_status(pod, self._now(), exit_code=exit_code)
+            pod = self.store.update(PODS, {**pod, "status": status}, subresource="status")
+        else:
+            pod = self._finish_pod(namespace, name, succeeded=False, reason=reason,
+                                   message=message, exit_code=exit_code)
         self._settle(_owner_key(pod))
         await asyncio.sleep(0)
         return pod

@@ -77,6 +77,8 @@ class PodView:
     # and the Pod's conditions as (type, status).
     exit_codes: tuple[tuple[str, int], ...] = ()
     conditions: frozenset[tuple[str, str]] = frozenset()
+    # Container restarts so far (restartPolicy OnFailure restarts failed containers in place).
+    restarts: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -105,6 +107,7 @@ def pod_view(pod: JsonObj) -> PodView:
         node_name=(pod.get("spec") or {}).get("nodeName") or "",
         deleting=bool(meta.get("deletionTimestamp")),
         started=status.get("startTime"),
+        restarts=sum(int(c.get("restartCount", 0)) for c in status.get("containerStatuses") or ()),
         exit_codes=_exit_codes(status) if failed else (),
         conditions=frozenset(
             (str(c.get("type")), str(c.get("status"))) for c in conditions
@@ -238,6 +241,22 @@ def finished_status(
     if message:
         status["message"] = message
     return status
+
+
+def restarted_status(pod: JsonObj, now: datetime, *, exit_code: int = 1) -> JsonObj:
+    """The kubelet restarted the Pod's first container after it exited with `exit_code`
+    (restartPolicy OnFailure): the Pod stays Running, the restart count grows."""
+    at = timestamp(now)
+    old = pod.get("status") or {}
+    containers = [dict(c) for c in old.get("containerStatuses") or ()]
+    if containers:
+        first = containers[0]
+        started = ((first.get("state") or {}).get("running") or {}).get("startedAt", at)
+        first["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
+                                             "startedAt": started, "finishedAt": at}}
+        first["state"] = {"running": {"startedAt": at}}
+        first["restartCount"] = int(first.get("restartCount", 0)) + 1
+    return {**old, "containerStatuses": containers}
 
 
 def _pod_condition(kind: str, status: str, at: str, reason: str | None = None) -> JsonObj:

@@ -15,7 +15,8 @@ It follows the Kubernetes Job controller as of 1.31+ for what JobSet observes:
   (same reason and message) follow once no Pod of the Job is running any more.
 - `spec.suspend` deletes running Pods and sets `Suspended` (`JobSuspended`); resuming flips it to
   False (`JobResumed`) and resets `startTime`.
-- `failed > backoffLimit` fails the Job with `BackoffLimitExceeded`, `activeDeadlineSeconds`
+- `failed > backoffLimit` (or, under restartPolicy OnFailure, container restarts reaching it)
+  fails the Job with `BackoffLimitExceeded`, `activeDeadlineSeconds`
   with `DeadlineExceeded`, a `podFailurePolicy` FailJob rule with `PodFailurePolicy` (Ignore
   rules keep a failure from counting; see `pod_failure_policy.py`). Not modelled: successPolicy,
   backoffLimitPerIndex, pod tracking finalizers (the shell's `counted` set does their job).
@@ -93,6 +94,7 @@ class JobSpecView:
     backoff_limit: int
     suspend: bool
     active_deadline: int | None
+    restart_on_failure: bool = False
 
     @classmethod
     def of(cls, job: JsonObj) -> JobSpecView:
@@ -108,6 +110,8 @@ class JobSpecView:
             backoff_limit=int(spec.get("backoffLimit", _DEFAULT_BACKOFF_LIMIT)),
             suspend=bool(spec.get("suspend")),
             active_deadline=spec.get("activeDeadlineSeconds"),
+            restart_on_failure=((spec.get("template") or {}).get("spec") or {}).get(
+                "restartPolicy") == "OnFailure",
         )
 
 
@@ -269,27 +273,32 @@ def _verdict(run: _Pass, tally: _Tally) -> _Verdict | None:
     spec = run.spec
     target = condition(run.conditions, JOB_FAILURE_TARGET)
     if target is not None and target.get("status") == "True":
-        return _Verdict(
-            JOB_FAILURE_TARGET, JOB_FAILED, target.get("reason", ""), target.get("message", "")
-        )
+        return _failure(target.get("reason", ""), target.get("message", ""))
     if is_true(run.conditions, JOB_SUCCESS_CRITERIA_MET):
         return _SUCCESS
     if tally.fail_job is not None:
-        reason = JOB_REASON_POD_FAILURE_POLICY
-        return _Verdict(JOB_FAILURE_TARGET, JOB_FAILED, reason, tally.fail_job)
-    if tally.failed > spec.backoff_limit:
-        return _Verdict(
-            JOB_FAILURE_TARGET, JOB_FAILED, JOB_REASON_BACKOFF_LIMIT_EXCEEDED, BACKOFF_LIMIT_MESSAGE
-        )
+        return _failure(JOB_REASON_POD_FAILURE_POLICY, tally.fail_job)
+    if tally.failed > spec.backoff_limit or _past_backoff_limit_on_failure(run):
+        return _failure(JOB_REASON_BACKOFF_LIMIT_EXCEEDED, BACKOFF_LIMIT_MESSAGE)
     if _past_deadline(run):
-        return _Verdict(
-            JOB_FAILURE_TARGET, JOB_FAILED, JOB_REASON_DEADLINE_EXCEEDED, DEADLINE_MESSAGE
-        )
+        return _failure(JOB_REASON_DEADLINE_EXCEEDED, DEADLINE_MESSAGE)
     if spec.completions is not None and tally.succeeded >= spec.completions:
         return _SUCCESS
     if spec.completions is None and tally.succeeded > 0 and not run.live:
         return _SUCCESS
     return None
+
+
+def _failure(reason: str, message: str) -> _Verdict:
+    return _Verdict(JOB_FAILURE_TARGET, JOB_FAILED, reason, message)
+
+
+def _past_backoff_limit_on_failure(run: _Pass) -> bool:
+    """restartPolicy OnFailure: container restarts of running Pods count against the limit."""
+    if not run.spec.restart_on_failure:
+        return False
+    restarts = sum(p.restarts for p in run.live)
+    return restarts > 0 if run.spec.backoff_limit == 0 else restarts >= run.spec.backoff_limit
 
 
 def _past_deadline(run: _Pass) -> bool:

@@ -307,3 +307,31 @@ async def test_a_sim_with_a_scheduler_keeps_unschedulable_pods_pending() -> None
 
         for pod in await wait_for(unschedulable):
             assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]
+
+
+async def test_fail_pod_under_on_failure_restarts_the_container_in_place(
+    store: Store, jc: JobController
+) -> None:
+    job = make_job("js-w-0", backoff_limit=2)
+    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    del job["metadata"]["uid"]
+    job["metadata"]["namespace"] = NS
+    store.create(JOBS, job, NS)
+    await wait_for(lambda: status(store).get("ready") == 2)
+    name = pods(store)[0]["metadata"]["name"]
+    pod = await jc.fail_pod(NS, name, exit_code=3)
+    assert pod["status"]["phase"] == "Running"
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
+    assert condition(store, "Failed") is None
+    await jc.fail_pod(NS, name, exit_code=3)
+    failed = await wait_for(lambda: condition(store, "Failed"))
+    assert failed["reason"] == "BackoffLimitExceeded"
+    evicted = make_job("js-w-1", backoff_limit=0)
+    evicted["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    del evicted["metadata"]["uid"]
+    evicted["metadata"]["namespace"] = NS
+    store.create(JOBS, evicted, NS)
+    await wait_for(lambda: status(store, "js-w-1").get("ready") == 2)
+    victim = jc.pods_of(NS, "js-w-1")[0]["metadata"]["name"]
+    gone = await jc.fail_pod(NS, victim, in_place=False, reason="Evicted", message="drained")
+    assert gone["status"]["phase"] == "Failed" and gone["status"]["reason"] == "Evicted"

@@ -519,3 +519,43 @@ def test_an_ignored_failure_is_replaced_without_counting_against_the_backoff_lim
     world.settle()
     assert world.condition("Failed") is None and "failed" not in world.status
     assert world.status["active"] == 2 and world.pod_at(0)["metadata"]["name"] != victim
+
+
+# --- restartPolicy OnFailure -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("backoff_limit", "restarts", "want_failed"),
+    [
+        pytest.param(0, 1, True, id="with backoffLimit 0 one container restart fails the Job"),
+        pytest.param(3, 2, False, id="restarts below the limit keep the Job running"),
+        pytest.param(3, 3, True, id="restarts reaching the limit fail the Job"),
+    ],
+)
+def test_under_on_failure_container_restarts_count_against_the_backoff_limit(
+    backoff_limit: int, restarts: int, want_failed: bool
+) -> None:
+    world = World(make_job(backoff_limit=backoff_limit))
+    world.job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    world.settle()
+    pod = world.pod_at(0)
+    for _ in range(restarts):
+        pod["status"] = job_pods.restarted_status(pod, world.now, exit_code=3)
+    world.settle()
+    failed = world.condition("Failed")
+    assert (failed is not None) == want_failed
+    if failed is not None:
+        assert failed["reason"] == "BackoffLimitExceeded"
+    else:
+        assert world.pod_at(0)["status"]["phase"] == "Running" and "failed" not in world.status
+
+
+def test_a_restarted_container_keeps_its_last_exit_in_last_state() -> None:
+    world = World(make_job())
+    world.settle()
+    pod = world.pod_at(0)
+    restarted = job_pods.restarted_status(pod, world.now, exit_code=42)
+    main = restarted["containerStatuses"][0]
+    assert main["restartCount"] == 1 and "running" in main["state"]
+    assert main["lastState"]["terminated"]["exitCode"] == 42
+    assert restarted["phase"] == "Running"

@@ -369,6 +369,7 @@ class Flag:
         return str(value)
 
 
+_LEADER_ELECT = ("leaderElection", "leaderElect")
 FLAGS: tuple[Flag, ...] = (
     Flag("kube-api-qps", ("clientConnection", "qps"), "client QPS to the API server (500)"),
     Flag("kube-api-burst", ("clientConnection", "burst"), "client burst (500)"),
@@ -400,7 +401,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "--feature-gates", default=None, help="comma-separated Gate=true|false pairs"
     )
     for flag in FLAGS:
-        parser.add_argument(f"--{flag.name}", default=None, help=flag.help)
+        if flag.path == _LEADER_ELECT:  # a Go bool flag: `--leader-elect` alone means true
+            parser.add_argument(f"--{flag.name}", nargs="?", const="true", help=flag.help)
+        else:
+            parser.add_argument(f"--{flag.name}", default=None, help=flag.help)
 
 
 def merge_flags(
@@ -450,7 +454,7 @@ def _read_text(path: str) -> str:
 
 
 def _flag_value(flag: Flag, raw: str) -> Any:
-    if flag.path == ("leaderElection", "leaderElect"):
+    if flag.path == _LEADER_ELECT:
         lowered = raw.strip().lower()
         if lowered not in {"true", "false", "1", "0"}:
             raise ControllerConfigError(f"--{flag.name}: expected true or false, got {raw!r}")

@@ -201,3 +201,8 @@ def test_default_topology_key_is_gkes_node_pool_label() -> None:
     from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL
 
     assert DEFAULT_TOPOLOGY_KEY == GKE_NODEPOOL_LABEL
+
+
+def test_leader_elect_alone_means_true_like_the_go_flag() -> None:
+    config, _ = parse_config(["--leader-elect"])
+    assert config.leader_election.leader_elect is True

@@ -68,9 +68,18 @@ def check_jobset(
     errors.extend(schema.admit(manifest, admitted_old)[1])
     try:
         js = JobSet.model_validate(manifest)
-        old_js = JobSet.model_validate(old, context={"check_templates": False}) if old else None
     except ValidationError as exc:
         errors.extend_new_paths(field_errors(exc))
+        return CheckResult(errors.items)
+    try:
+        old_js = JobSet.model_validate(old, context={"check_templates": False}) if old else None
+    except ValidationError as exc:
+        errors.extend(
+            [
+                FieldError("", f"the old object is not a valid JobSet: {e}")
+                for e in field_errors(exc)
+            ]
+        )
         return CheckResult(errors.items)
     defaulted = default(js)
     old_defaulted = default(old_js) if old_js is not None else None

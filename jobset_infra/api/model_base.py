@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -49,12 +49,17 @@ class ApiModel(BaseModel):
         frozen=True,
         use_attribute_docstrings=True,
         use_enum_values=False,
+        # Types as the API server checks them: "3" is not an int, "yes" is not a bool.
+        strict=True,
     )
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: camelCase, only fields that were set, no nulls."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
 
+
+# Enum fields take their wire strings even in strict models.
+LAX: Any = Field(strict=False)
 
 # --- enums ---------------------------------------------------------------------------------------
 
@@ -120,7 +125,7 @@ class ObjectMeta(BaseModel):
     """metav1.ObjectMeta; unknown keys are kept (the API server owns this shape)."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
+        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True, strict=True
     )
 
     name: str | None = None

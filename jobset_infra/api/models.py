@@ -31,6 +31,7 @@ from jobset_infra.api.model_base import (
     EMBEDDED_DEFAULTS,
     IMMUTABLE,
     K8S_DEFINITION,
+    LAX,
     LIST_MAP_KEYS,
     LIST_TYPE,
     VALIDATIONS,
@@ -96,7 +97,7 @@ class DependsOn(ApiModel):
 
     name: str
     """Name of an earlier replicated job."""
-    status: DependsOnStatus
+    status: Annotated[DependsOnStatus, LAX]
     """Ready: all its Jobs ready (or finished); Complete: all its Jobs succeeded."""
 
 
@@ -118,7 +119,7 @@ class Network(ApiModel):
 class SuccessPolicy(ApiModel):
     """When the JobSet counts as completed."""
 
-    operator: Operator
+    operator: Annotated[Operator, LAX]
     """All: every Job of the targets succeeded; Any: one Job of the targets succeeded."""
     target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=ATOMIC)] = Field(
         default_factory=list
@@ -137,7 +138,7 @@ class FailurePolicyRule(ApiModel):
         },
     )
     """Rule name, unique in the policy; defaulted to failurePolicyRule<index>."""
-    action: FailurePolicyAction
+    action: Annotated[FailurePolicyAction, LAX]
     """What to do when the rule matches."""
     on_job_failure_reasons: list[str] = Field(
         default_factory=list,
@@ -157,7 +158,7 @@ class FailurePolicy(ApiModel):
 
     max_restarts: int = Field(default=0, ge=0, le=c.MAX_INT32)
     """Restarts (counting towards the max) before the JobSet fails."""
-    restart_strategy: RestartStrategy = Field(
+    restart_strategy: Annotated[RestartStrategy, LAX] = Field(
         default=RestartStrategy.RECREATE,
         json_schema_extra={CRD_DEFAULT: RestartStrategy.RECREATE.value},
     )
@@ -169,7 +170,7 @@ class FailurePolicy(ApiModel):
 class StartupPolicy(ApiModel):
     """Deprecated: use DependsOn."""
 
-    startup_policy_order: StartupPolicyOrder
+    startup_policy_order: Annotated[StartupPolicyOrder, LAX]
     """AnyOrder or InOrder."""
 
 
@@ -187,7 +188,7 @@ class Coordinator(ApiModel):
 class VolumeRetentionPolicy(ApiModel):
     """Retention of VolumeClaimPolicy PVCs."""
 
-    when_deleted: WhenDeleted = Field(
+    when_deleted: Annotated[WhenDeleted, LAX] = Field(
         default=WhenDeleted.DELETE, json_schema_extra={CRD_DEFAULT: WhenDeleted.DELETE.value}
     )
     """Delete the PVCs with the JobSet, or keep them."""

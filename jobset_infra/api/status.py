@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.model_base import ATOMIC, ApiModel, ConditionStatus, map_list
+from jobset_infra.api.model_base import ATOMIC, LAX, ApiModel, ConditionStatus, map_list
 
 # metav1.Condition's type pattern: an optional DNS-subdomain prefix, then a qualified name.
 _CONDITION_TYPE_PATTERN = (
@@ -23,7 +23,7 @@ class Condition(ApiModel):
 
     type: str = Field(max_length=316, json_schema_extra={"pattern": _CONDITION_TYPE_PATTERN})
     """Condition type, e.g. Completed."""
-    status: ConditionStatus
+    status: Annotated[ConditionStatus, LAX]
     """True, False or Unknown."""
     observed_generation: int | None = Field(
         default=None, ge=0, json_schema_extra={"format": "int64"}

@@ -126,6 +126,19 @@ def test_enums_parse_to_members() -> None:
             id="unknown enum value lists the supported values",
         ),
         pytest.param(
+            lambda m: m["spec"]["replicatedJobs"][0].update(replicas="4"),
+            FieldError(
+                "spec.replicatedJobs[0].replicas",
+                'Invalid value: "4": Input should be a valid integer',
+            ),
+            id="a numeric string is not an integer",
+        ),
+        pytest.param(
+            lambda m: m["spec"].update(suspend="yes"),
+            FieldError("spec.suspend", 'Invalid value: "yes": Input should be a valid boolean'),
+            id="yes is not a boolean",
+        ),
+        pytest.param(
             lambda m: m.update(kind="Job"),
             FieldError("kind", 'Unsupported value: "Job": supported values: "JobSet"'),
             id="wrong kind is rejected",

@@ -5,7 +5,8 @@
     ...
     await jc.succeed_job("ns", "js-workers-0")
     await jc.fail_job("ns", "js-workers-1", reason="BackoffLimitExceeded", message="...")
-    await jc.fail_pod("ns", "js-workers-1-0-bcdfg", reason="Evicted", message="node drained")
+    await jc.fail_pod("ns", "js-workers-1-0-bcdfg", exit_code=3)   # OnFailure: restarts in place
+    await jc.fail_pod("ns", "js-workers-1-0-bcdfg", in_place=False, reason="Evicted")
     await jc.stop()
 
 It works in-process on the `Store`: two watches (Jobs, Pods) only say which Jobs changed; a worker

@@ -13,6 +13,7 @@ from jobset_infra.sim import tables
 from jobset_infra.sim.errors import StatusError, bad_request
 from jobset_infra.sim.hooks import ApiRequest
 from jobset_infra.sim.listing import ListResult
+from jobset_infra.sim.pruning import prune_builtin
 from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.responses import json_response, number, with_warnings
 from jobset_infra.sim.store import Store
@@ -50,9 +51,13 @@ class Call:
         return self.query.get("fieldManager") or agent or "unknown"
 
     def obj(self) -> JsonObj:
-        if not isinstance(self.body, dict):
-            raise bad_request("the request body must be an object")
-        return self.body
+        return _as_object(self.body)
+
+
+def _as_object(body: Any) -> JsonObj:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be an object")
+    return body
 
 
 def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Response:
@@ -71,17 +76,24 @@ def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Re
                           "metadata": meta, "items": items})
 
 
-def unknown_fields(call: Call) -> list[str]:
-    """Unknown fields of a custom resource body: 400 under fieldValidation=Strict (kubectl's
-    default), warnings under Warn, silently pruned under Ignore."""
+def field_validation(call: Call) -> tuple[Any, list[str]]:
+    """The body without unknown fields, and warnings: fieldValidation=Strict (kubectl's
+    default) refuses unknown fields with 400, Warn drops them with a warning each, Ignore (or
+    no parameter) drops them silently. Custom resources are pruned by their CRD schema on
+    admission; built-in kinds by the pinned OpenAPI definitions here."""
+    if not isinstance(call.body, dict):
+        return call.body, []
     schema = call.store.schemas.get(call.gvr)
+    if schema is not None:
+        body, dropped = call.body, schema.pruned_fields(call.body)
+    else:
+        kind = call.store.info(call.gvr).kind
+        body, dropped = prune_builtin(call.gvr.api_version, kind, call.body)
+    unknown = [f'unknown field "{path}"' for path in dropped]
     mode = call.query.get("fieldValidation")
-    if schema is None or mode not in ("Strict", "Warn") or not isinstance(call.body, dict):
-        return []
-    unknown = [f'unknown field "{path}"' for path in schema.pruned_fields(call.body)]
     if unknown and mode == "Strict":
         raise bad_request("strict decoding error: " + ", ".join(unknown))
-    return unknown
+    return body, unknown if mode == "Warn" else []
 
 
 async def get(call: Call) -> web.Response:
@@ -103,15 +115,15 @@ async def list_(call: Call) -> web.Response:
 async def create(call: Call) -> web.Response:
     if call.api.subresource == "binding" or (call.api.resource == "pods" and call.api.name):
         return json_response(bind(call), 201)
-    warnings = unknown_fields(call)
-    obj = call.store.create(call.gvr, call.obj(), call.api.namespace,
+    body, warnings = field_validation(call)
+    obj = call.store.create(call.gvr, _as_object(body), call.api.namespace,
                             field_manager=call.field_manager, dry_run=call.dry_run)
     return with_warnings(json_response(obj, 201), warnings)
 
 
 async def update(call: Call) -> web.Response:
-    warnings = unknown_fields(call)
-    body = call.obj()
+    pruned, warnings = field_validation(call)
+    body = _as_object(pruned)
     if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
         raise bad_request("the name of the object does not match the name on the URL")
     body.setdefault("metadata", {})["name"] = call.api.name

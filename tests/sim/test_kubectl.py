@@ -161,3 +161,10 @@ def test_client_side_apply_configures_an_existing_job(kubectl: Kubectl) -> None:
     assert "configured" in kubectl("apply", "-f", kubectl.write("csa.yaml", body))
     live = json.loads(kubectl("get", "job", "applied-client-side", "-o", "json"))
     assert live["metadata"]["labels"] == {"tier": "gold"}
+
+
+def test_a_job_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:
+    body = job("typo-job")
+    body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    out = kubectl("create", "-f", kubectl.write("typo-job.yaml", body), ok=False)
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in out

@@ -375,3 +375,27 @@ async def test_stats_name_subresources(sim: Sim, http: aiohttp.ClientSession) ->
                "application/merge-patch+json")
     assert sim.stats.count("patch", "jobs/status") == 1
     assert sim.stats.count("patch", "jobs") == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "want_status", "want_warning"),
+    [
+        pytest.param("Strict", 400, None, id="strict validation refuses a built-in typo"),
+        pytest.param("Warn", 201, '299 - "unknown field \\"spec.completion\\""',
+                     id="warn validation drops a built-in typo with a warning"),
+        pytest.param("Ignore", 201, None, id="ignore validation drops a built-in typo"),
+    ],
+)
+async def test_field_validation_of_builtin_kinds(
+    http: aiohttp.ClientSession, mode: str, want_status: int, want_warning: str | None
+) -> None:
+    body = job("typo")
+    body["spec"]["completion"] = 3
+    async with http.post(f"{JOBS_URL}?fieldValidation={mode}", json=body) as response:
+        assert response.status == want_status
+        assert response.headers.get("Warning") == want_warning
+        created = await response.json()
+    if want_status == 400:
+        assert created["message"] == 'strict decoding error: unknown field "spec.completion"'
+    else:
+        assert "completion" not in created["spec"]

@@ -4,7 +4,9 @@ Each YAML document (multi-document files, `-` for stdin) is checked: JobSets by 
 (models, CRD schema with CEL rules, upstream's defaulting and validation), other Kubernetes kinds
 against the pinned Kubernetes OpenAPI. One line per problem, `file:document: field.path: message`
 (documents count from 1); exit 0 when everything is valid, 1 otherwise, 2 for bad arguments.
-Whatever the input, the command reports and never shows a traceback.
+With `--old FILE`, a JobSet whose namespace/name is also in FILE is checked as an update of it
+(immutability, what may change while suspended). Whatever the input, the command reports and
+never shows a traceback.
 """
 
 from __future__ import annotations
@@ -12,19 +14,34 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
 
 
+@dataclass(frozen=True)
+class Options:
+    """Feature gates, and the previous versions of JobSets by (namespace, name) for updates."""
+
+    gates: dict[str, bool] = field(default_factory=dict)
+    old: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Register FILE... and --feature-gates."""
+    """Register FILE..., --feature-gates and --old."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON file, or - for stdin")
     parser.add_argument(
         "--feature-gates",
         default="",
         metavar="GATE=BOOL,...",
         help="JobSet feature gates, e.g. RestartJob=true,InPlaceRestart=true",
+    )
+    parser.add_argument(
+        "--old",
+        default=None,
+        metavar="FILE",
+        help="the JobSets as they are now: matching namespace/name are checked as updates",
     )
 
 
@@ -34,9 +51,14 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(gates, str):
         print(f"jobset-infra validate: --feature-gates: {gates}", file=sys.stderr)
         return 2
+    old = _load_old(args.old) if args.old else {}
+    if isinstance(old, str):
+        print(f"jobset-infra validate: --old: {old}", file=sys.stderr)
+        return 2
+    options = Options(gates, old)
     problems = documents = 0
     for name in args.files:
-        for line, counted in _check_file(name, gates, sys.stdin.buffer):
+        for line, counted in _check_file(name, options, sys.stdin.buffer):
             documents += counted
             if line:
                 problems += 1
@@ -61,18 +83,40 @@ def parse_feature_gates(text: str) -> dict[str, bool] | str:
     return gates
 
 
-def check_text(name: str, data: bytes, gates: dict[str, bool] | None = None) -> list[str]:
+def check_text(
+    name: str,
+    data: bytes,
+    gates: dict[str, bool] | None = None,
+    old: dict[tuple[str, str], Any] | None = None,
+) -> list[str]:
     """Problem lines for one file's content (the command's core, for tests and tools)."""
-    return [line for line, _ in _check_data(name, data, gates or {}) if line]
+    options = Options(gates or {}, old or {})
+    return [line for line, _ in _check_data(name, data, options) if line]
 
 
-def _check_file(name: str, gates: dict[str, bool], stdin: Any) -> Iterator[tuple[str, int]]:
+def _load_old(name: str) -> dict[tuple[str, str], Any] | str:
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
+    try:
+        documents = load_documents(_read(name))
+    except (OSError, YamlError) as exc:
+        return f"{name}: {exc}"
+    return {_key(d): d for d in documents if isinstance(d, dict)}
+
+
+def _key(document: dict[str, Any]) -> tuple[str, str]:
+    meta = document.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[str, int]]:
     try:
         data = stdin.read() if name == "-" else _read(name)
     except OSError as exc:
         yield f"{name}: cannot read: {exc.strerror or exc}", 0
         return
-    yield from _check_data("<stdin>" if name == "-" else name, data, gates)
+    yield from _check_data("<stdin>" if name == "-" else name, data, options)
 
 
 def _read(name: str) -> bytes:
@@ -80,7 +124,7 @@ def _read(name: str) -> bytes:
         return handle.read()
 
 
-def _check_data(name: str, data: bytes, gates: dict[str, bool]) -> Iterator[tuple[str, int]]:
+def _check_data(name: str, data: bytes, options: Options) -> Iterator[tuple[str, int]]:
     from jobset_infra.api.yaml_io import YamlError, load_documents
 
     try:
@@ -95,22 +139,23 @@ def _check_data(name: str, data: bytes, gates: dict[str, bool]) -> Iterator[tupl
         yield f"{name}: no YAML documents (empty input)", 0
         return
     for index, document in enumerate(documents, start=1):
-        lines = _check_document(document, gates)
+        lines = _check_document(document, options)
         yield "", 1
         for line in lines:
             yield f"{name}:{index}: {line}", 0
 
 
-def _check_document(document: Any, gates: dict[str, bool]) -> list[str]:
+def _check_document(document: Any, options: Options) -> list[str]:
     try:
-        return [str(e) if e.path else f"<document>: {e.message}" for e in _errors(document, gates)]
+        errors = _errors(document, options)
+        return [str(e) if e.path else f"<document>: {e.message}" for e in errors]
     except RecursionError:
         return ["<document>: nested too deeply to check"]
     except Exception as exc:  # report, never crash
         return [f"<document>: internal error while checking: {type(exc).__name__}: {exc}"]
 
 
-def _errors(document: Any, gates: dict[str, bool]) -> list[Any]:
+def _errors(document: Any, options: Options) -> list[Any]:
     from jobset_infra.api import constants as c
     from jobset_infra.api.check import check_jobset
     from jobset_infra.api.errors import FieldError
@@ -120,7 +165,8 @@ def _errors(document: Any, gates: dict[str, bool]) -> list[Any]:
         return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if (api_version, kind) == (c.API_VERSION, c.KIND) or str(api_version).startswith(c.GROUP):
-        return check_jobset(document, feature_gates=gates).errors
+        old = options.old.get(_key(document))
+        return check_jobset(document, old, feature_gates=options.gates).errors
     errors = validate_builtin(document)
     if errors and errors[0].path == "kind" and errors[0].message.startswith("no kind"):
         return [

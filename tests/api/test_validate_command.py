@@ -209,3 +209,20 @@ def test_upstream_webhook_suite_cases(mutate: Any, want: str | None) -> None:
         assert lines == []
     else:
         assert any(want in line for line in lines), lines
+
+
+def test_old_file_turns_matching_jobsets_into_updates(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_bytes(_yaml(_valid()))
+    changed = _valid()
+    changed["spec"]["replicatedJobs"][0]["replicas"] = 5
+    new.write_bytes(_yaml(changed))
+    assert main(["validate", str(new)]) == 0
+    assert main(["validate", "--old", str(old), str(new)]) == 1
+    assert main(["validate", "--old", str(tmp_path / "missing.yaml"), str(new)]) == 2
+    suspended = _valid()
+    suspended["spec"]["suspend"] = True
+    suspended["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = {
+        "labels": {"kueue.x-k8s.io/podset": "w"}
+    }
+    assert check_text("f", _yaml(suspended), old={("ns", "js"): _valid()}) == []

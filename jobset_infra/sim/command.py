@@ -190,18 +190,34 @@ async def start_cluster(opts: Options) -> Cluster:
             sim.store, wait_for_binding=scheduler, auto_complete_after=opts.auto_complete
         )
         sim.add_component(cluster.job_controller)
-    await sim.start()
+    try:
+        await sim.start()
+    except OSError as err:
+        raise StartError(f"cannot listen on 127.0.0.1:{opts.port}: {err.strerror or err}; "
+                         "choose another --port (0 picks a free one)") from None
     try:
         register_crd(sim.store)
         await create_nodes(sim.store, opts.pools, sim.store.clock.now())
-        path = opts.kubeconfig or Path(tempfile.mkdtemp(prefix="jobset-infra-sim-")) / "kubeconfig"
-        cluster.kubeconfig = sim.kubeconfig(path)
+        cluster.kubeconfig = _write_kubeconfig(sim, opts.kubeconfig)
         if opts.controller:
             cluster.controller = await start_controller(sim.url)
     except BaseException:
         await cluster.stop()
         raise
     return cluster
+
+
+class StartError(RuntimeError):
+    """The simulated cluster could not start; the message says why and what to change."""
+
+
+def _write_kubeconfig(sim: Sim, wanted: Path | None) -> Path:
+    path = wanted or Path(tempfile.mkdtemp(prefix="jobset-infra-sim-")) / "kubeconfig"
+    try:
+        return sim.kubeconfig(path)
+    except OSError as err:
+        raise StartError(f"cannot write the kubeconfig to {path}: {err.strerror or err}; "
+                         "choose another --kubeconfig") from None
 
 
 def register_crd(store: Any) -> dict[str, Any]:
@@ -232,9 +248,8 @@ async def start_controller(url: str) -> Any:
 async def serve(opts: Options) -> int:
     try:
         cluster = await start_cluster(opts)
-    except OSError as err:
-        print(f"jobset-infra sim: cannot listen on 127.0.0.1:{opts.port}: {err.strerror or err}; "
-              "choose another --port (0 picks a free one)", file=sys.stderr)
+    except StartError as err:
+        print(f"jobset-infra sim: {err}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

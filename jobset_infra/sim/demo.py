@@ -10,6 +10,7 @@ is Completed (1 on a timeout, with what was missing).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,7 +19,7 @@ from typing import Any, Final
 import aiohttp
 
 from jobset_infra.api import constants as c
-from jobset_infra.sim.command import Cluster, Options, start_cluster
+from jobset_infra.sim.command import Cluster, Options, StartError, start_cluster
 from jobset_infra.sim.nodes import parse_nodes
 from jobset_infra.sim.resources import GVR
 from jobset_infra.testing.jobsets import make_jobset
@@ -93,7 +94,11 @@ async def run(opts: Options) -> int:
     say = Reporter().say
     print("jobset-infra sim --demo: a multislice TPU training JobSet on a simulated GKE cluster "
           "(no cloud account needed)", flush=True)
-    cluster = await start_cluster(opts)
+    try:
+        cluster = await start_cluster(opts)
+    except StartError as err:
+        print(f"jobset-infra sim --demo: {err}", file=sys.stderr)
+        return 1
     try:
         return await _story(cluster, say, len(pools), pools[0].nodes, len(opts.faults))
     except (TimeoutError, DemoError) as err:

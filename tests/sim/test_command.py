@@ -195,3 +195,12 @@ def test_with_the_controller_a_jobset_applied_by_kubectl_runs_to_completion(
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
     assert proc.returncode == 0, err
+
+
+def test_a_kubeconfig_that_cannot_be_written_is_an_error_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert command.run(parse("--port", "0", "--kubeconfig", "/proc/no-such-dir/kubeconfig")) == 1
+    err = capsys.readouterr().err
+    assert "cannot write the kubeconfig to /proc/no-such-dir/kubeconfig" in err
+    assert "Traceback" not in err

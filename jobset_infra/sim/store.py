@@ -46,6 +46,7 @@ from jobset_infra.sim.errors import (
 )
 from jobset_infra.sim.listing import ListResult
 from jobset_infra.sim.objects import ObjectIndex, Ref
+from jobset_infra.sim.pruning import prune_builtin
 from jobset_infra.sim.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.updates import clone
@@ -323,6 +324,8 @@ class Store:
                                            dry_run=dry_run)
         old = self._find(info, name, ns)
         new = updates.patched(info, old, patch_type, body)
+        if info.crd is None:  # a built-in type cannot hold fields its Go type lacks
+            new = prune_builtin(info.gvr.api_version, info.kind, new)[0]
         return self.replace(info, old, new, subresource=subresource,
                             field_manager=field_manager, dry_run=dry_run)
 

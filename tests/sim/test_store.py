@@ -496,3 +496,11 @@ def test_a_version_an_updated_crd_stops_serving_is_no_longer_served(store: Store
     store.update(CRDS, crd)
     with pytest.raises(NotFoundError):
         store.list(WIDGETS)
+
+
+def test_a_patch_cannot_add_a_field_a_builtin_kind_does_not_have(store: Store) -> None:
+    store.create(JOBS, job("a"), "default")
+    patched = store.patch(JOBS, "a", "default", patch.MERGE_PATCH,
+                          {"spec": {"completion": 3, "suspend": True}})
+    assert patched["spec"]["suspend"] is True
+    assert "completion" not in patched["spec"]

@@ -9,8 +9,9 @@ items of associative lists, `v:` for set members). Applying a configuration:
 3. merges the configuration into the live object (associative lists by key, other lists replaced);
 4. removes fields this manager applied before, no longer applies, and nobody else owns.
 
-Lists are associative when the built-in kind declares a patch merge key (see `patch.MERGE_KEYS`)
-or the CRD schema says `x-kubernetes-list-type: map`; other lists are atomic.
+Lists are associative when their field name is one built-in kinds declare a patch merge key for
+(`patch.MERGE_KEYS`: containers by name, conditions by type, ...); other lists, including a CRD's
+`x-kubernetes-list-type: map` lists, are treated as atomic (a simplification).
 """
 
 from __future__ import annotations

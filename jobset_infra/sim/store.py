@@ -262,6 +262,10 @@ class Store:
         return self.replace(info, old, obj, subresource=subresource,
                             field_manager=field_manager, dry_run=dry_run)
 
+    def update_status(self, gvr: GVR, obj: JsonObj, namespace: str | None = None) -> JsonObj:
+        """PUT .../status: only `obj["status"]` is taken; 409 on a stale resourceVersion."""
+        return self.update(gvr, obj, namespace, subresource="status")
+
     def replace(
         self,
         info: ResourceInfo,

@@ -152,7 +152,7 @@ def test_status_subresource_isolation(store: Store) -> None:
     obj = clone(main)
     obj["status"] = {"active": 3}
     obj["spec"]["suspend"] = False
-    status = store.update(JOBS, obj, subresource="status")
+    status = store.update_status(JOBS, obj)
     assert status["status"] == {"active": 3} and status["spec"]["suspend"] is True
 
 

@@ -1,0 +1,7 @@
+"""Entry point: `python -m benchmarks`."""
+
+import sys
+
+from benchmarks.run import main
+
+sys.exit(main())

@@ -121,7 +121,7 @@ async def _story(
         say(f"fault injection on: {faults} rule(s) act on every API request of the controller")
     await _create(cluster.sim.url, demo_jobset(pools, hosts, chips=4))
     say(f"created JobSet {NAMESPACE}/{NAME}: {pools} slices x {hosts} TPU hosts, one node pool "
-        "per slice (annotation alpha.jobset.sigs.k8s.io/exclusive-topology)")
+        f"per slice (annotation {c.EXCLUSIVE_KEY})")
     jobs = await until(lambda: _jobs(store, attempt="0", count=pools), f"{pools} child Jobs")
     for job in jobs:
         say(f"  Job {job['metadata']['name']} -> node pool {_pool(job)}")

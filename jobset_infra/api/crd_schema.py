@@ -16,15 +16,20 @@ Pure (no I/O); CEL programs and regexes are compiled once and cached.
 from __future__ import annotations
 
 import copy
-import functools
-import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from jobset_infra.api.crd_cel import Bindings, Rule, RuleCompileError
-from jobset_infra.api.crd_formats import format_ok
-from jobset_infra.api.errors import FieldError, child, show_value
+from jobset_infra.api.crd_checks import (
+    check_counts,
+    check_list_type,
+    check_type,
+    check_value,
+    identity,
+    type_error,
+    type_of,
+)
+from jobset_infra.api.errors import FieldError, child
 
 __all__ = ["CrdSchema", "CrdSchemaError"]
 
@@ -138,14 +143,14 @@ class CrdSchema:
         if has_old and value == old:
             return  # validation ratcheting (GA in 1.33): an unchanged value keeps its errors
         if value is None:
-            if not schema.get("nullable") and _type_of(schema):
-                yield _type_error(path, value, _type_of(schema))
+            if not schema.get("nullable") and type_of(schema):
+                yield type_error(path, value, type_of(schema))
             return
-        type_errors = list(_check_type(schema, value, path))
+        type_errors = list(check_type(schema, value, path))
         if type_errors:
             yield from type_errors
             return
-        yield from _check_value(schema, value, path)
+        yield from check_value(schema, value, path)
         if isinstance(value, dict):
             yield from self._validate_object(schema, value, old, path, has_old=has_old, root=root)
         elif isinstance(value, list):
@@ -154,7 +159,7 @@ class CrdSchema:
         for rule in self._rules.get(id(schema), []):
             if rule.is_transition and not has_old:
                 continue
-            error = rule.evaluate_bound(bindings, path, _type_of(schema) or "object")
+            error = rule.evaluate_bound(bindings, path, type_of(schema) or "object")
             if error is not None:
                 yield error
 
@@ -183,13 +188,13 @@ class CrdSchema:
             yield from self._validate(
                 sub, item, old_map.get(key), child(path, key), has_old=key in old_map
             )
-        yield from _check_counts(schema, len(value), path, "properties")
+        yield from check_counts(schema, len(value), path, "properties")
 
     def _validate_array(
         self, schema: Mapping[str, Any], value: list[Any], old: Any, path: str, *, has_old: bool
     ) -> Iterator[FieldError]:
-        yield from _check_counts(schema, len(value), path, "items")
-        yield from _check_list_type(schema, value, path)
+        yield from check_counts(schema, len(value), path, "items")
+        yield from check_list_type(schema, value, path)
         items = schema.get("items")
         if not isinstance(items, Mapping):
             return
@@ -258,159 +263,10 @@ def _default(schema: Any, value: Any) -> None:
             _default(schema.get("items"), item)
 
 
-# --- checks -------------------------------------------------------------------------------------
-
-
-def _type_of(schema: Mapping[str, Any]) -> str:
-    return str(schema.get("type") or "")
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
-def _type_error(path: str, value: Any, wanted: str) -> FieldError:
-    actual = _json_type(value)
-    return FieldError(
-        path, f'Invalid value: "{actual}": {path} in body must be of type {wanted}: "{actual}"'
-    )
-
-
-def _check_type(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[FieldError]:
-    actual = _json_type(value)
-    if schema.get("x-kubernetes-int-or-string"):
-        if actual not in ("integer", "string"):
-            yield _type_error(path, value, "integer or string")
-        return
-    wanted = _type_of(schema)
-    if not wanted or wanted == actual or (wanted == "number" and actual == "integer"):
-        return
-    yield _type_error(path, value, wanted)
-
-
-def _check_value(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[FieldError]:
-    enum = schema.get("enum")
-    if enum is not None and value not in enum:
-        allowed = ", ".join(json.dumps(v) for v in enum)
-        yield FieldError(
-            path, f"Unsupported value: {show_value(value)}: supported values: {allowed}"
-        )
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield from _check_number(schema, value, path)
-    if isinstance(value, str):
-        yield from _check_string(schema, value, path)
-
-
-def _check_number(schema: Mapping[str, Any], value: float, path: str) -> Iterator[FieldError]:
-    low, high = schema.get("minimum"), schema.get("maximum")
-    shown = show_value(value)
-    if low is not None:
-        if schema.get("exclusiveMinimum") and value <= low:
-            yield FieldError(
-                path, f"Invalid value: {shown}: {path} in body should be greater than {low}"
-            )
-        elif value < low:
-            yield FieldError(
-                path,
-                f"Invalid value: {shown}: {path} in body should be greater than or equal to {low}",
-            )
-    if high is not None:
-        if schema.get("exclusiveMaximum") and value >= high:
-            yield FieldError(
-                path, f"Invalid value: {shown}: {path} in body should be less than {high}"
-            )
-        elif value > high:
-            yield FieldError(
-                path,
-                f"Invalid value: {shown}: {path} in body should be less than or equal to {high}",
-            )
-    step = schema.get("multipleOf")
-    if step and value % step:
-        yield FieldError(
-            path, f"Invalid value: {shown}: {path} in body should be a multiple of {step}"
-        )
-
-
-def _check_string(schema: Mapping[str, Any], value: str, path: str) -> Iterator[FieldError]:
-    longest, shortest = schema.get("maxLength"), schema.get("minLength")
-    if longest is not None and len(value) > longest:
-        yield FieldError(path, f"Too long: may not be more than {longest} bytes")
-    if shortest is not None and len(value) < shortest:
-        yield FieldError(
-            path,
-            f"Invalid value: {show_value(value)}: {path} in body should be at least "
-            f"{shortest} chars long",
-        )
-    pattern = schema.get("pattern")
-    if pattern is not None and not _regex(pattern).search(value):
-        yield FieldError(
-            path, f"Invalid value: {show_value(value)}: {path} in body should match '{pattern}'"
-        )
-    fmt = schema.get("format")
-    if fmt is not None and not format_ok(fmt, value):
-        yield FieldError(
-            path,
-            f"Invalid value: {show_value(value)}: {path} in body must be of type {fmt}: "
-            f"{show_value(value)}",
-        )
-
-
-@functools.cache
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _check_counts(
-    schema: Mapping[str, Any], count: int, path: str, noun: str
-) -> Iterator[FieldError]:
-    most = schema.get(f"max{noun.capitalize()}")
-    least = schema.get(f"min{noun.capitalize()}")
-    if most is not None and count > most:
-        yield FieldError(path, f"Too many: {count}: must have at most {most} {noun}")
-    if least is not None and count < least:
-        yield FieldError(
-            path, f"Invalid value: {count}: {path} in body should have at least {least} {noun}"
-        )
-
-
-def _check_list_type(
-    schema: Mapping[str, Any], value: list[Any], path: str
-) -> Iterator[FieldError]:
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type not in ("map", "set"):
-        return
-    keys = schema.get("x-kubernetes-list-map-keys") or []
-    seen: set[str] = set()
-    for i, item in enumerate(value):
-        identity = _identity(item, keys if list_type == "map" else None)
-        if identity in seen:
-            shown = identity if list_type == "map" else show_value(item)
-            yield FieldError(child(path, i), f"Duplicate value: {shown}")
-        seen.add(identity)
-
-
-def _identity(item: Any, keys: list[str] | None) -> str:
-    if keys is not None and isinstance(item, dict):
-        return json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
-    return json.dumps(item, sort_keys=True)
-
-
 def _correlator(schema: Mapping[str, Any], old: Any) -> Any:
     """item -> the correlated old item (list-type map only) or _MISSING."""
     if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list):
         return lambda item: _MISSING
     keys = schema.get("x-kubernetes-list-map-keys") or []
-    by_key = {_identity(o, keys): o for o in old if isinstance(o, dict)}
-    return lambda item: by_key.get(_identity(item, keys), _MISSING)
+    by_key = {identity(o, keys): o for o in old if isinstance(o, dict)}
+    return lambda item: by_key.get(identity(item, keys), _MISSING)

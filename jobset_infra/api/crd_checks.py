@@ -115,7 +115,8 @@ def check_string(schema: Mapping[str, Any], value: str, path: str) -> Iterator[F
             f"{shortest} chars long",
         )
     pattern = schema.get("pattern")
-    if pattern is not None and not regex(pattern).search(value):
+    compiled = regex(pattern) if isinstance(pattern, str) else None
+    if compiled is not None and not compiled.search(value):
         yield FieldError(
             path, f"Invalid value: {show_value(value)}: {path} in body should match '{pattern}'"
         )
@@ -129,9 +130,12 @@ def check_string(schema: Mapping[str, Any], value: str, path: str) -> Iterator[F
 
 
 @functools.cache
-def regex(pattern: str) -> re.Pattern[str]:
-    """A compiled pattern (cached)."""
-    return re.compile(pattern)
+def regex(pattern: str) -> re.Pattern[str] | None:
+    """A compiled pattern (cached); None for RE2 syntax Python's `re` lacks (then not checked)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
 
 
 def check_counts(

@@ -382,3 +382,8 @@ def test_arbitrary_objects_never_raise(spec: dict[str, Any]) -> None:
     _, errors = schema.admit({"spec": spec}, old={"spec": spec})
     assert isinstance(errors, list)
     assert all(isinstance(e, FieldError) for e in errors)
+
+
+def test_a_pattern_python_cannot_compile_is_not_checked() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "\\pL+\\z"}}}
+    assert CrdSchema(schema).validate({"a": "x"}) == []

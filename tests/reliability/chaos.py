@@ -109,9 +109,11 @@ class Outcome:
     writes: Counter[str]  # controller write requests by resource (faulted ones included)
     injected: int
     kills: int
+    lease_losses: int  # replicas that lost the Lease under faults and were restarted
     seconds: float
     quiet_writes: Counter[str]  # non-Lease writes in the quiet second after everything finished
     requests: set[tuple[str, str, str, str | None]] = field(default_factory=set)
+    finished_at: dict[str, float] = field(default_factory=dict)  # seconds after the start
 
     @property
     def workload_writes(self) -> int:
@@ -152,18 +154,23 @@ def controller_config() -> ControllerConfig:
 
 
 class Replicas:
-    """Two controller replicas; `kill()` crashes one (no Lease release) and starts a new one."""
+    """Two controller replicas, kept at two like a Deployment: `kill()` crashes one (no Lease
+    release) and starts a new one; a replica whose Lease was lost exits (as `main` does) and
+    `supervise()` restarts it, as the kubelet would."""
 
     def __init__(self, url: str, seed: int) -> None:
         self.url, self.config = url, controller_config()
         self.running: list[RunningController] = []
         self._random = random.Random(seed)
+        self._lock = asyncio.Lock()
         self._n = 0
         self.killed = 0
+        self.lease_losses = 0
 
     async def start(self, count: int = 2) -> None:
-        for _ in range(count):
-            await self._start_one()
+        async with self._lock:
+            for _ in range(count):
+                await self._start_one()
 
     async def _start_one(self) -> None:
         self._n += 1
@@ -177,20 +184,33 @@ class Replicas:
             return
         raise AssertionError("a controller replica did not start in 20 attempts")
 
-    async def kill(self) -> None:
-        leaders = [r for r in self.running if r.is_leader]
-        victim = leaders[0] if leaders and self._random.random() < 0.75 else None
-        victim = victim or self._random.choice(self.running)
+    async def _replace(self, victim: RunningController, *, crash: bool) -> None:
         self.running.remove(victim)
-        victim.kill()  # no graceful release: the successor waits out the Lease
+        if crash:
+            victim.kill()  # no graceful release: the successor waits out the Lease
         await victim.stop(release=False)
-        self.killed += 1
         await self._start_one()
 
+    async def kill(self) -> None:
+        async with self._lock:
+            leaders = [r for r in self.running if r.is_leader]
+            victim = leaders[0] if leaders and self._random.random() < 0.75 else None
+            await self._replace(victim or self._random.choice(self.running), crash=True)
+            self.killed += 1
+
+    async def supervise(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            async with self._lock:
+                for ctl in [c for c in self.running if c.lost.is_set()]:
+                    self.lease_losses += 1
+                    await self._replace(ctl, crash=False)
+
     async def stop(self) -> None:
-        for ctl in self.running:
-            await ctl.stop()
-        self.running.clear()
+        async with self._lock:
+            for ctl in self.running:
+                await ctl.stop()
+            self.running.clear()
 
 
 async def _killer(replicas: Replicas, chaos: Chaos) -> None:
@@ -231,13 +251,18 @@ async def run(chaos: Chaos) -> Outcome:
     sim.store.observers.append(invariants.observe)
     replicas = Replicas(sim.url, chaos.seed)
     killer: asyncio.Task[None] | None = None
+    supervisor: asyncio.Task[None] | None = None
     try:
         await replicas.start()
+        supervisor = asyncio.create_task(replicas.supervise())
         for js in workload():
             sim.store.create(JOBSETS, js, NS)
         killer = asyncio.create_task(_killer(replicas, chaos))
+        finished_at: dict[str, float] = {}
         async with Driver(sim.store, jobs, chaos.seed):
-            while len(_terminal(sim)) < len(FATES):
+            while len(finished_at) < len(FATES):
+                for name in _terminal(sim):
+                    finished_at.setdefault(name, round(time.monotonic() - started, 1))
                 if time.monotonic() - started > chaos.deadline:
                     break
                 await asyncio.sleep(0.05)
@@ -255,13 +280,18 @@ async def run(chaos: Chaos) -> Outcome:
             writes=recorder.writes,
             injected=faults.total,
             kills=replicas.killed,
+            lease_losses=replicas.lease_losses,
             seconds=time.monotonic() - started,
             quiet_writes=quiet,
             requests=recorder.requests,
+            finished_at=finished_at,
         )
     finally:
-        if killer is not None:
-            killer.cancel()
+        for task in (killer, supervisor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await replicas.stop()
         await sim.stop()
 
@@ -288,6 +318,7 @@ def describe(outcome: Outcome) -> dict[str, Any]:
         "seconds": round(outcome.seconds, 1),
         "injected": outcome.injected,
         "kills": outcome.kills,
+        "lease_losses": outcome.lease_losses,
         "workload_writes": outcome.workload_writes,
         "lease_writes": outcome.writes.get("leases", 0),
         "quiet_writes": dict(outcome.quiet_writes),

@@ -1,0 +1,39 @@
+# One command surface. CI runs .ci/run, which installs from scratch and runs the same checks.
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+##@ Setup
+.PHONY: help venv
+help: ## show the targets
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+
+venv: ## create .venv and install the package with its test extra
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q -e '.[test,bench]'
+
+##@ Develop
+.PHONY: demo check test test-integration verify generate bench bench-quick
+demo: ## run a multislice JobSet end to end on the simulated cluster (no cloud)
+	$(BIN)/jobset-infra sim --demo
+
+check: ## ruff and mypy --strict
+	$(BIN)/ruff check jobset_infra tests stacks examples benchmarks
+	$(BIN)/mypy jobset_infra
+
+test: ## the whole test suite (unit, sim integration; envtest when KUBEBUILDER_ASSETS is set)
+	$(BIN)/pytest -q
+
+test-integration: ## only the controller-against-API-server tier
+	$(BIN)/pytest -q tests/integration
+
+generate: ## regenerate the CRD from the models
+	$(BIN)/jobset-infra crd
+
+verify: ## fail if a generated file differs from a fresh generation
+	$(BIN)/jobset-infra crd --check
+
+bench: ## the full benchmark run (minutes); results in benchmarks/RESULTS.md
+	$(BIN)/python -m benchmarks
+
+bench-quick: ## the benchmark smoke run (under a minute)
+	$(BIN)/python -m benchmarks --quick

@@ -1,23 +1,20 @@
 """The simulated cluster's Job controller (and kubelet): turns batch/v1 Jobs into Pods and status.
 
-    jc = JobController(sim.store, wait_for_binding=False, auto_complete_after=None)
-    await jc.start()
-    ...
-    await jc.succeed_job("ns", "js-workers-0")
-    await jc.fail_job("ns", "js-workers-1", reason="BackoffLimitExceeded", message="...")
-    await jc.fail_pod("ns", "js-workers-1-0-bcdfg", exit_code=3)   # OnFailure: restarts in place
-    await jc.fail_pod("ns", "js-workers-1-0-bcdfg", in_place=False, reason="Evicted")
-    await jc.stop()
+    async with JobController(sim.store, wait_for_binding=False) as jc:
+        await jc.succeed_job("ns", "js-workers-0")
+        await jc.fail_job("ns", "js-workers-1", reason="BackoffLimitExceeded", message="...")
+        await jc.fail_pod("ns", "js-workers-1-0-bcdfg", exit_code=3)  # OnFailure: in place
+        await jc.fail_pod("ns", "js-workers-1-0-bcdfg", in_place=False, reason="Evicted")
+        await jc.settled()
 
-It works in-process on the `Store`: two watches (Jobs, Pods) only say which Jobs changed; a worker
-then reads each dirty Job and the Pods it owns straight from the store (always fresh, so a replayed
-decision never doubles Pods), asks `job_sync.sync_job` what to do and applies the plan. Dirty Jobs
-are de-duplicated and handled in batches, with a yield to the event loop between batches, so
-thousands of Jobs cost O(changes), never O(n^2).
+In-process on the `Store`: two watches (Jobs, Pods) only say which Jobs changed; a worker reads
+each dirty Job and the Pods it owns straight from the store (always fresh, so a replayed decision
+never doubles Pods), asks `job_sync.sync_job` what to do and applies the plan. Dirty Jobs are
+de-duplicated and handled in batches with a yield in between: O(changes), never O(n^2).
 
-With `wait_for_binding=True` (a scheduler is running) a Pod becomes Running and Ready only once
-`spec.nodeName` is set; otherwise at once. `auto_complete_after=S` lets every Pod succeed S seconds
-after it started (demos). When no JobController runs, tests write Job status by hand, as upstream
+`wait_for_binding=True` (a scheduler runs): a Pod becomes Running and Ready only once
+`spec.nodeName` is set; otherwise at once. `auto_complete_after=S`: every Pod succeeds S seconds
+after it started (demos). Without a JobController, tests write Job status by hand, as upstream
 JobSet's envtest suites do.
 """
 
@@ -173,6 +170,18 @@ class JobController:
         self._settle(_owner_key(pod))
         await asyncio.sleep(0)
         return pod
+
+    async def settled(self, *, quiet_rounds: int = 5, max_rounds: int = 10_000) -> None:
+        """Return once every change made so far is handled: no Job is dirty and the store has
+        not changed for `quiet_rounds` turns of the event loop (everything here is in-process)."""
+        quiet, version = 0, self.store.resource_version
+        for _ in range(max_rounds):
+            await asyncio.sleep(0)
+            busy = bool(self._dirty) or self.store.resource_version != version
+            quiet, version = (0 if busy else quiet + 1), self.store.resource_version
+            if quiet >= quiet_rounds:
+                return
+        raise TimeoutError(f"the sim Job controller did not settle in {max_rounds} rounds")
 
     def pods_of(self, namespace: str, name: str) -> list[JsonObj]:
         """The Pods the Job owns, by completion index then name."""

@@ -10,8 +10,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
+from jobset_infra.sim import job_pods, job_sync
 from jobset_infra.sim.job_controller import JOBS, PODS, JobController
 from jobset_infra.sim.nodes import create_nodes, parse_nodes
 from jobset_infra.sim.resources import GVR
@@ -335,3 +338,81 @@ async def test_fail_pod_under_on_failure_restarts_the_container_in_place(
     victim = jc.pods_of(NS, "js-w-1")[0]["metadata"]["name"]
     gone = await jc.fail_pod(NS, victim, in_place=False, reason="Evicted", message="drained")
     assert gone["status"]["phase"] == "Failed" and gone["status"]["reason"] == "Evicted"
+
+
+# --- Property: whatever happens, the controller reaches a fixed point that adds up ----------
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["create", "suspend", "resume", "fail", "succeed", "delete-pod",
+                         "delete-job", "restart-container"]),
+        st.integers(0, 2), st.integers(0, 7),
+    ),
+    max_size=14,
+)
+
+
+def _apply_op(store: Store, op: str, job: str, pick: int) -> bool:
+    """Carry out one operation; True when it failed a running Pod (a failure to count)."""
+    live = sorted(
+        (p for p in store.iter_objects(PODS, NS)
+         if p["metadata"]["labels"].get("job-name") == job
+         and p["status"].get("phase") in ("Pending", "Running")),
+        key=lambda p: p["metadata"]["name"],
+    )
+    pod = live[pick % len(live)] if live else None
+    exists = store.try_get(JOBS, job, NS) is not None
+    if op == "create" and not exists:
+        create_job(store, job, parallelism=2, completions=3, backoff_limit=2)
+    elif op in ("suspend", "resume") and exists:
+        store.patch(JOBS, job, NS, "application/merge-patch+json",
+                    {"spec": {"suspend": op == "suspend"}})
+    elif op in ("fail", "succeed") and pod is not None:
+        done = job_pods.finished_status(pod, T_NODES, succeeded=op == "succeed")
+        store.update(PODS, {**pod, "status": done}, subresource="status")
+        return op == "fail"
+    elif op == "restart-container" and pod is not None and pod["status"].get("phase") == "Running":
+        restarted = job_pods.restarted_status(pod, T_NODES)
+        store.update(PODS, {**pod, "status": restarted}, subresource="status")
+    elif op == "delete-pod" and pod is not None:
+        store.delete(PODS, pod["metadata"]["name"], NS)
+        return True
+    elif op == "delete-job" and exists:
+        store.delete(JOBS, job, NS, propagation="Background")
+    return False
+
+
+@given(ops=_OPS)
+def test_after_any_operations_every_job_is_at_a_fixed_point_that_adds_up(
+    ops: list[tuple[str, int, int]],
+) -> None:
+    async def scenario() -> None:
+        store = new_store()
+        failures: dict[str, int] = {}
+        async with JobController(store) as jc:
+            for op, which, pick in ops:
+                name = f"job-{which}"
+                if op == "delete-job":
+                    failures.pop(name, None)
+                if _apply_op(store, op, name, pick):
+                    failures[name] = failures.get(name, 0) + 1
+                await jc.settled()
+            for job in store.iter_objects(JOBS, NS):
+                uid = job["metadata"]["uid"]
+                views = jc._pods(job)
+                plan = job_sync.sync_job(job, views, counted=jc._counted.get(uid, set()),
+                                         now=T_NODES, wait_for_binding=False)
+                assert plan.empty, f"{job['metadata']['name']} not at a fixed point: {plan}"
+                live = [v for v in views if v.live]
+                got = job.get("status") or {}
+                assert got.get("active", 0) == len(live) and got["ready"] == len(live)
+                assert len({v.index for v in live}) == len(live) <= 2
+                finished = any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                               for c in got.get("conditions") or ())
+                if finished or job["spec"]["suspend"]:
+                    assert live == []
+                # every Pod failed or deleted while it ran counts once, as in Kubernetes
+                assert got.get("failed", 0) == failures.get(job["metadata"]["name"], 0)
+        assert not jc._tasks
+
+    asyncio.run(scenario())

@@ -25,6 +25,7 @@ from jobset_infra.controller.core.types import format_time
 
 __all__ = [
     "ConditionSpec",
+    "EventType",
     "completed",
     "failed",
     "find_condition",

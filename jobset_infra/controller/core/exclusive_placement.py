@@ -40,7 +40,7 @@ from jobset_infra.controller.placement.strategy import Strategy, strategy_for
 
 __all__ = ["PlacementDecision", "place_new_jobs", "place_resumed_jobs"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +172,12 @@ def _names(jobs: Iterable[Manifest]) -> tuple[str, ...]:
 
 
 def _by_strategy(
-    jobs: Sequence[T],
+    jobs: Sequence[_T],
     inputs: PlacementInputs,
     config: CoreConfig,
-    annotations_of: Callable[[T], Mapping[str, str]],
-) -> dict[Strategy, list[T]]:
-    groups: dict[Strategy, list[T]] = {}
+    annotations_of: Callable[[_T], Mapping[str, str]],
+) -> dict[Strategy, list[_T]]:
+    groups: dict[Strategy, list[_T]] = {}
     for job in jobs:
         strategy = Strategy.NONE
         if config.exclusive_placement:

@@ -19,7 +19,12 @@ from jobset_infra.controller.placement.jobs import JobPlacementView
 from jobset_infra.controller.placement.nodes import SlimNode
 from jobset_infra.controller.placement.occupancy import Occupancy
 
-__all__ = ["PlacementInputs", "needs_exclusive_placement", "placement_inputs"]
+__all__ = [
+    "DEFAULT_RETRY_SECONDS",
+    "PlacementInputs",
+    "needs_exclusive_placement",
+    "placement_inputs",
+]
 
 # How long a JobSet waiting for a domain waits before it is looked at again. The runtime also
 # re-queues it on Node and Job changes, so this is only a safety net.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jobset_infra.controller.placement.jobs import JobPlacementView
 
-__all__ = ["Occupancy"]
+__all__ = ["DomainId", "Occupancy"]
 
 DomainId = tuple[str, str]  # (topology key, domain name)
 

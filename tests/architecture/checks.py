@@ -1,0 +1,229 @@
+"""The architecture checks: each takes modules and returns its violations as sentences.
+
+Pure over `scan.Module`, so test_checks.py proves each check fails on a small synthetic module
+that breaks its rule, and the guard tests run the same checks over the real tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tests.architecture import rules
+from tests.architecture.scan import (
+    Import,
+    Module,
+    bound_names,
+    declared_all,
+    dotted,
+    function_length,
+    functions,
+    import_aliases,
+    imports_of,
+    public_definitions,
+    string_literals,
+    top_level_package,
+    within,
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: the module, what it reached for (a layer, a name), and a sentence."""
+
+    module: str
+    subject: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def layer_violations(modules: Iterable[Module], known: frozenset[str]) -> list[Violation]:
+    """Imports of our own modules that point against the layering (guideline 1)."""
+    found = []
+    for module in modules:
+        source_layer = rules.layer_of(module.name)
+        if source_layer is None or source_layer == "namespace":
+            continue
+        for imp in imports_of(module, known):
+            target_layer = rules.layer_of(imp.target)
+            if target_layer is None or _edge_allowed(source_layer, target_layer, imp):
+                continue
+            text = (
+                f"{module.path}:{imp.line}: {source_layer} imports {imp.target} "
+                f"({target_layer}); allowed: {sorted(rules.ALLOWED[source_layer])}"
+            )
+            found.append(Violation(module.name, target_layer, text))
+    return found
+
+
+def _edge_allowed(source_layer: str, target_layer: str, imp: Import) -> bool:
+    if target_layer == "namespace" or target_layer in rules.ALLOWED[source_layer]:
+        return True
+    return imp.lazy and (imp.source, target_layer) in rules.LAZY_ALLOWED
+
+
+def namespace_violations(modules: Iterable[Module], known: frozenset[str]) -> list[Violation]:
+    """The namespace packages (jobset_infra, jobset_infra.controller) import nothing of ours."""
+    return [
+        Violation(m.name, imp.target, f"{m.path}:{imp.line}: a namespace package imports "
+                  f"{imp.target}")
+        for m in modules
+        if rules.layer_of(m.name) == "namespace"
+        for imp in imports_of(m, known)
+        if top_level_package(imp.target) == "jobset_infra"
+    ]
+
+
+def import_closure(start: str, modules: Iterable[Module], known: frozenset[str]) -> set[str]:
+    """Our modules that importing `start` executes: module-level imports, parents included."""
+    by_name = {m.name: m for m in modules}
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        for parent in _self_and_parents(name):
+            if parent in seen or parent not in by_name:
+                continue
+            seen.add(parent)
+            todo.extend(i.target for i in imports_of(by_name[parent], known) if not i.lazy)
+    return seen
+
+
+def _self_and_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
+
+
+def closure_violations(
+    start_prefix: str, allowed_layers: frozenset[str], modules: list[Module], known: frozenset[str]
+) -> list[Violation]:
+    """Modules outside `allowed_layers` that importing any module under `start_prefix` runs."""
+    found = []
+    for module in (m for m in modules if within(m.name, start_prefix)):
+        reached = import_closure(module.name, modules, known)
+        outside = sorted(n for n in reached if rules.layer_of(n) not in allowed_layers)
+        if outside:
+            text = f"{module.path}: importing it also imports {outside}"
+            found.append(Violation(module.name, ",".join(outside), text))
+    return found
+
+
+def third_party_violations(
+    modules: Iterable[Module], forbidden: frozenset[str], layers: Iterable[str]
+) -> list[Violation]:
+    """Imports of `forbidden` third-party/stdlib modules (or their submodules) in `layers`."""
+    layer_set = set(layers)
+    return [
+        Violation(m.name, imp.target, f"{m.path}:{imp.line}: {rules.layer_of(m.name)} imports "
+                  f"{imp.target}")
+        for m in modules
+        if rules.layer_of(m.name) in layer_set
+        for imp in imports_of(m)
+        if any(within(imp.target, f) for f in forbidden)
+    ]
+
+
+def pulumi_violations(modules: Iterable[Module]) -> list[Violation]:
+    """pulumi / pulumi_* outside components/ (and lazily in the `plan` command)."""
+    found = []
+    for m in modules:
+        if rules.layer_of(m.name) in rules.PULUMI_LAYERS:
+            continue
+        for imp in imports_of(m):
+            top = top_level_package(imp.target)
+            if top != "pulumi" and not top.startswith("pulumi_"):
+                continue
+            if imp.lazy and m.name in rules.PULUMI_LAZY:
+                continue
+            text = f"{m.path}:{imp.line}: imports {imp.target} outside components/"
+            found.append(Violation(m.name, imp.target, text))
+    return found
+
+
+def clock_violations(modules: Iterable[Module]) -> list[Violation]:
+    """Reads of the clock or of randomness (guideline 10: time and randomness are injected).
+
+    Names are resolved through the module's imports, so `import time as t; t.monotonic()` and
+    `from datetime import datetime as D; D.now()` are caught like the plain spellings.
+    """
+    found = []
+    for m in modules:
+        aliases = import_aliases(m)
+        for imp in imports_of(m):
+            if top_level_package(imp.target) in rules.CLOCK_AND_RANDOM_MODULES:
+                text = f"{m.path}:{imp.line}: imports {imp.target}"
+                found.append(Violation(m.name, imp.target, text))
+        for node in ast.walk(m.tree):
+            name = _qualified(node, aliases)
+            if name in rules.CLOCK_AND_RANDOM_CALLS:
+                text = f"{m.path}:{getattr(node, 'lineno', 0)}: reads {name}"
+                found.append(Violation(m.name, name, text))
+    return found
+
+
+def _qualified(node: ast.AST, aliases: dict[str, str]) -> str:
+    """The fully qualified name an attribute chain or an imported name refers to, or ''."""
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        names = [f"{node.module}.{a.name}" for a in node.names]
+        return next((n for n in names if n in rules.CLOCK_AND_RANDOM_CALLS), "")
+    if not isinstance(node, ast.Attribute):
+        return ""
+    head, _, rest = dotted(node).partition(".")
+    return f"{aliases[head]}.{rest}" if head in aliases and rest else ""
+
+
+def upstream_string_violations(modules: Iterable[Module]) -> list[Violation]:
+    """Exact upstream label/annotation keys spelled outside api/constants.py (guideline 4)."""
+    return [
+        Violation(m.name, text, f"{m.path}:{line}: {text!r}: use jobset_infra/api/constants.py")
+        for m in modules
+        if m.name != rules.CONSTANTS_MODULE
+        for line, text in string_literals(m)
+        if any(fragment in text for fragment in rules.UPSTREAM_KEY_FRAGMENTS)
+    ]
+
+
+def module_size_violations(modules: Iterable[Module], limit: int) -> list[Violation]:
+    return [Violation(m.name, str(m.line_count), f"{m.path}: {m.line_count} lines (limit {limit})")
+            for m in modules if m.line_count > limit]
+
+
+def function_size_violations(modules: Iterable[Module], limit: int) -> list[Violation]:
+    return [
+        Violation(m.name, f.name,
+                  f"{m.path}:{f.lineno}: {f.name} is {function_length(f)} lines (limit {limit})")
+        for m in modules
+        for f in functions(m)
+        if function_length(f) > limit
+    ]
+
+
+def export_violations(module: Module) -> tuple[set[str], set[str]]:
+    """(public names missing from __all__, names in __all__ the module does not bind)."""
+    exported = declared_all(module)
+    if exported is None:
+        return set(), set()
+    return public_definitions(module) - set(exported), set(exported) - bound_names(module)
+
+
+def split_allow_listed(
+    violations: list[Violation], allow_list: Iterable[tuple[str, str] | str]
+) -> tuple[list[str], set[tuple[str, str] | str]]:
+    """(violations no entry covers, entries that covered none: stale).
+
+    An entry is a module name (any violation in it) or (module, subject) for exactly one kind.
+    """
+    entries = set(allow_list)
+
+    def covered_by(v: Violation) -> tuple[str, str] | str | None:
+        for key in (v.module, (v.module, v.subject)):
+            if key in entries:
+                return key
+        return None
+
+    used = {covered_by(v) for v in violations} - {None}
+    remaining = [v.text for v in violations if covered_by(v) is None]
+    return remaining, {e for e in entries if e not in used}

@@ -1,0 +1,247 @@
+"""The checks themselves: each one finds a violation in a small synthetic module, and passes
+the same module written the allowed way. This is what keeps the guard tests able to fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.architecture import checks, rules
+from tests.architecture.scan import Module, imports_of, module_from_source
+
+KNOWN = frozenset(
+    {
+        "jobset_infra",
+        "jobset_infra.api",
+        "jobset_infra.api.constants",
+        "jobset_infra.api.models",
+        "jobset_infra.tpu",
+        "jobset_infra.tpu.catalog",
+        "jobset_infra.manifests",
+        "jobset_infra.manifests.meta",
+        "jobset_infra.controller",
+        "jobset_infra.controller.core",
+        "jobset_infra.controller.core.types",
+        "jobset_infra.controller.placement",
+        "jobset_infra.controller.runtime",
+        "jobset_infra.controller.runtime.manager",
+        "jobset_infra.sim",
+        "jobset_infra.sim.command",
+        "jobset_infra.sim.demo",
+        "jobset_infra.testing",
+        "jobset_infra.testing.jobs",
+        "jobset_infra.testing.jobsets",
+    }
+)
+
+
+def _mod(name: str, source: str) -> Module:
+    return module_from_source(name, source)
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.api.x", "from jobset_infra.tpu import catalog\n", 1,
+                     id="api importing tpu breaks their independence"),
+        pytest.param("jobset_infra.tpu.x", "import jobset_infra.api.models\n", 1,
+                     id="tpu importing api breaks their independence"),
+        pytest.param("jobset_infra.manifests.x", "from jobset_infra.controller.core import types\n",
+                     1, id="manifests importing the controller is against the layers"),
+        pytest.param("jobset_infra.controller.core.x",
+                     "from jobset_infra.controller.runtime import manager\n", 1,
+                     id="core importing runtime points upwards"),
+        pytest.param("jobset_infra.controller.core.x", "from ..placement import x\n", 0,
+                     id="core importing placement relatively is allowed"),
+        pytest.param("jobset_infra.api.x", "from .models import JobSet\n", 0,
+                     id="api importing api relatively is allowed"),
+        pytest.param("jobset_infra.sim.x",
+                     "def f():\n    from jobset_infra.controller.runtime import manager\n", 1,
+                     id="sim importing runtime lazily is still wrong outside sim/command.py"),
+        pytest.param("jobset_infra.sim.command",
+                     "def f():\n    from jobset_infra.controller.runtime import manager\n", 0,
+                     id="sim/command.py importing runtime lazily is allowed"),
+        pytest.param("jobset_infra.sim.command",
+                     "from jobset_infra.controller.runtime import manager\n", 1,
+                     id="sim/command.py importing runtime at module level is not"),
+        pytest.param("jobset_infra.sim.command",
+                     "import importlib\n"
+                     "importlib.import_module('jobset_infra.controller.runtime.manager')\n", 1,
+                     id="an import_module call at module level is an eager import"),
+        pytest.param("jobset_infra.api.x",
+                     "import importlib\nM = 'jobset_infra.controller.core.types'\n"
+                     "def f():\n    return importlib.import_module(M)\n", 1,
+                     id="a dynamic import by module name string counts"),
+        pytest.param("jobset_infra.api.x",
+                     "import logging\nlog = logging.getLogger('jobset_infra.controller')\n", 0,
+                     id="a logger named like a package is not an import"),
+    ],
+)
+def test_layer_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.layer_violations([_mod(name, source)], KNOWN)
+    assert len(found) == want_violations, [v.text for v in found]
+
+
+def test_closure_follows_module_level_imports_and_parent_packages() -> None:
+    modules = [
+        _mod("jobset_infra.sim.demo", "from jobset_infra.testing.jobs import make_job\n"),
+        module_from_source("jobset_infra.testing", '"""builders"""\n', package=True),
+        _mod("jobset_infra.testing.jobs", "from jobset_infra.controller.core.types import C\n"),
+        module_from_source("jobset_infra.controller.core",
+                           "from .types import C\n", package=True),
+        _mod("jobset_infra.controller.core.types", "C = 1\n"),
+    ]
+    found = checks.closure_violations("jobset_infra.sim", rules.SIM_CLOSURE, modules, KNOWN)
+    assert len(found) == 1
+    assert "jobset_infra.controller.core.types" in found[0].text
+
+
+def test_closure_ignores_lazy_imports() -> None:
+    modules = [
+        _mod("jobset_infra.sim.command",
+             "def f():\n    from jobset_infra.controller.runtime import manager\n"),
+        _mod("jobset_infra.controller.runtime.manager", "X = 1\n"),
+    ]
+    assert checks.closure_violations("jobset_infra.sim", rules.SIM_CLOSURE, modules, KNOWN) == []
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.manifests.x", "import pulumi\n", 1,
+                     id="pulumi in manifests is forbidden"),
+        pytest.param("jobset_infra.sim.x", "import pulumi_kubernetes as k8s\n", 1,
+                     id="a pulumi provider package in sim is forbidden"),
+        pytest.param("jobset_infra.plan_command", "import pulumi\n", 1,
+                     id="the plan command may not import pulumi at module level"),
+        pytest.param("jobset_infra.plan_command", "def f():\n    import pulumi\n", 0,
+                     id="the plan command may import pulumi lazily"),
+        pytest.param("jobset_infra.components.x", "import pulumi_gcp as gcp\n", 0,
+                     id="components may import pulumi"),
+    ],
+)
+def test_pulumi_check(name: str, source: str, want_violations: int) -> None:
+    assert len(checks.pulumi_violations([_mod(name, source)])) == want_violations
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.core.x", "import asyncio\n", 1,
+                     id="asyncio in the core is forbidden"),
+        pytest.param("jobset_infra.tpu.x", "from kubernetes_asyncio import client\n", 1,
+                     id="a kubernetes client in tpu is forbidden"),
+        pytest.param("jobset_infra.api.x", "def f():\n    import aiohttp\n", 1,
+                     id="aiohttp in api is forbidden even lazily"),
+        pytest.param("jobset_infra.manifests.x", "from http import HTTPStatus\n", 0,
+                     id="http status codes are data, not I/O"),
+        pytest.param("jobset_infra.controller.runtime.x", "import aiohttp\n", 0,
+                     id="the runtime is the shell and does I/O"),
+    ],
+)
+def test_io_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.third_party_violations([_mod(name, source)], rules.IO_MODULES,
+                                          rules.PURE_LAYERS)
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("from datetime import datetime\nx = datetime.now()\n", 1,
+                     id="datetime.now is a clock read"),
+        pytest.param("import datetime as dt\nx = dt.datetime.now(dt.UTC)\n", 1,
+                     id="a qualified datetime.now is a clock read"),
+        pytest.param("import time\nx = time.monotonic()\n", 1, id="time.monotonic"),
+        pytest.param("from time import time\n", 1, id="importing time.time"),
+        pytest.param("import random\n", 1, id="randomness"),
+        pytest.param("from dataclasses import field\nfrom datetime import datetime\n"
+                     "f = field(default_factory=datetime.now)\n", 1,
+                     id="a clock passed as a default factory"),
+        pytest.param("from datetime import datetime, timedelta\n"
+                     "def later(now: datetime) -> datetime:\n    return now + timedelta(1)\n", 0,
+                     id="an injected now is pure"),
+    ],
+)
+def test_clock_check(source: str, want_violations: int) -> None:
+    found = checks.clock_violations([_mod("jobset_infra.controller.core.x", source)])
+    assert len(found) == want_violations, [v.text for v in found]
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.core.x",
+                     "KEY = 'jobset.sigs.k8s.io/jobset-name'\n", 1,
+                     id="an upstream label key outside constants"),
+        pytest.param("jobset_infra.sim.x",
+                     "def f(n):\n    return f'alpha.jobset.sigs.k8s.io/{n}'\n", 1,
+                     id="an upstream annotation prefix in an f-string"),
+        pytest.param("jobset_infra.api.constants",
+                     "KEY = 'jobset.sigs.k8s.io/jobset-name'\n", 0,
+                     id="the constants module is where they live"),
+        pytest.param("jobset_infra.tpu.x",
+                     "'''Mirrors `jobset.sigs.k8s.io/jobset-name`.'''\n", 0,
+                     id="a docstring may quote a key"),
+    ],
+)
+def test_upstream_string_check(name: str, source: str, want_violations: int) -> None:
+    assert len(checks.upstream_string_violations([_mod(name, source)])) == want_violations
+
+
+def test_size_checks() -> None:
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(61))
+    module = _mod("jobset_infra.tpu.x", f"def f():\n{long_body}")
+    assert len(checks.function_size_violations([module], 60)) == 1
+    assert checks.function_size_violations([module], 62) == []
+    assert len(checks.module_size_violations([module], 61)) == 1
+    assert checks.module_size_violations([module], 62) == []
+
+
+@pytest.mark.parametrize(
+    "source, want_missing, want_unbound",
+    [
+        pytest.param("__all__ = ['f']\ndef f(): ...\ndef g(): ...\n", {"g"}, set(),
+                     id="a public function missing from __all__"),
+        pytest.param("__all__ = ['f', 'h']\ndef f(): ...\n", set(), {"h"},
+                     id="__all__ naming an undefined name"),
+        pytest.param("from typing import TypeVar\n__all__ = ['f']\n_T = TypeVar('_T')\n"
+                     "def f(): ...\n", set(), set(), id="private names and imports are exempt"),
+        pytest.param("X = 1\n", set(), set(), id="a module without __all__ is not checked"),
+    ],
+)
+def test_export_check(source: str, want_missing: set[str], want_unbound: set[str]) -> None:
+    missing, unbound = checks.export_violations(_mod("jobset_infra.api.x", source))
+    assert (missing, unbound) == (want_missing, want_unbound)
+
+
+def test_allow_list_reports_stale_entries() -> None:
+    found = checks.layer_violations(
+        [_mod("jobset_infra.api.x", "from jobset_infra.tpu import catalog\n")], KNOWN
+    )
+    remaining, stale = checks.split_allow_listed(
+        found, {("jobset_infra.api.x", "tpu"), ("jobset_infra.api.y", "tpu")}
+    )
+    assert remaining == []
+    assert stale == {("jobset_infra.api.y", "tpu")}
+
+
+def test_relative_imports_resolve_against_the_package() -> None:
+    init = module_from_source("jobset_infra.controller.core", "from . import types\n",
+                              package=True)
+    leaf = _mod("jobset_infra.controller.core.x", "from ..placement import y\n")
+    assert [i.target for i in imports_of(init, KNOWN)] == ["jobset_infra.controller.core.types"]
+    assert [i.target for i in imports_of(leaf, KNOWN)] == ["jobset_infra.controller.placement"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("import time as t\nx = t.monotonic()\n", id="an aliased time module"),
+        pytest.param("from datetime import datetime as D\nx = D.now()\n",
+                     id="an aliased datetime class"),
+        pytest.param("def f():\n    import uuid\n    return uuid.uuid4()\n",
+                     id="a lazily imported uuid4"),
+    ],
+)
+def test_clock_check_sees_through_aliases(source: str) -> None:
+    assert len(checks.clock_violations([_mod("jobset_infra.tpu.x", source)])) == 1

@@ -32,7 +32,7 @@ def sorted_versions(versions: list[str]) -> list[str]:
 
 def not_found() -> NotFoundError:
     return NotFoundError(404, "NotFound", "the server could not find the requested resource",
-                       details={})
+                         details={})
 
 
 def api_versions(server_address: str) -> JsonObj:

@@ -115,8 +115,9 @@ class Store:
     def info(self, gvr: GVR) -> ResourceInfo:
         info = self.registry.get(gvr)
         if info is None:
-            raise NotFoundError(404, "NotFound", "the server could not find the requested resource",
-                              details={"group": gvr.group, "kind": gvr.resource})
+            raise NotFoundError(404, "NotFound",
+                                "the server could not find the requested resource",
+                                details={"group": gvr.group, "kind": gvr.resource})
         return info
 
     def _ns(self, info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:

@@ -249,14 +249,14 @@ class Scheduler:
             with contextlib.suppress(StatusError):
                 pod = self.store.get(PODS, key[1], key[0])
                 conditions = [*(pod.get("status") or {}).get("conditions", []), condition]
-                self.store.patch(
-                    PODS,
-                    key[1],
-                    key[0],
-                    MERGE_PATCH,
-                    {"status": {"phase": "Failed", "conditions": conditions}},
-                    subresource="status",
-                )
+                self._patch_status(key, {"phase": "Failed", "conditions": conditions})
+
+    def _patch_status(self, key: tuple[str, str], status: JsonObj) -> None:
+        """Merge `status` into a Pod's status; a Pod deleted meanwhile is left alone."""
+        with contextlib.suppress(StatusError):
+            self.store.patch(
+                PODS, key[1], key[0], MERGE_PATCH, {"status": status}, subresource="status"
+            )
 
     # --- scheduling -----------------------------------------------------------------------
 
@@ -381,12 +381,4 @@ class Scheduler:
             for c in (pod.get("status") or {}).get("conditions") or ()
             if c.get("type") != "PodScheduled"
         ]
-        with contextlib.suppress(StatusError):
-            self.store.patch(
-                PODS,
-                key[1],
-                key[0],
-                MERGE_PATCH,
-                {"status": {"conditions": [*others, condition]}},
-                subresource="status",
-            )
+        self._patch_status(key, {"conditions": [*others, condition]})

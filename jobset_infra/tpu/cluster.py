@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from jobset_infra.tpu.spec import SlicePoolsError
-from jobset_infra.tpu.validation import RELEASE_CHANNELS, at_least_version
+from jobset_infra.tpu.validation import at_least_version, release_channel_problem
 
 __all__ = [
     "NODE_OAUTH_SCOPES",
@@ -164,11 +164,8 @@ def _check_version_choice(spec: GkeClusterSpec) -> None:
             "choose exactly one of a release channel (auto-upgraded) or a pinned version; "
             "set release_channel=None when pinning version",
         )
-    if spec.release_channel is not None and spec.release_channel not in RELEASE_CHANNELS:
-        raise ClusterSpecError(
-            "release_channel",
-            f"{spec.release_channel!r} is not one of {', '.join(RELEASE_CHANNELS)}",
-        )
+    if (problem := release_channel_problem(spec.release_channel)) is not None:
+        raise ClusterSpecError("release_channel", problem)
     if spec.version is not None and not at_least_version(spec.version, "1.28"):
         raise ClusterSpecError(
             "version",

@@ -17,6 +17,7 @@ from jobset_infra.tpu.spec import Capacity, HostMaintenance, SlicePoolsError, Sl
 __all__ = [
     "RELEASE_CHANNELS",
     "at_least_version",
+    "release_channel_problem",
     "validate_capacity",
     "validate_host_maintenance",
     "validate_max_pods",
@@ -269,10 +270,8 @@ def validate_max_pods(spec: SlicePoolsSpec) -> None:
 def validate_versions(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
     """Rule 14: release channel and auto-upgrade agree; the pinned version is new enough."""
     channel = spec.release_channel
-    if channel is not None and channel not in RELEASE_CHANNELS:
-        raise SlicePoolsError(
-            "release_channel", f"{channel!r} is not one of {', '.join(RELEASE_CHANNELS)}"
-        )
+    if (problem := release_channel_problem(channel)) is not None:
+        raise SlicePoolsError("release_channel", problem)
     if channel is not None and spec.auto_upgrade is False:
         raise SlicePoolsError(
             "auto_upgrade",
@@ -286,6 +285,13 @@ def validate_versions(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
         _require_version(spec.gke_version, c.MIN_GKE_VERSION_MULTISLICE, "Multislice")
     if Capacity(spec.capacity) is Capacity.FLEX_START:
         _require_version(spec.gke_version, c.MIN_GKE_VERSION_FLEX_START_TPU, "flex-start TPUs")
+
+
+def release_channel_problem(channel: str | None) -> str | None:
+    """Return why `channel` is not a GKE release channel, or None when it is one (or unset)."""
+    if channel is None or channel in RELEASE_CHANNELS:
+        return None
+    return f"{channel!r} is not one of {', '.join(RELEASE_CHANNELS)}"
 
 
 def _require_version(version: str, minimum: str, feature: str) -> None:

@@ -26,16 +26,7 @@ from jobset_infra.controller.core.identity import (
 from jobset_infra.controller.core.types import Manifest
 from jobset_infra.controller.core.volume_claim_policy import add_claimed_volumes
 
-__all__ = [
-    "JobIndexes",
-    "construct_jobs",
-    "coordinator_endpoint",
-    "dns_hostnames_enabled",
-    "job_key",
-    "job_name",
-    "owner_reference",
-    "subdomain",
-]
+__all__ = ["JobIndexes", "construct_jobs"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.models import JobSet
-from jobset_infra.controller.core.child_jobs import (
+from jobset_infra.controller.core.identity import (
     dns_hostnames_enabled,
     owner_reference,
     subdomain,

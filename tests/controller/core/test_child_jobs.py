@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
-from jobset_infra.controller.core.child_jobs import JobIndexes, construct_jobs, job_key
+from jobset_infra.controller.core.child_jobs import JobIndexes, construct_jobs
+from jobset_infra.controller.core.identity import job_key
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 
 

@@ -399,3 +399,10 @@ async def test_field_validation_of_builtin_kinds(
         assert created["message"] == 'strict decoding error: unknown field "spec.completion"'
     else:
         assert "completion" not in created["spec"]
+
+
+async def test_latency_is_added_to_every_request() -> None:
+    async with Sim(latency=0.05) as sim, aiohttp.ClientSession(base_url=sim.url) as http:
+        began = asyncio.get_running_loop().time()
+        await call(http, "GET", "/api/v1/namespaces")
+        assert asyncio.get_running_loop().time() - began >= 0.05

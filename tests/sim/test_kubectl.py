@@ -168,3 +168,15 @@ def test_a_job_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:
     body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
     out = kubectl("create", "-f", kubectl.write("typo-job.yaml", body), ok=False)
     assert 'unknown field "spec.template.spec.containers[0].imagePullPolicyy"' in out
+
+
+def test_server_side_apply_of_a_jobset(kubectl: Kubectl) -> None:
+    body = make_jobset("applied-js").replicated_job("workers", replicas=2).suspend(True).obj()
+    kubectl("apply", "--server-side", "-f", kubectl.write("ssa-js.yaml", body))
+    body["spec"]["suspend"] = False
+    body["metadata"]["labels"] = {"team": "ml"}
+    assert "serverside-applied" in kubectl("apply", "--server-side", "-f",
+                                           kubectl.write("ssa-js.yaml", body))
+    live = json.loads(kubectl("get", "jobset", "applied-js", "-o", "json"))
+    assert (live["spec"]["suspend"], live["metadata"]["labels"]) == (False, {"team": "ml"})
+    assert live["metadata"]["generation"] == 2

@@ -227,3 +227,23 @@ def split_allow_listed(
     used = {covered_by(v) for v in violations} - {None}
     remaining = [v.text for v in violations if covered_by(v) is None]
     return remaining, {e for e in entries if e not in used}
+
+
+def async_violations(modules: Iterable[Module]) -> list[Violation]:
+    """`async def` or `await` in deciding code (guideline 3: decisions never call a client)."""
+    found = []
+    for m in modules:
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.AsyncFunctionDef | ast.Await | ast.AsyncFor | ast.AsyncWith):
+                text = f"{m.path}:{node.lineno}: {type(node).__name__} in pure code"
+                found.append(Violation(m.name, type(node).__name__, text))
+    return found
+
+
+def grab_bag_violations(modules: Iterable[Module]) -> list[Violation]:
+    """Modules named for no decision (utils, helpers, misc, common): name them for what they do."""
+    return [
+        Violation(m.name, m.name, f"{m.path}: a grab-bag module; name it for what it decides")
+        for m in modules
+        if m.name.rpartition(".")[2] in rules.GRAB_BAG_NAMES
+    ]

@@ -12,6 +12,7 @@ import pytest
 
 from tests.architecture import checks, rules
 from tests.architecture.scan import (
+    REPO,
     Module,
     known_module_names,
     modules_under,
@@ -86,6 +87,27 @@ def test_pure_packages_do_no_io() -> None:
 def test_pure_packages_read_no_clock_or_randomness() -> None:
     violations = checks.clock_violations(_layers(*rules.PURE_LAYERS))
     assert [v.text for v in violations] == [], "time and randomness are injected (guideline 10)"
+
+
+def test_deciding_code_is_not_async() -> None:
+    violations = checks.async_violations(_layers(*rules.PURE_LAYERS))
+    assert [v.text for v in violations] == [], "decisions are pure; the runtime does the I/O"
+
+
+def test_no_grab_bag_modules() -> None:
+    assert [v.text for v in checks.grab_bag_violations(_everything())] == []
+
+
+def test_every_policy_module_has_its_own_tests() -> None:
+    policies = [
+        m.name.rpartition(".")[2]
+        for m in modules_under(rules.POLICY_PACKAGE)
+        if m.name.endswith("_policy")
+        or m.name.rpartition(".")[2] in rules.EXTRA_POLICY_MODULES
+    ]
+    assert len(policies) >= len(rules.EXTRA_POLICY_MODULES) + 3, policies
+    missing = [p for p in policies if not (REPO / rules.POLICY_TESTS / f"test_{p}.py").is_file()]
+    assert missing == [], f"guideline 2: add {rules.POLICY_TESTS}/test_<policy>.py"
 
 
 def test_upstream_strings_live_in_api_constants() -> None:

@@ -245,3 +245,26 @@ def test_relative_imports_resolve_against_the_package() -> None:
 )
 def test_clock_check_sees_through_aliases(source: str) -> None:
     assert len(checks.clock_violations([_mod("jobset_infra.tpu.x", source)])) == 1
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("async def f():\n    return 1\n", 1, id="an async function"),
+        pytest.param("def f(x):\n    return x\n", 0, id="a plain function"),
+    ],
+)
+def test_async_check(source: str, want_violations: int) -> None:
+    assert len(checks.async_violations([_mod("jobset_infra.tpu.x", source)])) == want_violations
+
+
+@pytest.mark.parametrize(
+    "name, want_violations",
+    [
+        pytest.param("jobset_infra.sim.utils", 1, id="utils.py is a grab bag"),
+        pytest.param("jobset_infra.controller.core.helpers", 1, id="helpers.py is a grab bag"),
+        pytest.param("jobset_infra.sim.selectors", 0, id="a module named for what it does"),
+    ],
+)
+def test_grab_bag_check(name: str, want_violations: int) -> None:
+    assert len(checks.grab_bag_violations([_mod(name, "X = 1\n")])) == want_violations

@@ -274,9 +274,26 @@ def _apply_to_live(
         _remove(merged, path)
     new_entries.append(_entry(store, info, manager, operation="Apply", paths=paths,
                                subresource=subresource))
+    if _unchanged(live, merged, new_entries):
+        return live  # re-applying the same configuration is not a write
     merged["metadata"] = dict(merged["metadata"]) | {"managedFields": new_entries}
     merged["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
     return store.replace(info, live, merged, subresource=subresource, dry_run=dry_run)
+
+
+def _unchanged(live: JsonObj, merged: JsonObj, entries: list[JsonObj]) -> bool:
+    """Same object and same ownership; only the entries' timestamps may differ."""
+    def timeless(items: list[JsonObj]) -> list[JsonObj]:
+        out = [{k: v for k, v in e.items() if k != "time"} for e in items]
+        return sorted(out, key=lambda e: (e.get("manager"), e.get("operation"),
+                                          e.get("subresource", "")))
+
+    def body(obj: JsonObj) -> JsonObj:
+        meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+        return obj | {"metadata": meta}
+
+    before = live["metadata"].get("managedFields") or []
+    return body(live) == body(merged) and timeless(before) == timeless(entries)
 
 
 def _conflict(info: ResourceInfo, live: JsonObj, conflicts: list[tuple[str, Path]]) -> StatusError:

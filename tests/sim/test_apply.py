@@ -126,3 +126,12 @@ def test_the_one_pass_fields_v1_equals_the_path_set_route(tree: dict[str, Any]) 
            "spec": tree, "finalizers": ["f"],
            "containers": [{"name": "c", "image": "i"}, {"name": "d"}]}
     assert fields_v1_of(obj) == to_fields_v1(field_paths(obj))
+
+
+def test_re_applying_the_same_configuration_is_not_a_write() -> None:
+    store = Store()
+    apply(store, configmap("c", {"a": "1"}))
+    before = store.resource_version
+    again = apply(store, configmap("c", {"a": "1"}))
+    assert store.resource_version == before
+    assert again["metadata"]["resourceVersion"] == str(before)

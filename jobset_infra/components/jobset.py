@@ -16,13 +16,14 @@ and, for a queued JobSet, after Kueue's queues exist.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from jobset_infra.api.controller_config import PlacementDomain
 from jobset_infra.api.models import (
     Coordinator,
     FailurePolicy,
@@ -33,7 +34,6 @@ from jobset_infra.api.models import (
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
-from jobset_infra.controller.placement import placement_problems
 from jobset_infra.manifests.placement_domains import pool_domains, pool_plans
 from jobset_infra.manifests.workload import (
     TpuJob,
@@ -54,6 +54,11 @@ TTL_WARNING = (
     "`pulumi up` creates it again (running the job again); leave it unset for JobSets Pulumi "
     "manages, or `pulumi refresh` before `pulumi up`"
 )
+
+PlacementCheck = Callable[[Mapping[str, Any], Sequence[PlacementDomain]], list[str]]
+"""Why a JobSet's exclusive Jobs could never fit the declared pools (empty: they fit); e.g.
+`jobset_infra.controller.placement.placement_problems`, passed in so this shell does not reach
+into the controller."""
 
 SliceSource = TpuSlicePools | SlicePoolsPlan | TpuTarget | tuple[TpuSlice, int]
 """Where TPU jobs run: a TpuSlicePools component, its plan, or (a slice shape, a slice count)."""
@@ -121,6 +126,9 @@ class JobSetArgs:
     """The cluster's slice pools (as declared to the controller): the JobSet's exclusive Jobs
     must fit them, checked at preview; TpuSlicePools given here are also waited for (and so
     outlive the JobSet on `pulumi destroy`)."""
+    placement_check: PlacementCheck | None = None
+    """Checks exclusive Jobs against `pools` at preview; `stacks/` passes the controller's
+    `placement_problems`, so the preview verdict is the allocator's own."""
     depends_on: Sequence[pulumi.Resource] = ()
     """More prerequisites."""
 
@@ -150,7 +158,7 @@ def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
     )
     try:
         plan = plan_workload(spec)
-        problems = placement_problems(plan.manifest, pool_domains(pool_plans(args.pools)))
+        problems = _placement_problems(plan, args)
     except WorkloadError as exc:
         problems = list(exc.problems)
     except ValueError as exc:  # pools that are neither plans nor TpuSlicePools
@@ -158,6 +166,13 @@ def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
     if problems:
         raise WorkloadError([f"JobSet {spec.name}: {p}" for p in problems])
     return plan
+
+
+def _placement_problems(plan: WorkloadPlan, args: JobSetArgs) -> list[str]:
+    domains = pool_domains(pool_plans(args.pools))
+    if args.placement_check is None or not domains:
+        return []
+    return args.placement_check(plan.manifest, domains)
 
 
 class JobSet(pulumi.ComponentResource):

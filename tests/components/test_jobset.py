@@ -11,6 +11,7 @@ from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job, tpu_targ
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.offline import ProgramError
+from jobset_infra.controller.placement import placement_problems
 from jobset_infra.manifests.workload import TpuTarget
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
@@ -204,7 +205,12 @@ def test_hand_written_exclusive_jobs_are_checked_against_the_pools(
     rjob: dict[str, Any], expected: str | None
 ) -> None:
     def build() -> JobSet:
-        args = JobSetArgs(provider=provider(), replicated_jobs=[rjob], pools=[pools()])
+        args = JobSetArgs(
+            provider=provider(),
+            replicated_jobs=[rjob],
+            pools=[pools()],
+            placement_check=placement_problems,
+        )
         return JobSet("train", args)
 
     if expected is None:

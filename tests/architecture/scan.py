@@ -91,13 +91,17 @@ class Import:
     lazy: bool
 
 
-@cache
-def imports_of(module: Module, known: frozenset[str] = frozenset()) -> tuple[Import, ...]:
+def imports_of(module: Module, known: frozenset[str] | None = None) -> tuple[Import, ...]:
     """All imports of `module`, static ones and `importlib.import_module("jobset_infra...")`.
 
-    `known` is the set of our module names, to tell `from pkg import module` from
-    `from pkg import name` and to recognise module names in strings.
+    `known` is the set of our module names (default: the real tree's), to tell
+    `from pkg import module` from `from pkg import name` and to recognise module names in strings.
     """
+    return _imports_of(module, known_module_names() if known is None else known)
+
+
+@cache
+def _imports_of(module: Module, known: frozenset[str]) -> tuple[Import, ...]:
     found: list[Import] = []
     for node, in_function in _walk_with_scope(module.tree):
         # A module's name in a string is imported later, by importlib, when a function runs;
@@ -111,6 +115,7 @@ def imports_of(module: Module, known: frozenset[str] = frozenset()) -> tuple[Imp
     return tuple(found)
 
 
+@cache
 def known_module_names() -> frozenset[str]:
     return frozenset(m.name for m in package_modules())
 

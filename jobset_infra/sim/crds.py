@@ -10,6 +10,7 @@ conditions, acceptedNames, storedVersions). Deleting the CRD deletes its objects
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from jobset_infra.sim.store import Store
 
 JsonObj = dict[str, Any]
+_log = logging.getLogger(__name__)
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
 
@@ -143,8 +145,10 @@ def _observe(store: Store, event: str, info: ResourceInfo, obj: JsonObj) -> None
     else:
         try:
             _register(store, obj)
-        except (KeyError, TypeError, CrdSchemaError):  # a malformed CRD is stored, not served
-            return
+        except (KeyError, TypeError, ValueError, CrdSchemaError):
+            # a CRD this server cannot serve is still stored, as the write succeeded
+            _log.warning("sim: CRD %s is stored but not served", obj["metadata"].get("name"),
+                         exc_info=True)
 
 
 def install(store: Store) -> None:

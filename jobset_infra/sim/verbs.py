@@ -57,6 +57,8 @@ class Call:
 def _as_object(body: Any) -> JsonObj:
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
+    if not isinstance(body.get("metadata", {}), dict):
+        raise bad_request("metadata must be an object")
     return body
 
 

@@ -183,6 +183,10 @@ class JobSetController:
     def synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.informers)
 
+    async def resync(self) -> None:
+        """Re-list every cache (a new leader does, before its first reconcile)."""
+        await asyncio.gather(*(informer.resync() for informer in self.informers))
+
     # --- event handlers (O(1) except node/domain changes, which wake exclusive JobSets) ----------
 
     def _wire_handlers(self) -> None:

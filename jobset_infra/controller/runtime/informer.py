@@ -120,6 +120,21 @@ class Informer(Generic[T]):
                 await asyncio.sleep(self.retry_delay)
                 return
 
+    async def resync(self) -> None:
+        """LIST again (a consistent read) into the cache, retrying until it succeeds.
+
+        A new leader calls it before its first reconcile: its watch may lag behind the writes its
+        predecessor made just before dying (a dropped watch backing off), and placement must not
+        decide from a cache older than what the old leader did.
+        """
+        while not self.forbidden:
+            try:
+                await self._list()
+                return
+            except ApiError as err:
+                log.warning("resync of %s failed: %s", self.resource.plural, err)
+                await asyncio.sleep(self.retry_delay)
+
     async def _list(self) -> None:
         listing = await self.client.list(self.resource, self.namespace)
         fresh = {object_key(obj): obj for obj in listing["items"]}

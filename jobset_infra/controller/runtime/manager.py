@@ -185,7 +185,7 @@ async def _lead(ctl: RunningController, workers: int) -> None:
         leading = asyncio.create_task(ctl.elector.leading.wait())
         await asyncio.wait({elector_task, leading}, return_when=asyncio.FIRST_COMPLETED)
         leading.cancel()
-        if not ctl.elector.leading.is_set():
+        if not ctl.elector.leading.is_set() or not await _resynced(ctl, elector_task):
             ctl.lost.set()
             return
     ctl.leading.set()
@@ -204,6 +204,19 @@ async def _lead(ctl: RunningController, workers: int) -> None:
         await asyncio.gather(
             work, *([elector_task] if elector_task else []), return_exceptions=True
         )
+
+
+async def _resynced(ctl: RunningController, elector_task: asyncio.Task[None]) -> bool:
+    """Re-list the caches before the first reconcile as leader; False if the Lease was lost
+    meanwhile. A standby's watches may not yet show its predecessor's last writes (a placement
+    decided from such a cache could double-book a node pool)."""
+    resync = asyncio.create_task(ctl.controller.resync())
+    await asyncio.wait({elector_task, resync}, return_when=asyncio.FIRST_COMPLETED)
+    if resync.done():
+        return not elector_task.done()
+    resync.cancel()
+    await asyncio.gather(resync, return_exceptions=True)
+    return False
 
 
 async def _tick(controller: JobSetController) -> None:

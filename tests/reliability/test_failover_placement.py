@@ -1,0 +1,109 @@
+"""Exclusive placement across a leader failover while the Job watch is down.
+
+The API server stops serving Job watches and lists (an outage of that one resource's watch
+cache), then the leader crashes right after placing JobSet `x`. The standby takes over with a Job
+cache that has not seen `x`'s Jobs. It must not place `y` on the pools `x` holds: a new leader
+re-lists its caches before its first reconcile (and waits while that fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.controller.runtime.manager import RunningController, start_controller
+from jobset_infra.sim.errors import StatusError
+from jobset_infra.sim.hooks import ApiRequest, Intercept
+from jobset_infra.sim.job_controller import JobController
+from jobset_infra.sim.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.scheduler import Scheduler
+from jobset_infra.sim.server import Sim
+from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
+from tests.reliability.invariants import Invariants
+from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class JobWatchOutage:
+    """While `on`, Job lists and watches answer 500 (every other request is served)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.refused = 0
+
+    def __call__(self, request: ApiRequest) -> Intercept | None:
+        if self.on and request.resource == "jobs" and request.verb in ("list", "watch"):
+            self.refused += 1
+            return Intercept(error=StatusError(500, "InternalError", "watch cache unavailable"))
+        return None
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Sim]:
+    server = Sim(port=0)
+    server.add_component(JobController(server.store, wait_for_binding=True))
+    server.add_component(Scheduler(server.store))
+    await server.start()
+    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+    await create_nodes(server.store, parse_nodes("v5e-2x4:4"), datetime.now(UTC))
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.02)
+    return result
+
+
+def jobs_of(sim: Sim, name: str) -> list[dict[str, Any]]:
+    return [
+        j
+        for j in sim.store.iter_objects(JOBS, NS)
+        if j["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == name
+    ]
+
+
+async def test_a_new_leader_with_a_stale_job_cache_does_not_double_book(sim: Sim) -> None:
+    invariants = Invariants()
+    sim.store.observers.append(invariants.observe)
+    outage = JobWatchOutage()
+    sim.add_hook(outage)
+    config = controller_config()
+    replicas: list[RunningController] = []
+    try:
+        first = await start_controller(config, url=sim.url, identity="a")
+        replicas.append(first)
+        await first.wait_leader(5)
+        second = await start_controller(config, url=sim.url, identity="b")
+        replicas.append(second)
+
+        outage.on = True
+        for stream in sim.store.watches(JOBS):
+            stream.close()  # both replicas' Job watches end; re-watching now fails
+        sim.store.create(JOBSETS, tpu_jobset("x", 1), NS)
+        await wait_for(lambda: len(jobs_of(sim, "x")) == 2, 10, "x placed by the first leader")
+        first.kill()
+        sim.store.create(JOBSETS, tpu_jobset("y", 1), NS)
+        await wait_for(lambda: second.elector and second.elector.leading.is_set(), 5, "Lease")
+        await asyncio.sleep(1.0)  # the new leader could reconcile y from its stale cache now
+        outage.on = False
+        await second.wait_leader(5)
+        await wait_for(lambda: len(jobs_of(sim, "y")) == 2, 15, "y placed once x's pools show")
+    finally:
+        for ctl in replicas:
+            await ctl.stop(release=False)
+    assert outage.refused > 0, "the outage was real"
+    assert not invariants.violations, "\n".join(invariants.violations)

@@ -84,7 +84,7 @@ def _admitted(obj: dict[str, object]) -> list[str]:
     from jobset_infra.api.crd_schema import CrdSchema
     from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
     from jobset_infra.manifests.crd import jobset_crd
-    from tests.manifests.kueue_schema import kueue_errors
+    from jobset_infra.manifests.kueue_schema import kueue_errors
 
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
     if definition_for(api_version, kind) is not None:

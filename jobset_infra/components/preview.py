@@ -5,12 +5,12 @@ Pure functions over the recorded registrations (no Pulumi import), used by `jobs
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from jobset_infra.api import constants as k
 from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
+from jobset_infra.manifests.kueue_schema import kueue_errors
 from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [
@@ -167,10 +167,6 @@ def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- validation of what would be applied ---------------------------------------------------------
 
-# Kueue's documented v1beta2 fields (platform's schemas), when the package carries them.
-_KUEUE_SCHEMA_MODULE = "jobset_infra.manifests.kueue_schema"
-
-
 def object_problems(manifest: Mapping[str, Any]) -> list[str]:
     """Return every reason the API server would refuse `manifest` (empty: it would accept it).
 
@@ -188,8 +184,7 @@ def object_problems(manifest: Mapping[str, Any]) -> list[str]:
     if api_version == k.API_VERSION and kind == k.KIND:
         return jobset_problems(manifest)
     if api_version == k.KUEUE_API_VERSION:
-        check = _kueue_checker()
-        return check(dict(manifest)) if check is not None else []
+        return kueue_errors(dict(manifest))
     return []
 
 
@@ -199,12 +194,3 @@ def _basic_problems(manifest: Mapping[str, Any]) -> list[str]:
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         problems.append("metadata.name: Required value")
     return problems
-
-
-def _kueue_checker() -> Callable[[dict[str, Any]], list[str]] | None:
-    try:
-        module = importlib.import_module(_KUEUE_SCHEMA_MODULE)
-    except ImportError:
-        return None
-    check: Callable[[dict[str, Any]], list[str]] = module.kueue_errors
-    return check

@@ -18,7 +18,7 @@ from jobset_infra.tpu.cluster import GkeClusterSpec
 from jobset_infra.tpu.spec import Capacity
 from tests.components.platform_fixtures import IMAGE, kind_of, provider
 from tests.components.pulumi_harness import ComponentRun, run_component
-from tests.manifests.kueue_schema import kueue_errors
+from jobset_infra.manifests.kueue_schema import kueue_errors
 from tests.manifests.pools import v5e_pools
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -12,7 +12,7 @@ from jobset_infra.manifests.kueue_queues import QueueError, plan_flavors, queue_
 from jobset_infra.manifests.kueue_spec import KueueSpecError, QueueSpec, parse_queue_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.spec import Capacity, SlicePoolsError
-from tests.manifests.kueue_schema import kueue_errors
+from jobset_infra.manifests.kueue_schema import kueue_errors
 from tests.manifests.pools import v5e_pools
 
 FOUR_V5E = v5e_pools()

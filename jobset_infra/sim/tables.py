@@ -110,7 +110,12 @@ BUILTIN: dict[str, list[tuple[JsonObj, Cell]]] = {
     ],
     "Node": [
         (_col("Status"), lambda n: "Ready" if _condition(n, "Ready") else "NotReady"),
+        (_col("Roles"), lambda n: ",".join(sorted(
+            k.split("/", 1)[1] for k in (n["metadata"].get("labels") or {})
+            if k.startswith("node-role.kubernetes.io/"))) or "<none>"),
         (_AGE_COL, _age),
+        (_col("Version"), lambda n: ((n.get("status") or {}).get("nodeInfo") or {}).get(
+            "kubeletVersion", "")),
     ],
     "Event": [
         (_col("Type"), lambda e: e.get("type", "")),

@@ -247,3 +247,40 @@ def grab_bag_violations(modules: Iterable[Module]) -> list[Violation]:
         for m in modules
         if m.name.rpartition(".")[2] in rules.GRAB_BAG_NAMES
     ]
+
+
+def parametrize_id_violations(modules: Iterable[Module]) -> list[Violation]:
+    """Literal parametrize tables whose cases lack a sentence id (guideline 7).
+
+    A case passes with `ids=` on the decorator or `pytest.param(..., id="...")`; a computed
+    argument list (a comprehension, `list(SomeEnum)`) is left to review, since its ids come from
+    values we cannot see statically.
+    """
+    found = []
+    for m in modules:
+        for node in ast.walk(m.tree):
+            if not _is_parametrize(node):
+                continue
+            assert isinstance(node, ast.Call)
+            cases = node.args[1] if len(node.args) > 1 else None
+            if any(k.arg == "ids" for k in node.keywords) or not isinstance(
+                cases, ast.List | ast.Tuple
+            ):
+                continue
+            bare = sum(not _has_id(case) for case in cases.elts)
+            if bare:
+                text = f"{m.path}:{node.lineno}: {bare} of {len(cases.elts)} cases have no id"
+                found.append(Violation(m.name, str(node.lineno), text))
+    return found
+
+
+def _is_parametrize(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and dotted(node.func).endswith("mark.parametrize")
+
+
+def _has_id(case: ast.expr) -> bool:
+    return (
+        isinstance(case, ast.Call)
+        and dotted(case.func).endswith("param")
+        and any(k.arg == "id" for k in case.keywords)
+    )

@@ -174,3 +174,12 @@ EXTRA_POLICY_MODULES: Final[frozenset[str]] = frozenset({"depends_on", "ttl_afte
 
 # The preamble's "no utils.py": a module is named for what it decides.
 GRAB_BAG_NAMES: Final[frozenset[str]] = frozenset({"utils", "util", "helpers", "misc", "common"})
+
+# Guideline 7: table tests have sentence ids (pytest.param(..., id="...")).
+ID_TEST_FOLDERS: Final[tuple[str, ...]] = (
+    "tests/controller",
+    "tests/api",
+    "tests/tpu",
+    "tests/manifests",
+    "tests/architecture",
+)

@@ -63,6 +63,17 @@ def package_modules() -> tuple[Module, ...]:
     return tuple(sorted(modules, key=lambda m: m.name))
 
 
+def collect_test_files(*folders: str) -> list[Module]:
+    """The test_*.py files under `folders` (paths relative to the repository)."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("test_*.py")):
+            rel = path.relative_to(REPO)
+            name = ".".join(rel.with_suffix("").parts)
+            found.append(Module(name, rel.as_posix(), path.read_text(encoding="utf-8")))
+    return found
+
+
 def modules_under(*prefixes: str) -> list[Module]:
     """The modules whose dotted name is one of `prefixes` or lies below one."""
     return [m for m in package_modules() if any(within(m.name, p) for p in prefixes)]

@@ -14,6 +14,7 @@ from tests.architecture import checks, rules
 from tests.architecture.scan import (
     REPO,
     Module,
+    collect_test_files,
     known_module_names,
     modules_under,
     package_modules,
@@ -92,6 +93,13 @@ def test_pure_packages_read_no_clock_or_randomness() -> None:
 def test_deciding_code_is_not_async() -> None:
     violations = checks.async_violations(_layers(*rules.PURE_LAYERS))
     assert [v.text for v in violations] == [], "decisions are pure; the runtime does the I/O"
+
+
+def test_table_tests_have_sentence_ids() -> None:
+    modules = collect_test_files(*rules.ID_TEST_FOLDERS)
+    assert len(modules) > 20
+    violations = checks.parametrize_id_violations(modules)
+    assert [v.text for v in violations] == [], "guideline 7: pytest.param(..., id='a sentence')"
 
 
 def test_no_grab_bag_modules() -> None:

@@ -268,3 +268,23 @@ def test_async_check(source: str, want_violations: int) -> None:
 )
 def test_grab_bag_check(name: str, want_violations: int) -> None:
     assert len(checks.grab_bag_violations([_mod(name, "X = 1\n")])) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("@pytest.mark.parametrize('x', [1, 2])\ndef test_a(x): ...\n", 1,
+                     id="bare values have no ids"),
+        pytest.param("@pytest.mark.parametrize('x', [pytest.param(1, id='one'), 2])\n"
+                     "def test_a(x): ...\n", 1, id="one case without an id"),
+        pytest.param("@pytest.mark.parametrize('x', [1, 2], ids=['one', 'two'])\n"
+                     "def test_a(x): ...\n", 0, id="ids on the decorator"),
+        pytest.param("@pytest.mark.parametrize('x', [pytest.param(1, id='one')])\n"
+                     "def test_a(x): ...\n", 0, id="every case a pytest.param with an id"),
+        pytest.param("@pytest.mark.parametrize('x', list(range(3)))\ndef test_a(x): ...\n", 0,
+                     id="a computed list is left to review"),
+    ],
+)
+def test_parametrize_id_check(source: str, want_violations: int) -> None:
+    found = checks.parametrize_id_violations([_mod("tests.x.test_y", source)])
+    assert len(found) == want_violations

@@ -24,10 +24,10 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.testing": "testing",
     "jobset_infra.cli": "entry",
     "jobset_infra.plan_command": "entry",
-    # Namespace packages with nothing in them but a docstring (checked by a test).
-    "jobset_infra.controller": "namespace",
-    "jobset_infra": "namespace",
 }
+# Packages with nothing in them but a docstring (checked by a test); exact names only, so a new
+# module directly under them belongs to no layer until this table names it.
+NAMESPACE_PACKAGES: Final[frozenset[str]] = frozenset({"jobset_infra", "jobset_infra.controller"})
 
 # Layer -> the layers its modules may import at module level (besides "namespace").
 ALLOWED: Final[dict[str, frozenset[str]]] = {
@@ -161,7 +161,9 @@ EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {
 
 
 def layer_of(module: str) -> str | None:
-    """The layer of one of our modules, None for anything outside jobset_infra."""
+    """The layer of one of our modules, None for anything outside the table."""
+    if module in NAMESPACE_PACKAGES:
+        return "namespace"
     best = max((p for p in LAYER_PREFIXES if module == p or module.startswith(p + ".")),
                key=len, default=None)
     return LAYER_PREFIXES[best] if best else None

@@ -288,3 +288,19 @@ def test_grab_bag_check(name: str, want_violations: int) -> None:
 def test_parametrize_id_check(source: str, want_violations: int) -> None:
     found = checks.parametrize_id_violations([_mod("tests.x.test_y", source)])
     assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "name, want_layer",
+    [
+        pytest.param("jobset_infra.controller.core.reconcile", "controller.core",
+                     id="the longest prefix wins"),
+        pytest.param("jobset_infra.controller", "namespace", id="the controller namespace"),
+        pytest.param("jobset_infra.controller.webhooks", None,
+                     id="a new controller subpackage belongs to no layer until named"),
+        pytest.param("jobset_infra.newthing", None, id="a new top-level module is unknown"),
+        pytest.param("jobset_infra.apiary", None, id="a prefix matches whole names only"),
+    ],
+)
+def test_layer_of(name: str, want_layer: str | None) -> None:
+    assert rules.layer_of(name) == want_layer

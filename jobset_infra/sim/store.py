@@ -37,9 +37,7 @@ from jobset_infra.sim.errors import (
     NotFoundError,
     StatusError,
     already_exists,
-    bad_request,
     field_cause,
-    forbidden,
     invalid,
     not_found,
     stale,
@@ -120,18 +118,6 @@ class Store:
                                 details={"group": gvr.group, "kind": gvr.resource})
         return info
 
-    def _ns(self, info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:
-        if not info.namespaced:
-            return ""
-        in_body = (obj or {}).get("metadata", {}).get("namespace")
-        if namespace and in_body and in_body != namespace:
-            raise bad_request("the namespace of the provided object does not match the "
-                              "namespace sent on the request")
-        ns = namespace or in_body
-        if not ns:
-            raise bad_request(f"a namespace is required for {info.gvr.group_resource}")
-        return str(ns)
-
     def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
         obj = self.index.peek(info.gvr, ns, name)
         if obj is None:
@@ -140,7 +126,7 @@ class Store:
 
     def get(self, gvr: GVR, name: str, namespace: str | None = None) -> JsonObj:
         info = self.info(gvr)
-        return self._find(info, name, self._ns(info, namespace) if namespace or not
+        return self._find(info, name, updates.namespace_of(info, namespace) if namespace or not
                           info.namespaced else "")
 
     def try_get(self, gvr: GVR, name: str, namespace: str | None = None) -> JsonObj | None:
@@ -190,22 +176,6 @@ class Store:
         """The clock's time as Kubernetes serialises metav1.Time."""
         return self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def _new_uid(self) -> str:
-        bits = self.rng.getrandbits(128)
-        h = f"{bits:032x}"
-        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
-
-    def _check_namespace(self, info: ResourceInfo, ns: str, name: str) -> None:
-        if not info.namespaced:
-            return
-        namespace = self.index.peek(NAMESPACES, "", ns)
-        if namespace is None:
-            raise not_found("", "namespaces", ns)
-        if namespace["metadata"].get("deletionTimestamp"):
-            raise forbidden(info.gvr.group, info.gvr.resource, name,
-                            f"unable to create new content in namespace {ns} because it is "
-                            "being terminated")
-
     def _admit(self, info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         obj = strategies.prepare(info, obj, old)
         for admit in self.admission.get(info.gvr, ()):
@@ -223,12 +193,13 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
-        ns = self._ns(info, namespace, obj)
+        ns = updates.namespace_of(info, namespace, obj)
         suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
-        obj = updates.prepare_create(info, obj, ns, uid=self._new_uid(), now=self.now(),
+        obj = updates.prepare_create(info, obj, ns, uid=updates.new_uid(self.rng), now=self.now(),
                                      name_suffix=suffix)
         name = obj["metadata"]["name"]
-        self._check_namespace(info, ns, name)
+        if info.namespaced:
+            updates.check_namespace(info, self.index.peek(NAMESPACES, "", ns), ns, name)
         if self.index.peek(gvr, ns, name) is not None:
             raise already_exists(gvr.group, gvr.resource, name)
         obj = self._admit(info, obj, None)
@@ -253,7 +224,7 @@ class Store:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
         info = self.info(gvr)
         meta = obj.get("metadata") or {}
-        ns = self._ns(info, namespace, obj)
+        ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
         rv = meta.get("resourceVersion")
         if rv in (None, "") and info.crd is not None:
@@ -320,7 +291,7 @@ class Store:
     ) -> JsonObj:
         """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body."""
         info = self.info(gvr)
-        ns = self._ns(info, namespace) if info.namespaced else ""
+        ns = updates.namespace_of(info, namespace) if info.namespaced else ""
         if patch_type in (patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR):
             from jobset_infra.sim import apply
 
@@ -346,7 +317,7 @@ class Store:
     ) -> tuple[JsonObj, bool]:
         """DELETE: returns (object, gone). `gone` is False while finalizers hold the object."""
         info = self.info(gvr)
-        ns = self._ns(info, namespace) if info.namespaced else ""
+        ns = updates.namespace_of(info, namespace) if info.namespaced else ""
         obj = self._find(info, name, ns)
         return gc.delete(self, info, ns, obj, propagation=propagation,
                          preconditions=preconditions, dry_run=dry_run)

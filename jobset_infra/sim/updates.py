@@ -5,6 +5,7 @@ into the next object.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from jobset_infra.sim import patch
@@ -12,7 +13,9 @@ from jobset_infra.sim.errors import (
     NotFoundError,
     bad_request,
     field_cause,
+    forbidden,
     invalid,
+    not_found,
     unsupported_media_type,
 )
 from jobset_infra.sim.resources import ResourceInfo
@@ -36,6 +39,37 @@ def content(obj: JsonObj, has_status: bool) -> JsonObj:
     """What `generation` counts: everything but metadata (and status, with the subresource)."""
     skip = ("metadata", "status") if has_status else ("metadata",)
     return {k: v for k, v in obj.items() if k not in skip}
+
+
+def namespace_of(info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:
+    """The namespace a request addresses ("" for cluster-scoped): the URL's or the body's,
+    400 when they differ or a namespaced resource has none."""
+    if not info.namespaced:
+        return ""
+    in_body = (obj or {}).get("metadata", {}).get("namespace")
+    if namespace and in_body and in_body != namespace:
+        raise bad_request("the namespace of the provided object does not match the "
+                          "namespace sent on the request")
+    ns = namespace or in_body
+    if not ns:
+        raise bad_request(f"a namespace is required for {info.gvr.group_resource}")
+    return str(ns)
+
+
+def check_namespace(info: ResourceInfo, namespace: JsonObj | None, ns: str, name: str) -> None:
+    """Creating in a namespace needs it to exist (404) and not be terminating (403)."""
+    if namespace is None:
+        raise not_found("", "namespaces", ns)
+    if namespace["metadata"].get("deletionTimestamp"):
+        raise forbidden(info.gvr.group, info.gvr.resource, name,
+                        f"unable to create new content in namespace {ns} because it is "
+                        "being terminated")
+
+
+def new_uid(rng: random.Random) -> str:
+    """A version-4 UUID drawn from `rng` (seeded in tests for reproducible uids)."""
+    h = f"{rng.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
 
 
 def prepare_create(

@@ -185,3 +185,16 @@ ID_TEST_FOLDERS: Final[tuple[str, ...]] = (
     "tests/manifests",
     "tests/architecture",
 )
+
+# Guideline 8: allocators and planners get hypothesis properties in these test folders.
+PROPERTY_TEST_FOLDERS: Final[tuple[str, ...]] = (
+    "tests/tpu",
+    "tests/controller/placement",
+    "tests/controller/core",
+    "tests/api",
+)
+
+# Generated files say so in their first line (and a test elsewhere regenerates and compares:
+# tests/api/test_crdgen.py for the CRD).
+GENERATED_DATA_GLOBS: Final[tuple[str, ...]] = ("jobset_infra/**/*.yaml", "jobset_infra/**/*.json")
+GENERATED_HEADER: Final = "DO NOT EDIT"

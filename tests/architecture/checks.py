@@ -284,3 +284,25 @@ def _has_id(case: ast.expr) -> bool:
         and dotted(case.func).endswith("param")
         and any(k.arg == "id" for k in case.keywords)
     )
+
+
+def metric_name_violations(modules: Iterable[Module]) -> list[Violation]:
+    """Metrics defined with a literal name instead of an api/constants.py constant."""
+    found = []
+    for m in modules:
+        aliases = import_aliases(m)
+        for node in ast.walk(m.tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            head, _, rest = dotted(node.func).partition(".")
+            qualified = ".".join(filter(None, (aliases.get(head, head), rest)))
+            package, _, cls = qualified.rpartition(".")
+            first = node.args[0]
+            if (
+                package.startswith("prometheus_client")
+                and cls in rules.METRIC_CLASSES
+                and isinstance(first, ast.Constant)
+            ):
+                text = f"{m.path}:{node.lineno}: metric {first.value!r}: use a METRIC_* constant"
+                found.append(Violation(m.name, str(first.value), text))
+    return found

@@ -304,3 +304,27 @@ def test_parametrize_id_check(source: str, want_violations: int) -> None:
 )
 def test_layer_of(name: str, want_layer: str | None) -> None:
     assert rules.layer_of(name) == want_layer
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("from prometheus_client import Counter\nX = Counter('jobs_total', 'h')\n", 1,
+                     id="a metric named by a literal"),
+        pytest.param("import prometheus_client as p\nX = p.Gauge('depth', 'h')\n", 1,
+                     id="a qualified metric class"),
+        pytest.param("from prometheus_client import Counter\nfrom jobset_infra.api import "
+                     "constants as c\nX = Counter(c.METRIC_RECONCILE_TOTAL, 'h')\n", 0,
+                     id="a metric named by a constant"),
+        pytest.param("from collections import Counter\nX = Counter(['a', 'b'])\n", 0,
+                     id="collections.Counter of a list is not a metric"),
+    ],
+)
+def test_metric_name_check(source: str, want_violations: int) -> None:
+    found = checks.metric_name_violations([_mod("jobset_infra.controller.runtime.x", source)])
+    assert len(found) == want_violations
+
+
+def test_metric_name_check_ignores_collections_counter() -> None:
+    source = "from collections import Counter\nX = Counter('aab')\n"
+    assert checks.metric_name_violations([_mod("jobset_infra.sim.x", source)]) == []

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +40,7 @@ JOBSETS = GVR(c.GROUP, c.VERSION, "jobsets")
 JOBS = GVR("batch", "v1", "jobs")
 PODS = GVR("", "v1", "pods")
 RECONCILES = "controller_runtime_reconcile"
+_PR_SET_PDEATHSIG = 1
 DEFAULT_QPS = 500.0  # the controller's default client QPS (and burst), as upstream's
 
 
@@ -131,12 +134,21 @@ def controller_command(url: str, metrics_port: int, profile: Path | None) -> lis
     ]
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the benchmark process dies, so a killed
+    benchmark never leaves a controller behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 async def start_controller(url: str, profile: Path | None = None) -> ControllerProcess:
     port = free_port()
     popen = subprocess.Popen(
         controller_command(url, port, profile),
         stdout=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # only a prctl call runs between fork and exec: no lock a thread could hold
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
     )
     proc = ControllerProcess(popen, f"http://127.0.0.1:{port}/metrics")
     deadline = time.monotonic() + 60

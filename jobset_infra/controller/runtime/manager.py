@@ -73,11 +73,12 @@ class RunningController:
         """Stop workers, give up the Lease (if `release`), stop caches and servers."""
         if self._lead is not None:
             self._lead.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._lead
+            await asyncio.gather(self._lead, return_exceptions=True)
             self._lead = None
-        if release and self.elector is not None:
-            await self.elector.release()
+        if release and self.elector is not None and not self._killed:
+            # Releasing is a courtesy to the standby: never let it hold up shutdown.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.elector.release(), self.elector.timings.renew_deadline)
         self.controller.queue.shutdown()
         if not self._killed:
             with contextlib.suppress(TimeoutError):  # events queued by the last reconciles

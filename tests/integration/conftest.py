@@ -176,6 +176,13 @@ async def _start(
     return await start_controller(config, access=access, identity=identity)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A hung integration test fails after 90 s instead of eating the CI budget (default 300 s)."""
+    for item in items:
+        if "tests/integration/" in str(item.fspath) and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(90))
+
+
 @pytest.fixture(scope="session")
 def envtest_server() -> Iterator[envtest.EnvTest]:
     assets = envtest.assets_dir()
@@ -226,7 +233,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
 
 async def _stop_all(c: Cluster) -> None:
     for ctl in c.controllers:
-        await ctl.stop()
+        await asyncio.wait_for(ctl.stop(), 20)  # a hanging shutdown is a failure, not a stall
 
 
 async def _install_crd(api: KubeClient) -> None:

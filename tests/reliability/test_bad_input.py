@@ -15,7 +15,9 @@ drawn by hypothesis under the fixed-seed "ci" profile:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,23 @@ def test_the_api_server_refuses_with_a_status_and_accepts_what_validate_accepts(
         assert refused is None, f"validate accepts it but the API server refuses: {refused}"
     else:
         assert all(e.message for e in verdict.errors)
+
+
+@settings(max_examples=30)
+@given(manifest=bad_jobsets)
+def test_validate_exits_0_or_1_with_a_line_per_problem(
+    tmp_path_factory: pytest.TempPathFactory, manifest: Any
+) -> None:
+    path = tmp_path_factory.mktemp("validate") / "jobset.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["validate", str(path)])
+    text = out.getvalue() + err.getvalue()
+    assert code == (0 if check_jobset(manifest).ok else 1), text
+    assert "Traceback" not in text
+    if code == 1:
+        assert [line for line in text.splitlines() if line.startswith(f"{path}:")], text
 
 
 def workload_spec(manifest: dict[str, Any]) -> WorkloadSpec:
@@ -145,9 +164,6 @@ def project(tmp: Path, config: dict[str, Any]) -> Path:
 def test_plan_exits_1_with_error_lines_or_plans(
     tmp_path_factory: pytest.TempPathFactory, config: dict[str, Any]
 ) -> None:
-    import contextlib
-    import io
-
     root = project(tmp_path_factory.mktemp("plan"), config)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

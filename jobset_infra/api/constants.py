@@ -392,6 +392,38 @@ METRIC_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_tota
 METRIC_RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
 # controller-runtime: reconciles by result, labels controller, result.
 METRIC_RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
+# controller-runtime: reconciles that panicked (raised), label controller.
+METRIC_RECONCILE_PANICS_TOTAL: Final = "controller_runtime_reconcile_panics_total"
+# controller-runtime: configured workers, label controller.
+METRIC_MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
+# controller-runtime: workers busy now, label controller.
+METRIC_ACTIVE_WORKERS: Final = "controller_runtime_active_workers"
+# client-go workqueue metrics (labels name, controller), as controller-runtime exports them.
+METRIC_WORKQUEUE_DEPTH: Final = "workqueue_depth"
+# Workqueue: adds.
+METRIC_WORKQUEUE_ADDS_TOTAL: Final = "workqueue_adds_total"
+# Workqueue: time an item waited before a worker took it.
+METRIC_WORKQUEUE_QUEUE_DURATION_SECONDS: Final = "workqueue_queue_duration_seconds"
+# Workqueue: time a worker spent on an item.
+METRIC_WORKQUEUE_WORK_DURATION_SECONDS: Final = "workqueue_work_duration_seconds"
+# Workqueue: seconds of work in progress not yet observed by work_duration.
+METRIC_WORKQUEUE_UNFINISHED_WORK_SECONDS: Final = "workqueue_unfinished_work_seconds"
+# Workqueue: age of the longest-running item.
+METRIC_WORKQUEUE_LONGEST_RUNNING_SECONDS: Final = "workqueue_longest_running_processor_seconds"
+# Workqueue: rate-limited re-adds.
+METRIC_WORKQUEUE_RETRIES_TOTAL: Final = "workqueue_retries_total"
+# client-go REST client: requests by code, method, host.
+METRIC_REST_REQUESTS_TOTAL: Final = "rest_client_requests_total"
+# REST client: request latency by verb, host.
+METRIC_REST_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
+# REST client: time spent waiting for the client-side rate limiter.
+METRIC_REST_RATE_LIMITER_DURATION_SECONDS: Final = "rest_client_rate_limiter_duration_seconds"
+# REST client: retried requests by code, verb, host.
+METRIC_REST_REQUEST_RETRIES_TOTAL: Final = "rest_client_request_retries_total"
+# Leader election: 1 on the Lease holder, label name (the Lease name).
+METRIC_LEADER_ELECTION_MASTER_STATUS: Final = "leader_election_master_status"
+# jobset-infra: reconciles that went ahead because create/delete expectations timed out.
+METRIC_EXPECTATIONS_EXPIRED_TOTAL: Final = "jobset_controller_expectations_expired_total"
 # Label of jobset_* metrics carrying the JobSet name.
 METRIC_LABEL_JOBSET_NAME: Final = "jobset_name"
 # Label of jobset_* metrics carrying the namespace.

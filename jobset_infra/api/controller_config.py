@@ -11,9 +11,8 @@ passes their text here. Errors are `ControllerConfigError`s that name the key an
 
 from __future__ import annotations
 
-import argparse
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
@@ -369,7 +368,7 @@ class Flag:
         return str(value)
 
 
-_LEADER_ELECT = ("leaderElection", "leaderElect")
+LEADER_ELECT_PATH = ("leaderElection", "leaderElect")
 FLAGS: tuple[Flag, ...] = (
     Flag("kube-api-qps", ("clientConnection", "qps"), "client QPS to the API server (500)"),
     Flag("kube-api-burst", ("clientConnection", "burst"), "client burst (500)"),
@@ -392,97 +391,3 @@ FLAGS: tuple[Flag, ...] = (
     Flag("log-level", ("logging", "level"), "debug | info | warning | error"),
     Flag("log-format", ("logging", "format"), "json | text"),
 )
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """Register `--config`, `--feature-gates` and every flag in FLAGS (defaults left unset)."""
-    parser.add_argument("--config", default=None, help="path of a Configuration YAML file")
-    parser.add_argument(
-        "--feature-gates", default=None, help="comma-separated Gate=true|false pairs"
-    )
-    for flag in FLAGS:
-        if flag.path == _LEADER_ELECT:  # a Go bool flag: `--leader-elect` alone means true
-            parser.add_argument(f"--{flag.name}", nargs="?", const="true", help=flag.help)
-        else:
-            parser.add_argument(f"--{flag.name}", default=None, help=flag.help)
-
-
-def merge_flags(
-    config: ControllerConfig, args: argparse.Namespace, source: str = "flags"
-) -> ControllerConfig:
-    """Overlay the flags given explicitly in `args` (parsed by `add_flags`) onto `config`."""
-    data = config.to_file_dict()
-    for flag in FLAGS:
-        raw = getattr(args, flag.name.replace("-", "_"), None)
-        if raw is not None:
-            section, key = flag.path
-            data[section][key] = _flag_value(flag, raw)
-    gates = getattr(args, "feature_gates", None)
-    if gates:
-        data["featureGates"] = {**data.get("featureGates", {}), **_parse_gates(gates)}
-    try:
-        return ControllerConfig.model_validate(data)
-    except ValidationError as err:
-        raise ControllerConfigError(_describe_flags(err, source)) from None
-
-
-def parse_config(
-    argv: Sequence[str], read_file: Callable[[str], str] | None = None
-) -> tuple[ControllerConfig, argparse.Namespace]:
-    """Parse argv (flags + optional `--config`); `read_file(path) -> str` is injected for tests."""
-    parser = argparse.ArgumentParser(prog="jobset-controller", add_help=True)
-    add_flags(parser)
-    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (else in-cluster)")
-    parser.add_argument("--master", default=None, help="API server URL overriding kubeconfig")
-    args = parser.parse_args(list(argv))
-    config = ControllerConfig()
-    if args.config:
-        reader = read_file or _read_text
-        try:
-            text = reader(args.config)
-        except OSError as err:
-            raise ControllerConfigError(
-                f"--config: cannot read {args.config}: {err.strerror or err}"
-            ) from None
-        config = ControllerConfig.from_yaml(text, source=args.config)
-    return merge_flags(config, args), args
-
-
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
-
-
-def _flag_value(flag: Flag, raw: str) -> Any:
-    if flag.path == _LEADER_ELECT:
-        lowered = raw.strip().lower()
-        if lowered not in {"true", "false", "1", "0"}:
-            raise ControllerConfigError(f"--{flag.name}: expected true or false, got {raw!r}")
-        return lowered in {"true", "1"}
-    return raw
-
-
-def _parse_gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.strip().lower() not in {"true", "false"}:
-            raise ControllerConfigError(
-                f"--feature-gates: {item!r} must look like Name=true or Name=false"
-            )
-        gates[name.strip()] = value.strip().lower() == "true"
-    return gates
-
-
-def _describe_flags(err: ValidationError, source: str) -> str:
-    by_path = {flag.path: flag.name for flag in FLAGS}
-    lines = []
-    for problem in err.errors():
-        loc = tuple(str(part) for part in problem["loc"])
-        name = by_path.get((loc[0], loc[1])) if len(loc) >= 2 else None
-        key = f"--{name}" if name else ".".join(loc)
-        if loc and loc[0] == "featureGates":
-            key = "--feature-gates"
-        message = problem["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {key}: {message}")
-    return "\n".join(lines)

@@ -9,9 +9,9 @@ from jobset_infra.api.controller_config import (
     ControllerConfigError,
     PlacementMode,
     format_duration,
-    parse_config,
     parse_duration,
 )
+from jobset_infra.api.controller_flags import parse_config
 
 UPSTREAM_SHIPPED_CONFIG = """
 apiVersion: config.jobset.x-k8s.io/v1alpha1

@@ -10,7 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.api.controller_config import ControllerConfig, parse_config
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.controller_flags import parse_config
 from jobset_infra.api.k8s_openapi import validate_builtin
 from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import (

@@ -381,7 +381,7 @@ class KubeClient:
 
     def _count(self, status: int, method: str) -> None:
         code = str(status) if status else "<error>"
-        self.metrics.rest_requests.labels(code=code, method=method, host=self.host).inc()
+        self.metrics.count_request(code, method, self.host)
 
     def _retried(self, status: int, method: str) -> None:
         code = str(status) if status else "<error>"

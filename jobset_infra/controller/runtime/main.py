@@ -15,7 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from jobset_infra.api.controller_config import ControllerConfig, ControllerConfigError, parse_config
+from jobset_infra.api.controller_config import ControllerConfig, ControllerConfigError
+from jobset_infra.api.controller_flags import parse_config
 from jobset_infra.controller.runtime import logs
 from jobset_infra.controller.runtime.auth import AuthError
 from jobset_infra.controller.runtime.manager import CacheSyncTimeoutError, start_controller

@@ -2,12 +2,14 @@
 
 Every controller instance gets its own `CollectorRegistry`, so two controllers in one process (the
 leader-election tests) do not share counters. Buckets are set explicitly to controller-runtime's,
-since prometheus_client's defaults differ and dashboards compare them.
+since prometheus_client's defaults differ and dashboards compare them. Names live in
+api/constants.py (METRIC_*).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,53 +24,18 @@ from jobset_infra.api import constants as c
 
 CONTROLLER_NAME = c.CONTROLLER_NAME  # the `controller` label value upstream uses
 
-# controller-runtime pkg/internal/controller/metrics: 0.005 .. 60 s, then longer tails.
+# controller-runtime pkg/internal/controller/metrics: 0.005 .. 60 s.
 RECONCILE_BUCKETS = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.15,
-    0.2,
-    0.25,
-    0.3,
-    0.35,
-    0.4,
-    0.45,
-    0.5,
-    0.6,
-    0.7,
-    0.8,
-    0.9,
-    1.0,
-    1.25,
-    1.5,
-    1.75,
-    2.0,
-    2.5,
-    3.0,
-    3.5,
-    4.0,
-    4.5,
-    5,
-    6,
-    7,
-    8,
-    9,
-    10,
-    15,
-    20,
-    25,
-    30,
-    40,
-    50,
-    60,
-)
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
+    40, 50, 60,
+)  # fmt: skip
 # controller-runtime pkg/internal/metrics/workqueue.go: ExponentialBuckets(1e-8, 10, 10).
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(10))
 # client-go rest_client_request_duration_seconds.
 REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+_CONTROLLER = ["controller"]
+_QUEUE = ["name", "controller"]
 
 
 @dataclass
@@ -82,67 +49,144 @@ class Metrics:
     def __post_init__(self) -> None:
         # controller-runtime exposes no `_created` series; prometheus_client's switch is global.
         disable_created_metrics()  # type: ignore[no-untyped-call]
+        self._reconcile_families()
+        self._workqueue_families()
+        self._client_families()
+        self._jobset_families()
+        self._rest_children: dict[tuple[str, str, str], Any] = {}
+
+    def _reconcile_families(self) -> None:
         r = self.registry
         self.reconcile_total = Counter(
-            c.METRIC_RECONCILE_TOTAL.removesuffix("_total"),
+            c.METRIC_RECONCILE_TOTAL,
             "Total number of reconciliations per controller",
-            ["controller", "result"],
+            [*_CONTROLLER, "result"],
             registry=r,
         )
         self.reconcile_errors = Counter(
-            c.METRIC_RECONCILE_ERRORS_TOTAL.removesuffix("_total"),
+            c.METRIC_RECONCILE_ERRORS_TOTAL,
             "Total number of reconciliation errors per controller",
-            ["controller"],
+            _CONTROLLER,
             registry=r,
         )
         self.reconcile_panics = Counter(
-            "controller_runtime_reconcile_panics_total",
+            c.METRIC_RECONCILE_PANICS_TOTAL,
             "Total number of reconciliation panics per controller",
-            ["controller"],
+            _CONTROLLER,
             registry=r,
         )
         self.reconcile_time = Histogram(
             c.METRIC_RECONCILE_TIME_SECONDS,
             "Length of time per reconciliation per controller",
-            ["controller"],
+            _CONTROLLER,
             buckets=RECONCILE_BUCKETS,
             registry=r,
         )
         self.max_concurrent = Gauge(
-            "controller_runtime_max_concurrent_reconciles",
+            c.METRIC_MAX_CONCURRENT_RECONCILES,
             "Maximum number of concurrent reconciles per controller",
-            ["controller"],
+            _CONTROLLER,
             registry=r,
         )
         self.active_workers = Gauge(
-            "controller_runtime_active_workers",
+            c.METRIC_ACTIVE_WORKERS,
             "Number of currently used workers per controller",
-            ["controller"],
+            _CONTROLLER,
             registry=r,
         )
-        self._workqueue(r)
-        self._client(r)
+
+    def _workqueue_families(self) -> None:
+        r = self.registry
+        self.wq_depth = Gauge(
+            c.METRIC_WORKQUEUE_DEPTH, "Current depth of workqueue", _QUEUE, registry=r
+        )
+        self.wq_adds = Counter(
+            c.METRIC_WORKQUEUE_ADDS_TOTAL,
+            "Total number of adds handled by workqueue",
+            _QUEUE,
+            registry=r,
+        )
+        self.wq_queue_duration = Histogram(
+            c.METRIC_WORKQUEUE_QUEUE_DURATION_SECONDS,
+            "How long in seconds an item stays in workqueue before being requested",
+            _QUEUE,
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        )
+        self.wq_work_duration = Histogram(
+            c.METRIC_WORKQUEUE_WORK_DURATION_SECONDS,
+            "How long in seconds processing an item from workqueue takes",
+            _QUEUE,
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        )
+        self.wq_unfinished = Gauge(
+            c.METRIC_WORKQUEUE_UNFINISHED_WORK_SECONDS,
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration.",
+            _QUEUE,
+            registry=r,
+        )
+        self.wq_longest = Gauge(
+            c.METRIC_WORKQUEUE_LONGEST_RUNNING_SECONDS,
+            "How many seconds has the longest running processor for workqueue been running.",
+            _QUEUE,
+            registry=r,
+        )
+        self.wq_retries = Counter(
+            c.METRIC_WORKQUEUE_RETRIES_TOTAL,
+            "Total number of retries handled by workqueue",
+            _QUEUE,
+            registry=r,
+        )
+
+    def _client_families(self) -> None:
+        r = self.registry
+        self.rest_requests = Counter(
+            c.METRIC_REST_REQUESTS_TOTAL,
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=r,
+        )
+        self.rest_duration = Histogram(
+            c.METRIC_REST_REQUEST_DURATION_SECONDS,
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REST_BUCKETS,
+            registry=r,
+        )
+        self.rest_rate_limiter = Histogram(
+            c.METRIC_REST_RATE_LIMITER_DURATION_SECONDS,
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REST_BUCKETS,
+            registry=r,
+        )
+        self.rest_retries = Counter(
+            c.METRIC_REST_REQUEST_RETRIES_TOTAL,
+            "Number of request retries, partitioned by status code, verb, and host.",
+            ["code", "verb", "host"],
+            registry=r,
+        )
+
+    def _jobset_families(self) -> None:
+        r = self.registry
+        jobset_labels = [c.METRIC_LABEL_JOBSET_NAME, c.METRIC_LABEL_NAMESPACE]
         self.leader_status = Gauge(
-            "leader_election_master_status",
+            c.METRIC_LEADER_ELECTION_MASTER_STATUS,
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
             "backup, 1 indicates master. 'name' is the string used to identify the lease.",
             ["name"],
             registry=r,
         )
         self.jobset_failed = Counter(
-            c.METRIC_FAILED_TOTAL.removesuffix("_total"),  # prometheus_client adds _total
-            "Number of failed JobSets",
-            [c.METRIC_LABEL_JOBSET_NAME, c.METRIC_LABEL_NAMESPACE],
-            registry=r,
+            c.METRIC_FAILED_TOTAL, "Number of failed JobSets", jobset_labels, registry=r
         )
         self.jobset_completed = Counter(
-            c.METRIC_COMPLETED_TOTAL.removesuffix("_total"),
-            "Number of completed JobSets",
-            [c.METRIC_LABEL_JOBSET_NAME, c.METRIC_LABEL_NAMESPACE],
-            registry=r,
+            c.METRIC_COMPLETED_TOTAL, "Number of completed JobSets", jobset_labels, registry=r
         )
         self.expectations_expired = Counter(
-            "jobset_controller_expectations_expired",
+            c.METRIC_EXPECTATIONS_EXPIRED_TOTAL,
             "Reconciles that proceeded because create/delete expectations timed out",
             registry=r,
         )
@@ -167,70 +211,15 @@ class Metrics:
         ):
             metric.labels(**wq)
 
-    def _workqueue(self, r: CollectorRegistry) -> None:
-        labels = ["name", "controller"]
-        self.wq_depth = Gauge("workqueue_depth", "Current depth of workqueue", labels, registry=r)
-        self.wq_adds = Counter(
-            "workqueue_adds", "Total number of adds handled by workqueue", labels, registry=r
-        )
-        self.wq_queue_duration = Histogram(
-            "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested",
-            labels,
-            buckets=WORKQUEUE_BUCKETS,
-            registry=r,
-        )
-        self.wq_work_duration = Histogram(
-            "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes",
-            labels,
-            buckets=WORKQUEUE_BUCKETS,
-            registry=r,
-        )
-        self.wq_unfinished = Gauge(
-            "workqueue_unfinished_work_seconds",
-            "How many seconds of work has been done that is in progress and hasn't been "
-            "observed by work_duration.",
-            labels,
-            registry=r,
-        )
-        self.wq_longest = Gauge(
-            "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
-            labels,
-            registry=r,
-        )
-        self.wq_retries = Counter(
-            "workqueue_retries", "Total number of retries handled by workqueue", labels, registry=r
-        )
-
-    def _client(self, r: CollectorRegistry) -> None:
-        self.rest_requests = Counter(
-            "rest_client_requests",  # exposed as rest_client_requests_total
-            "Number of HTTP requests, partitioned by status code, method, and host.",
-            ["code", "method", "host"],
-            registry=r,
-        )
-        self.rest_duration = Histogram(
-            "rest_client_request_duration_seconds",
-            "Request latency in seconds. Broken down by verb, and host.",
-            ["verb", "host"],
-            buckets=REST_BUCKETS,
-            registry=r,
-        )
-        self.rest_rate_limiter = Histogram(
-            "rest_client_rate_limiter_duration_seconds",
-            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
-            ["verb", "host"],
-            buckets=REST_BUCKETS,
-            registry=r,
-        )
-        self.rest_retries = Counter(
-            "rest_client_request_retries",
-            "Number of request retries, partitioned by status code, verb, and host.",
-            ["code", "verb", "host"],
-            registry=r,
-        )
+    def count_request(self, code: str, method: str, host: str) -> None:
+        """rest_client_requests_total += 1 (the labelled child is cached: this is per request)."""
+        key = (code, method, host)
+        child = self._rest_children.get(key)
+        if child is None:
+            child = self._rest_children[key] = self.rest_requests.labels(
+                code=code, method=method, host=host
+            )
+        child.inc()
 
     def exposition(self) -> bytes:
         """The text exposition format of this registry (what /metrics serves)."""

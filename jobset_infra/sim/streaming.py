@@ -64,7 +64,8 @@ async def serve_watch(
 
 def _tabulate(store: Store, gvr: GVR, include: str) -> Tabulate:
     info = store.info(gvr)
-    return lambda obj: tables.table(info, [obj], obj["metadata"]["resourceVersion"], include)
+    return lambda obj: tables.table(
+        info, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}, include)
 
 
 async def _pump(response: web.StreamResponse, stream: Watch, timeout: float | None,

@@ -169,7 +169,9 @@ def _crd_columns(info: ResourceInfo) -> list[tuple[JsonObj, Cell]] | None:
     return out
 
 
-def table(info: ResourceInfo, items: list[JsonObj], rv: str, include: str) -> JsonObj:
+def table(info: ResourceInfo, items: list[JsonObj], meta: JsonObj, include: str) -> JsonObj:
+    """A meta.k8s.io Table of `items`; `meta` is the list metadata (resourceVersion, and
+    continue/remainingItemCount for a page)."""
     columns = _crd_columns(info) or BUILTIN.get(info.kind) or [(_AGE_COL, _age)]
     rows = []
     for obj in items:
@@ -180,5 +182,5 @@ def table(info: ResourceInfo, items: list[JsonObj], rv: str, include: str) -> Js
             row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                              "metadata": obj["metadata"]}
         rows.append(row)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv},
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
             "columnDefinitions": [_NAME_COL, *(d for d, _ in columns)], "rows": rows}

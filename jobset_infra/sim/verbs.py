@@ -64,16 +64,17 @@ def _as_object(body: Any) -> JsonObj:
 
 def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Response:
     info = call.store.info(call.gvr)
+    meta: JsonObj = {"resourceVersion": str(call.store.resource_version)}
+    if page is not None:
+        meta = {"resourceVersion": page.resource_version}
+        if page.continue_token:  # a Table page keeps it too: kubectl pages tables by 500
+            meta["continue"] = page.continue_token
+            meta["remainingItemCount"] = page.remaining
     if "as=Table" in call.headers.get("Accept", ""):
-        rv = str(call.store.resource_version)
         include = call.query.get("includeObject", "Metadata")
-        return json_response(tables.table(info, items, rv, include))
+        return json_response(tables.table(info, items, meta, include))
     if page is None:
         return json_response(items[0])
-    meta: JsonObj = {"resourceVersion": page.resource_version}
-    if page.continue_token:
-        meta["continue"] = page.continue_token
-        meta["remainingItemCount"] = page.remaining
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
                           "metadata": meta, "items": items})
 

@@ -180,3 +180,22 @@ def test_server_side_apply_of_a_jobset(kubectl: Kubectl) -> None:
     live = json.loads(kubectl("get", "jobset", "applied-js", "-o", "json"))
     assert (live["spec"]["suspend"], live["metadata"]["labels"]) == (False, {"team": "ml"})
     assert live["metadata"]["generation"] == 2
+
+
+def test_get_pages_a_table_with_chunk_size_and_shows_every_row(kubectl: Kubectl) -> None:
+    for i in range(3):
+        kubectl.sim.call(lambda store, i=i: store.create(
+            PODS, pod(f"paged-{i}", labels={"paged": "yes"}), "default"))
+    out = kubectl("get", "pods", "-l", "paged=yes", "--chunk-size=1", "--no-headers")
+    assert [row[0] for row in rows(out)] == ["paged-0", "paged-1", "paged-2"]
+
+
+def test_orphan_cascade_leaves_the_dependents_without_the_owner_reference(
+        kubectl: Kubectl) -> None:
+    owner = kubectl.sim.call(lambda store: store.create(JOBS, job("orphaner"), "default"))
+    kubectl.sim.call(lambda store: store.create(PODS, pod("orphaned-0", owner=owner), "default"))
+    assert 'job.batch "orphaner" deleted' in kubectl("delete", "job", "orphaner",
+                                                      "--cascade=orphan")
+    left = json.loads(kubectl("get", "pod", "orphaned-0", "-o", "json"))
+    assert "ownerReferences" not in left["metadata"]
+    assert kubectl.sim.call(lambda store: store.try_get(JOBS, "orphaner", "default")) is None

@@ -123,36 +123,13 @@ class JobSetController:
         wall: WallClock = _utcnow,
     ) -> None:
         tuning = config.controller
-        namespace = tuning.watch_namespace or None
         self.config = config
         self.metrics = metrics
         self.decide = decide or core_decider(core_config(config))
         self._clock = clock
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
-        self.jobsets: Informer[dict[str, Any]] = Informer(
-            client, JOBSETS, cache_jobset, namespace=namespace
-        )
-        self.jobs: Informer[CachedJob] = Informer(
-            client,
-            JOBS,
-            cache_job,
-            namespace=namespace,
-            indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
-        )
-        self.services: Informer[CachedService] = Informer(
-            client, SERVICES, cache_service, namespace=namespace
-        )
-        self.pvcs: Informer[CachedName] = Informer(
-            client,
-            PVCS,
-            cache_name,
-            namespace=namespace,
-            indexers={NAMESPACE_INDEX: lambda p: (p.namespace,)},
-        )
-        self.nodes: Informer[SlimNode] | None = None
-        if config.placement.mode is not PlacementMode.OFF:
-            self.nodes = Informer(client, NODES, slim_node_from_manifest)
+        self._make_informers(client, tuning.watch_namespace or None)
         self.queue = WorkQueue(
             CONTROLLER_NAME, metrics, ItemBackoff(tuning.backoff_base, tuning.backoff_max)
         )
@@ -174,6 +151,31 @@ class JobSetController:
         self.reconciles = 0
         metrics.initialise()
         self._wire_handlers()
+
+    def _make_informers(self, client: KubeClient, namespace: str | None) -> None:
+        self.jobsets: Informer[dict[str, Any]] = Informer(
+            client, JOBSETS, cache_jobset, namespace=namespace
+        )
+        self.jobs: Informer[CachedJob] = Informer(
+            client,
+            JOBS,
+            cache_job,
+            namespace=namespace,
+            indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
+        )
+        self.services: Informer[CachedService] = Informer(
+            client, SERVICES, cache_service, namespace=namespace
+        )
+        self.pvcs: Informer[CachedName] = Informer(
+            client,
+            PVCS,
+            cache_name,
+            namespace=namespace,
+            indexers={NAMESPACE_INDEX: lambda p: (p.namespace,)},
+        )
+        self.nodes: Informer[SlimNode] | None = None
+        if self.config.placement.mode is not PlacementMode.OFF:
+            self.nodes = Informer(client, NODES, slim_node_from_manifest)
 
     @property
     def informers(self) -> list[Informer[Any]]:

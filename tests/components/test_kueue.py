@@ -13,12 +13,12 @@ from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.offline import ProgramError, Registration
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
+from jobset_infra.manifests.kueue_schema import kueue_errors
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.tpu.cluster import GkeClusterSpec
 from jobset_infra.tpu.spec import Capacity
 from tests.components.platform_fixtures import IMAGE, kind_of, provider
 from tests.components.pulumi_harness import ComponentRun, run_component
-from jobset_infra.manifests.kueue_schema import kueue_errors
 from tests.manifests.pools import v5e_pools
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -242,6 +242,30 @@ def test_job_restart_attempt(job_restarts: tuple[int, ...] | None, want: list[st
     ] == want
 
 
+@pytest.mark.parametrize(
+    "builder",
+    [
+        pytest.param(_base(), id="multiple replicated jobs"),
+        pytest.param(_base().startup_policy("InOrder"), id="startup-policy"),
+    ],
+)
+def test_jobs_of_every_replicated_job(builder: JobSetBuilder) -> None:
+    js = builder.model()
+    jobs = [job for rjob in js.spec.replicated_jobs for job in construct_jobs(js, rjob, set(), 0)]
+    labels = [job["metadata"]["labels"] for job in jobs]
+    assert _names(jobs) == [
+        "test-js-replicated-job-a-0",
+        *(f"test-js-replicated-job-b-{i}" for i in range(3)),
+    ]
+    assert [x[c.REPLICATED_JOB_NAME_KEY] for x in labels] == ["replicated-job-a"] + [
+        "replicated-job-b"
+    ] * 3
+    assert [x[c.JOB_INDEX_KEY] for x in labels] == ["0", "0", "1", "2"]
+    assert [x[c.JOB_GLOBAL_INDEX_KEY] for x in labels] == ["0", "1", "2", "3"]
+    assert {x[c.GLOBAL_REPLICAS_KEY] for x in labels} == {"4"}
+    assert all(job["spec"]["suspend"] is False for job in jobs)
+
+
 def test_template_spec_is_copied_not_shared() -> None:
     js = _base().model()
     rjob = js.spec.replicated_jobs[1]

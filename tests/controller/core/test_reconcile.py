@@ -215,6 +215,60 @@ def test_active_jobs_are_deleted_after_jobset_finishes(finish) -> None:  # type:
 # --------------------------------------------------------------------------- network
 
 
+@pytest.mark.parametrize(
+    ("finish", "want", "want_reason"),
+    [
+        pytest.param(
+            lambda j: j.completed(),
+            c.CONDITION_COMPLETED,
+            c.ALL_JOBS_COMPLETED_REASON,
+            id="jobset with DNS hostnames enabled should created 1 headless service per job "
+            "and succeed when all jobs succeed (succeeds from first run)",
+        ),
+        pytest.param(
+            lambda j: j.failed(),
+            c.CONDITION_FAILED,
+            c.FAILED_JOBS_REASON,
+            id="fails from first run, no restarts",
+        ),
+    ],
+)
+def test_first_run_outcome_with_one_headless_service(finish, want, want_reason) -> None:  # type: ignore[no-untyped-def]
+    state = start(base().obj())
+    services = 0
+    for _ in range(3):  # creation passes, then the outcome
+        state, plan = step(state)
+        services += len(plan.of_type(CreateService))
+    state = settle(state.with_jobs(finish))
+    assert services == 1 and state.service is not None
+    assert state.service["metadata"]["name"] == "test-js"
+    assert state.service["spec"]["clusterIP"] == "None"
+    assert state.condition(want)["reason"] == want_reason  # type: ignore[index]
+    assert state.status["terminalState"] == want
+    assert state.status["restarts"] == 0
+
+
+@pytest.mark.parametrize(
+    "existing",
+    [
+        pytest.param(
+            lambda j: j.ready(), id="one job created, one job not created (already active)"
+        ),
+        pytest.param(
+            lambda j: j.completed(), id="one job created, one job not created (already succeeded)"
+        ),
+        pytest.param(
+            lambda j: j.deleting(at=T0),
+            id="one job created, one job not created (marked for deletion)",
+        ),
+    ],
+)
+def test_only_missing_jobs_are_created(existing) -> None:  # type: ignore[no-untyped-def]
+    state = created(base()).without_jobs(ALL_JOBS[3]).with_job(ALL_JOBS[2], existing)
+    _, plan = step(state)
+    assert [a.manifest["metadata"]["name"] for a in plan.of_type(CreateJob)] == [ALL_JOBS[3]]
+
+
 def test_headless_service_one_per_jobset_named_after_subdomain_and_recreated() -> None:
     state = created(base().network(enable_dns_hostnames=True, subdomain="sub"))
     assert state.service is not None and state.service["metadata"]["name"] == "sub"
@@ -731,6 +785,23 @@ def test_depends_on_two_dependencies(
     assert len(state.jobs) == want_first
     state = settle(state.with_jobs(lambda j: j.completed(), rjob="rjob-b"))
     assert len(state.jobs) == want_after
+
+
+def test_depends_on_rjob_b_depends_on_ready_status_of_rjob_a() -> None:
+    builder = (
+        make_jobset("test-js", "default")
+        .replicated_job(A, 1)
+        .replicated_job(B, 3, depends_on=[(A, "Ready")])
+        .network(True)
+        .success_policy("All")
+    )
+    state = created(builder)
+    assert sorted(state.jobs) == [ALL_JOBS[0]]
+    state = settle(state.with_jobs(lambda j: j.active()))  # running but not ready: still waits
+    assert sorted(state.jobs) == [ALL_JOBS[0]]
+    state = settle(state.with_jobs(lambda j: j.ready(), rjob=A))
+    assert sorted(state.jobs) == ALL_JOBS
+    assert all(j["spec"]["suspend"] is False for j in state.jobs.values())
 
 
 def test_depends_on_resume_suspended_jobset() -> None:

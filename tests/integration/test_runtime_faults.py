@@ -85,3 +85,13 @@ async def test_a_stale_job_cache_never_repeats_creates(cluster: Cluster) -> None
         await asyncio.sleep(0.05)
     assert cluster.sim.stats.count("create", "jobs") == 5, "no create was repeated"
     assert ctl.controller.expectations.pending_count(f"{cluster.namespace}/js") == (5, 0)
+
+
+async def test_healthz_fails_when_a_cache_stops_being_kept(cluster: Cluster) -> None:
+    ctl = await cluster.start_controller()
+    await ctl.wait_leader(5)
+    assert ctl.healthy()
+    job_informer = ctl.tasks[ctl.controller.informers.index(ctl.controller.jobs)]
+    job_informer.cancel()
+    await asyncio.gather(job_informer, return_exceptions=True)
+    assert not ctl.healthy(), "a dead Job informer makes /healthz fail (the kubelet restarts us)"

@@ -62,6 +62,15 @@ class RunningController:
     def is_leader(self) -> bool:
         return self.leading.is_set() and not self.lost.is_set()
 
+    def healthy(self) -> bool:
+        """/healthz: every cache is still being kept (an informer may only stop when its LIST
+        was forbidden); a dead one would leave the controller deciding from a frozen view."""
+        informers = self.controller.informers
+        return all(
+            not task.done() or informer.forbidden
+            for task, informer in zip(self.tasks, informers, strict=False)
+        )
+
     @property
     def ports(self) -> dict[str, int]:
         return dict(self.endpoints.ports)
@@ -137,12 +146,13 @@ async def start_controller(
     elector = _elector(config, client, metrics, name)
     endpoints = Endpoints(
         metrics,
-        healthy=lambda: True,
+        healthy=controller.synced,  # replaced by ctl.healthy below
         ready=controller.synced,
         liveness_path=config.health.liveness_endpoint_name,
         readiness_path=config.health.readiness_endpoint_name,
     )
     ctl = RunningController(controller, client, recorder, metrics, name, elector, endpoints)
+    endpoints.healthy = ctl.healthy
     ctl.tasks += [asyncio.create_task(i.run()) for i in controller.informers]
     ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
     try:

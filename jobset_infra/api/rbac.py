@@ -25,11 +25,11 @@ __all__ = [
     "PolicyRule",
 ]
 
-CORE_GROUP = ""
-BATCH_GROUP = "batch"
-JOBSET_GROUP = GROUP
-EVENTS_GROUP = "events.k8s.io"
-COORDINATION_GROUP = "coordination.k8s.io"
+_CORE_GROUP = ""
+_BATCH_GROUP = "batch"
+_JOBSET_GROUP = GROUP
+_EVENTS_GROUP = "events.k8s.io"
+_COORDINATION_GROUP = "coordination.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -52,31 +52,31 @@ class PolicyRule:
 CLUSTER_RULES: tuple[PolicyRule, ...] = (
     # Reads come from list+watch informers, so no rule grants `get` on a watched kind.
     # JobSets: the informer; `delete` for ttlSecondsAfterFinished.
-    PolicyRule((JOBSET_GROUP,), ("jobsets",), ("list", "watch", "delete")),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets",), ("list", "watch", "delete")),
     # Status is written once per reconcile: PUT on the status subresource.
-    PolicyRule((JOBSET_GROUP,), ("jobsets/status",), ("update",)),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets/status",), ("update",)),
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
     # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
-    PolicyRule((JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
     # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart.
-    PolicyRule((BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
+    PolicyRule((_BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
     # On resume the controller clears a child Job's status.startTime, as upstream does.
-    PolicyRule((BATCH_GROUP,), ("jobs/status",), ("patch",)),
+    PolicyRule((_BATCH_GROUP,), ("jobs/status",), ("patch",)),
     # The headless Service for pod DNS; removed by garbage collection through its ownerReference.
-    PolicyRule((CORE_GROUP,), ("services",), ("list", "watch", "create")),
+    PolicyRule((_CORE_GROUP,), ("services",), ("list", "watch", "create")),
     # Nodes are watched to learn the topology domains (node pools) for exclusive placement.
-    PolicyRule((CORE_GROUP,), ("nodes",), ("list", "watch")),
+    PolicyRule((_CORE_GROUP,), ("nodes",), ("list", "watch")),
     # volumeClaimPolicies: PVC names are cached (list/watch) and missing PVCs created.
-    PolicyRule((CORE_GROUP,), ("persistentvolumeclaims",), ("list", "watch", "create")),
+    PolicyRule((_CORE_GROUP,), ("persistentvolumeclaims",), ("list", "watch", "create")),
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
-    PolicyRule((EVENTS_GROUP,), ("events",), ("create", "patch")),
-    PolicyRule((CORE_GROUP,), ("events",), ("create", "patch")),
+    PolicyRule((_EVENTS_GROUP,), ("events",), ("create", "patch")),
+    PolicyRule((_CORE_GROUP,), ("events",), ("create", "patch")),
 )
 """Cluster-wide rules, bound to the controller's ServiceAccount by a ClusterRoleBinding."""
 
 NAMESPACE_RULES: tuple[PolicyRule, ...] = (
     # Leader election: one Lease in the controller's own namespace (a Role, not cluster-wide).
-    PolicyRule((COORDINATION_GROUP,), ("leases",), ("get", "create", "update")),
+    PolicyRule((_COORDINATION_GROUP,), ("leases",), ("get", "create", "update")),
 )
 """Rules granted only in the controller's namespace, through a Role and RoleBinding."""
 

@@ -149,9 +149,6 @@ EXPORT_PACKAGES: Final[tuple[str, ...]] = (
 )
 EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {
     # Owner: api (still working). Fix: add the names to __all__ or prefix them with "_".
-    "jobset_infra.api.rbac": frozenset(
-        {"BATCH_GROUP", "COORDINATION_GROUP", "CORE_GROUP", "EVENTS_GROUP", "JOBSET_GROUP"}
-    ),
     "jobset_infra.api.validation": frozenset({"NAME_SUFFIX", "RESTART_JOB_ACTIONS", "check_name"}),
 }
 

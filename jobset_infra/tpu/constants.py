@@ -12,6 +12,7 @@ from typing import Final
 __all__ = [
     "ACCELERATOR_LABEL",
     "FLEX_START_MAX_RUN_SECONDS",
+    "GKE_MAX_NODES_PER_CLUSTER",
     "GKE_NODEPOOL_LABEL",
     "GKE_TAINT_EFFECT_NO_SCHEDULE",
     "K8S_TAINT_EFFECT_NO_SCHEDULE",
@@ -72,6 +73,9 @@ RESERVATION_NAME_KEY: Final = "compute.googleapis.com/reservation-name"
 
 # Flex-start (DWS) VMs run at most 7 days (GKE provisioning-model docs).
 FLEX_START_MAX_RUN_SECONDS: Final = 7 * 24 * 3600
+# GKE Standard clusters hold at most 15,000 nodes: more slices than that can never exist, and
+# planning them would hang `pulumi preview` instead of failing it.
+GKE_MAX_NODES_PER_CLUSTER: Final = 15_000
 
 # Version gates (gke-tpu.md §2.6).
 MIN_GKE_VERSION_MULTISLICE: Final = "1.27.4-gke.900"

@@ -94,9 +94,17 @@ def validate_name(spec: SlicePoolsSpec) -> None:
 
 
 def validate_slices(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
-    """Rule 11: at least one slice; a Multislice is built from multi-host slices only."""
+    """Rule 11: 1 slice up to a cluster's node limit; a Multislice is of multi-host slices."""
     if spec.slices < 1:
         raise SlicePoolsError("slices", f"must be at least 1, got {spec.slices}")
+    nodes = spec.slices * tpu_slice.hosts
+    if nodes > c.GKE_MAX_NODES_PER_CLUSTER:
+        raise SlicePoolsError(
+            "slices",
+            f"{spec.slices} slices of {tpu_slice.hosts} node(s) are {nodes} nodes, more than a GKE "
+            f"cluster's {c.GKE_MAX_NODES_PER_CLUSTER}; use at most "
+            f"{c.GKE_MAX_NODES_PER_CLUSTER // tpu_slice.hosts} slices",
+        )
     multislice = spec.multislice if spec.multislice is not None else spec.slices > 1
     if multislice and not tpu_slice.is_multi_host:
         fix = _multi_host_alternative(tpu_slice)

@@ -90,6 +90,8 @@ INVALID_CASES = [
                  "has no multi-host slices, use tpu-v5-lite-podslice",
                  id="rule 11: a Multislice of v5e serving devices"),
     pytest.param({"slices": 0}, "slices", "must be at least 1", id="rule 11: zero slices"),
+    pytest.param({"slices": 10**30}, "slices", "use at most 7500 slices",
+                 id="rule 11: more slices than a GKE cluster's node limit"),
     pytest.param({"max_pods_per_node": 4}, "max_pods_per_node", "must be between 8 and 256",
                  id="rule 13: too few pods per node"),
     pytest.param({"max_pods_per_node": 1000}, "max_pods_per_node", "must be between 8 and 256",
@@ -140,6 +142,7 @@ def test_each_rule_rejects_its_invalid_case(
                      id="a version prefix on a channel"),
         pytest.param({"preemptible": True, "capacity": Capacity.ON_DEMAND},
                      id="legacy preemptible alone"),
+        pytest.param({"slices": 7500}, id="as many 2-node slices as a GKE cluster holds"),
     ],
 )  # fmt: skip
 def test_valid_requests_pass(overrides: dict[str, Any]) -> None:

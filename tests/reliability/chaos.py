@@ -206,6 +206,13 @@ class Replicas:
                     self.lease_losses += 1
                     await self._replace(ctl, crash=False)
 
+    async def flush_events(self, timeout: float = 10.0) -> None:
+        """Wait until every replica sent (or gave up on) the events it queued."""
+        async with self._lock:
+            for ctl in self.running:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ctl.recorder.flush(), timeout)
+
     async def stop(self) -> None:
         async with self._lock:
             for ctl in self.running:
@@ -269,6 +276,7 @@ async def run(chaos: Chaos) -> Outcome:
             killer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await killer
+            await replicas.flush_events()  # events go out asynchronously, retried on faults
             quiet = await _quiet_writes(recorder)
         terminal = _terminal(sim)
         violations = invariants.violations + invariants.attempt_gaps(
@@ -297,8 +305,8 @@ async def run(chaos: Chaos) -> Outcome:
 
 
 async def _quiet_writes(recorder: Recorder, seconds: float = 1.0) -> Counter[str]:
-    """Writes other than Lease renewals in `seconds` after everything finished: a controller
-    with nothing to do must not write (no hot loop on a finished or failing JobSet)."""
+    """Writes other than Lease renewals in `seconds` after everything finished and every queued
+    event went out: a controller with nothing to do must not write (no hot loop)."""
     await asyncio.sleep(0.5)  # the last status write's events and metrics
     before = Counter(recorder.writes)
     await asyncio.sleep(seconds)

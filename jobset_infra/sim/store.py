@@ -394,11 +394,13 @@ class Store:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        send_initial_events: bool = False,
+        send_initial_events: bool | None = None,
         bookmark_interval: float | None = None,
     ) -> Watch:
         """Stream changes after `since_rv`; with no version (or "0"), start with the current
-        objects as synthetic ADDED events. 410 Gone when `since_rv` is older than the history."""
+        objects as synthetic ADDED events. `send_initial_events` True always starts with them
+        (then the initial-events-end bookmark), False never does. 410 Gone when `since_rv` is
+        older than the history."""
         info = self.info(gvr)
         stream = Watch(
             api_version=gvr.api_version, kind=info.kind, namespace=namespace or None,
@@ -408,10 +410,12 @@ class Store:
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
         start = listing.parse_version(since_rv)
+        if start is None and send_initial_events is False:
+            start = self._rv  # "start at most recent": no synthetic state
         initial = self.list(gvr, namespace).items if start is None or send_initial_events \
             else None
         return self.history.open(gvr, stream, start=start, initial=initial,
-                                 send_initial_events=send_initial_events)
+                                 send_initial_events=bool(send_initial_events))
 
     def watches(self, gvr: GVR | None = None) -> WatchList:
         """Open watches (fault injection drops or expires them)."""

@@ -11,8 +11,8 @@ from typing import Any
 
 from aiohttp import web
 
-from jobset_infra.sim import tables
-from jobset_infra.sim.errors import StatusError, gone, invalid
+from jobset_infra.sim import list_options, tables
+from jobset_infra.sim.errors import StatusError, gone
 from jobset_infra.sim.hooks import ApiRequest, InterceptLike
 from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.responses import JSON, dumps, flag, number
@@ -31,8 +31,9 @@ async def serve_watch(
     bookmark_interval: float,
 ) -> web.StreamResponse:
     gvr, query = GVR(api.group, api.version, api.resource), request.query
-    send_initial, bookmarks = flag(query, "sendInitialEvents"), flag(query, "allowWatchBookmarks")
-    _check_watch_list(send_initial, bookmarks, query.get("resourceVersionMatch"))
+    list_options.check(query, watch=True)
+    send_initial = list_options.send_initial_events(query)
+    bookmarks = flag(query, "allowWatchBookmarks")
     timeout = number(query, "timeoutSeconds")
     if intercept is not None and intercept.drop_after is not None:
         timeout = min(timeout or intercept.drop_after, intercept.drop_after)
@@ -95,20 +96,3 @@ async def _pump(response: web.StreamResponse, stream: Watch, timeout: float | No
 
 async def _send(response: web.StreamResponse, kind: str, obj: JsonObj) -> None:
     await response.write(dumps({"type": kind, "object": obj}) + b"\n")
-
-
-def _check_watch_list(send_initial: bool, bookmarks: bool, rv_match: str | None) -> None:
-    """A watch-list needs bookmarks and resourceVersionMatch=NotOlderThan (422 otherwise)."""
-    if not send_initial:
-        return
-    causes = []
-    if not bookmarks:
-        causes.append({"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
-                       "message": "Forbidden: sendInitialEvents requires setting "
-                                  "allowWatchBookmarks to true"})
-    if rv_match != "NotOlderThan":
-        causes.append({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
-                       "message": "Forbidden: sendInitialEvents requires setting "
-                                  "resourceVersionMatch to NotOlderThan"})
-    if causes:
-        raise invalid("meta.k8s.io", "ListOptions", "", causes)

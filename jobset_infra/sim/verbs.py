@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobset_infra.sim import tables
+from jobset_infra.sim import list_options, tables
 from jobset_infra.sim.errors import StatusError, bad_request
 from jobset_infra.sim.hooks import ApiRequest
 from jobset_infra.sim.listing import ListResult
@@ -106,6 +106,7 @@ async def get(call: Call) -> web.Response:
 
 async def list_(call: Call) -> web.Response:
     query = call.query
+    list_options.check(query, watch=False)
     limit = number(query, "limit")
     page = call.store.list(call.gvr, call.api.namespace,
                            label_selector=query.get("labelSelector"),

@@ -132,12 +132,39 @@ async def test_watch_from_an_expired_version_sends_a_410_error_event(
     assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
 
 
-async def test_watch_list_without_bookmarks_is_refused_like_a_real_server(
-    http: aiohttp.ClientSession,
+@pytest.mark.parametrize(
+    ("query", "want_causes"),
+    [
+        pytest.param("watch=1&sendInitialEvents=true",
+                     [("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting "
+                                               "resourceVersionMatch to NotOlderThan")],
+                     id="a watch-list needs resourceVersionMatch=NotOlderThan"),
+        pytest.param("watch=1&resourceVersionMatch=NotOlderThan",
+                     [("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden "
+                                               "for watch unless sendInitialEvents is provided")],
+                     id="a plain watch may not set resourceVersionMatch"),
+        pytest.param("watch=1&sendInitialEvents=true&resourceVersionMatch=Exact",
+                     [("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting "
+                                               "resourceVersionMatch to NotOlderThan"),
+                      ("resourceVersionMatch",
+                       'Unsupported value: "Exact": supported values: "NotOlderThan"')],
+                     id="a watch supports only NotOlderThan"),
+        pytest.param("sendInitialEvents=true",
+                     [("sendInitialEvents",
+                       "Forbidden: sendInitialEvents is forbidden for list")],
+                     id="a list may not ask for initial events"),
+        pytest.param("resourceVersionMatch=NotOlderThan",
+                     [("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden "
+                                               "unless resourceVersion is provided")],
+                     id="a list match needs a resourceVersion"),
+    ],
+)
+async def test_list_options_the_api_server_refuses_are_422_with_a_cause_per_field(
+    http: aiohttp.ClientSession, query: str, want_causes: list[tuple[str, str]],
 ) -> None:
-    status, body = await call(http, "GET", f"{CM_URL}?watch=1&sendInitialEvents=true")
-    assert (status, body["reason"]) == (422, "Invalid")
-    assert "allowWatchBookmarks" in body["message"]
+    status, body = await call(http, "GET", f"{CM_URL}?{query}")
+    assert (status, body["reason"], body["details"]["kind"]) == (422, "Invalid", "ListOptions")
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want_causes
 
 
 async def test_a_hook_can_answer_instead_of_the_server(

@@ -53,6 +53,27 @@ async def test_watch_list_sends_the_state_then_the_initial_events_end_bookmark(
     assert all(e["object"]["kind"] == "ConfigMap" for e in got)
 
 
+async def test_watch_list_without_bookmarks_sends_the_state_but_no_bookmark(
+    sim: Sim, http: aiohttp.ClientSession,
+) -> None:
+    await http.post(CM_URL, json=configmap("a"))
+    got = await events(http, f"{CM_URL}?watch=1&sendInitialEvents=true"
+                             "&resourceVersionMatch=NotOlderThan&timeoutSeconds=0.3", until="")
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in got] == [("ADDED", "a")]
+
+
+async def test_send_initial_events_false_starts_at_the_most_recent_version(
+    http: aiohttp.ClientSession,
+) -> None:
+    await http.post(CM_URL, json=configmap("before"))
+    url = (f"{CM_URL}?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"
+           "&timeoutSeconds=0.3")
+    async with http.get(url) as stream:
+        await http.post(CM_URL, json=configmap("after"))
+        got = [json.loads(line) async for line in stream.content]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [("ADDED", "after")]
+
+
 async def test_label_selected_watch_over_http(sim: Sim, http: aiohttp.ClientSession) -> None:
     rv = sim.store.resource_version
     await http.post(CM_URL, json=configmap("plain"))

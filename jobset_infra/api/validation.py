@@ -36,8 +36,8 @@ from jobset_infra.api.validation_update import validate_update
 __all__ = ["FieldError", "validate"]
 
 # Stand-in for the 5 random characters upstream's SimpleNameGenerator appends (same alphabet).
-NAME_SUFFIX: Final = "bcdfg"
-RESTART_JOB_ACTIONS: Final = frozenset(
+_NAME_SUFFIX: Final = "bcdfg"
+_RESTART_JOB_ACTIONS: Final = frozenset(
     {FailurePolicyAction.RESTART_JOB, FailurePolicyAction.RESTART_JOB_AND_IGNORE_MAX_RESTARTS}
 )
 
@@ -66,7 +66,7 @@ def validate(
 def _validate_create(
     js: JobSet, gates: Mapping[str, bool], existing_pvcs: Mapping[str, Mapping[str, Any]]
 ) -> list[FieldError]:
-    name = check_name(js)
+    name = _check_name(js)
     return [
         *_in_place_restart_gate(js, gates),
         *_first_rjob_depends_on(js),
@@ -80,9 +80,9 @@ def _validate_create(
     ]
 
 
-def check_name(js: JobSet) -> str:
+def _check_name(js: JobSet) -> str:
     """The name checks use: metadata.name, or generateName plus a 5-character suffix."""
-    return js.metadata.name or f"{js.metadata.generate_name or ''}{NAME_SUFFIX}"
+    return js.metadata.name or f"{js.metadata.generate_name or ''}{_NAME_SUFFIX}"
 
 
 def _rjob_names(js: JobSet) -> list[str]:
@@ -182,7 +182,7 @@ def _rjob(
         message = c.JOB_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
         yield invalid(f"{path}.name", longest_job, message)
     if spec.get("completionMode") == c.COMPLETION_MODE_INDEXED and completions is not None:
-        longest_pod = f"{longest_job}-{completions - 1}-{NAME_SUFFIX}"
+        longest_pod = f"{longest_job}-{completions - 1}-{_NAME_SUFFIX}"
         for problem in names.dns1035_label(longest_pod):
             message = c.POD_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
             yield invalid(f"{path}.name", longest_pod, message)
@@ -245,7 +245,7 @@ def _failure_policy(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldErro
     if policy is None:
         return
     path = "spec.failurePolicy.rules"
-    restart_job = [k for k, r in enumerate(policy.rules) if r.action in RESTART_JOB_ACTIONS]
+    restart_job = [k for k, r in enumerate(policy.rules) if r.action in _RESTART_JOB_ACTIONS]
     if restart_job and not gates[c.FEATURE_RESTART_JOB]:
         for k in restart_job:
             yield forbidden(

@@ -147,10 +147,7 @@ EXPORT_PACKAGES: Final[tuple[str, ...]] = (
     "jobset_infra.controller.core",
     "jobset_infra.controller.placement",
 )
-EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {
-    # Owner: api (still working). Fix: add the names to __all__ or prefix them with "_".
-    "jobset_infra.api.validation": frozenset({"NAME_SUFFIX", "RESTART_JOB_ACTIONS", "check_name"}),
-}
+EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {}
 
 
 def layer_of(module: str) -> str | None:

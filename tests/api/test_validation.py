@@ -432,11 +432,33 @@ def _strip_pc(js: JobSet) -> JobSet:
             "invalid label value",
             id="coordinator label too long via the JobSet name",
         ),
+        pytest.param(
+            "js",
+            lambda b: b.replicated_job("r" * 56).coordinator("r" * 56),
+            "invalid label value",
+            id="coordinator label too long via the replicated job name",
+        ),
     ],
 )
 def test_long_names(name: str, build: Build, want_message: str) -> None:
     errors = validate(_js(build, name))
     assert any(want_message in e.message for e in errors), errors
+
+
+def test_an_empty_rule_name_is_rejected_when_not_defaulted() -> None:
+    # default() names unnamed rules; validate() still rejects "" for callers that skip it.
+    errors = validate(_base().rule("FailJobSet", "").model())
+    assert [(e.path, "between 1 and 128" in e.message) for e in errors] == [
+        ("spec.failurePolicy.rules[0].name", True)
+    ]
+
+
+def test_coordinator_job_without_completions_is_rejected() -> None:
+    manifest = _js(lambda b: b.coordinator("workers")).to_manifest()
+    del manifest["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"]
+    errors = validate(JobSet.model_validate(manifest))
+    assert [e.path for e in errors] == ["spec.coordinator.replicatedJob"]
+    assert "have completions set" in errors[0].message
 
 
 def test_generate_name_is_checked_with_a_five_character_suffix() -> None:

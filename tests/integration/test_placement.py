@@ -235,6 +235,26 @@ async def test_second_jobset_waits_with_a_reason_and_starts_when_the_first_finis
         )
 
 
+async def test_waiting_jobset_starts_when_new_pools_appear(cluster: Cluster) -> None:
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("first", 4), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "first")) == 8, what="first")
+        cluster.store.create(JOBSETS, tpu_jobset("second", 2), NS)
+        await eventually(
+            lambda: condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING),
+            what="second waits for pools",
+        )
+        # the autoscaler (or an admin) adds two pools: Node events, not Job events, wake it
+        new_pools = parse_nodes("v5e-2x4:6")[4:]
+        await create_nodes(cluster.store, new_pools, datetime.now(UTC))
+        # well inside the 10 s safety-net retry, so only the Node events can have woken it
+        await eventually(
+            lambda: len(running_pods(cluster.store, "second")) == 4, timeout=5.0, what="second"
+        )
+    assert set(running_pods(cluster.store, "second").values()) == {p.name for p in new_pools}
+    assert_no_shared_pools(cluster.store, "first", "second")
+
+
 async def test_two_jobsets_created_at_once_never_share_a_pool(cluster: Cluster) -> None:
     async with controller(cluster):
         for name in ("a", "b", "c"):

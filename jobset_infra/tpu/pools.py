@@ -238,9 +238,18 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
             "initial_node_count": str(plan.initial_node_count),
             "max_pods_per_node": str(plan.max_pods_per_node),
             "zone": plan.zone,
+            "capacity": _capacity_fingerprint(plan),
             "slices": str(plan.slices),
         }
     )
+
+
+def _capacity_fingerprint(plan: SlicePoolsPlan) -> str:
+    # spot, preemptible, reservation_affinity and flex_start are replace-on-change node_config
+    # fields: switching spot -> reservation recreates every slice as surely as a new topology.
+    if plan.capacity is Capacity.RESERVATION:
+        return f"{plan.capacity} {plan.reservation}"
+    return f"{plan.capacity} (preemptible)" if plan.preemptible else str(plan.capacity)
 
 
 def replacement_warnings(

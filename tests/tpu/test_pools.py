@@ -119,6 +119,11 @@ def test_replacement_warnings_name_each_replacing_change() -> None:
     assert warnings[0].startswith("changing topology from '2x4' to '4x4' replaces all 4 slice")
     assert "initial_node_count from '2' to '4'" in warnings[1]
     assert "max_pods_per_node from '15' to '32'" in warnings[2]
+    reserved = plan_slice_pools(make_spec(capacity=Capacity.RESERVATION, reservation="res-a"))
+    (warning,) = replacement_warnings(before, reserved)
+    assert warning.startswith("changing capacity from 'spot' to 'reservation res-a' replaces all 4")
+    old_output = {k: v for k, v in before.items() if k != "capacity"}  # from an older deployment
+    assert replacement_warnings(old_output, reserved) == ()
 
 
 @st.composite

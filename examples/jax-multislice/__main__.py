@@ -32,6 +32,7 @@ train = JobSet(
     "jax-multislice",
     JobSetArgs(
         provider=provider,
+        name="jax-multislice",
         replicated_jobs=[
             tpu_job(
                 (v5e_2x4, slices),

@@ -8,6 +8,7 @@ and, for a queued JobSet, after Kueue's queues exist.
 
     jax = JobSet("train", JobSetArgs(
         provider=cluster.provider,
+        name="train",
         replicated_jobs=[tpu_job(pools, {"name": "jax", "image": IMAGE, "command": [...]})],
         failure_policy={"maxRestarts": 3},
         queue="tpu-queue", system=system, kueue=kueue,
@@ -17,20 +18,13 @@ and, for a queued JobSet, after Kueue's queues exist.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from jobset_infra.api.controller_config import PlacementDomain
-from jobset_infra.api.models import (
-    Coordinator,
-    FailurePolicy,
-    Network,
-    ReplicatedJob,
-    SuccessPolicy,
-)
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
@@ -96,28 +90,18 @@ def tpu_job(
     )
 
 
-@dataclass(frozen=True)
-class JobSetArgs:
-    """Arguments of `JobSet`; the API-typed fields take the api models or their wire mappings."""
+@dataclass(frozen=True, kw_only=True)
+class JobSetArgs(WorkloadSpec):
+    """Arguments of `JobSet`: the workload (`WorkloadSpec`'s fields: name, replicated_jobs,
+    namespace, labels, annotations, policies, network, coordinator, ttl, queue, priority class)
+    plus where and after what to create it.
+
+    `replicated_jobs` takes `tpu_job(...)` entries and plain replicated jobs (api models or
+    manifests); the policy fields take the api models or their wire mappings.
+    """
 
     provider: k8s.Provider
     """Kubernetes provider of the target cluster; never the ambient kubeconfig."""
-    replicated_jobs: Sequence[TpuJob | ReplicatedJob | Mapping[str, Any]]
-    """TPU jobs (`tpu_job(...)`) and plain replicated jobs (api models or manifests)."""
-    name: str | None = None
-    """metadata.name; defaults to the component name."""
-    namespace: str = "default"
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    failure_policy: FailurePolicy | Mapping[str, Any] | None = None
-    success_policy: SuccessPolicy | Mapping[str, Any] | None = None
-    network: Network | Mapping[str, Any] | None = None
-    coordinator: Coordinator | Mapping[str, Any] | None = None
-    ttl_seconds_after_finished: int | None = None
-    queue: str | None = None
-    """Kueue LocalQueue in the namespace; Kueue admits (unsuspends) the JobSet when it fits."""
-    priority_class: str | None = None
-    """Kueue WorkloadPriorityClass; needs `queue`."""
     system: JobSetSystem | None = None
     """The JobSet API and controller; the JobSet is created once they are ready."""
     kueue: Kueue | None = None
@@ -133,38 +117,25 @@ class JobSetArgs:
     """More prerequisites."""
 
 
-def plan_args(name: str, args: JobSetArgs) -> WorkloadPlan:
+def plan_args(args: JobSetArgs) -> WorkloadPlan:
     """Return the validated workload; raise WorkloadError naming the JobSet and each field."""
     if not isinstance(args.provider, k8s.Provider):
         raise WorkloadError(
             [
-                f"JobSet {name}: provider: pass the target cluster's pulumi_kubernetes.Provider "
-                "(e.g. GkeCluster.provider); JobSet never uses the ambient kubeconfig"
+                f"JobSet {args.name}: provider: pass the target cluster's "
+                "pulumi_kubernetes.Provider (e.g. GkeCluster.provider); JobSet never uses the "
+                "ambient kubeconfig"
             ]
         )
-    spec = WorkloadSpec(
-        name=args.name or name,
-        namespace=args.namespace,
-        replicated_jobs=list(args.replicated_jobs),
-        labels=args.labels,
-        annotations=args.annotations,
-        failure_policy=args.failure_policy,
-        success_policy=args.success_policy,
-        network=args.network,
-        coordinator=args.coordinator,
-        ttl_seconds_after_finished=args.ttl_seconds_after_finished,
-        queue=args.queue,
-        priority_class=args.priority_class,
-    )
     try:
-        plan = plan_workload(spec)
+        plan = plan_workload(args)
         problems = _placement_problems(plan, args)
     except WorkloadError as exc:
         problems = list(exc.problems)
     except ValueError as exc:  # pools that are neither plans nor TpuSlicePools
         problems = [str(exc)]
     if problems:
-        raise WorkloadError([f"JobSet {spec.name}: {p}" for p in problems])
+        raise WorkloadError([f"JobSet {args.name}: {p}" for p in problems])
     return plan
 
 
@@ -189,7 +160,7 @@ class JobSet(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: JobSetArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        plan = plan_args(name, args)  # before anything is registered: a bad spec fails preview
+        plan = plan_args(args)  # before anything is registered: a bad spec fails preview
         super().__init__(TYPE_TOKEN, name, None, opts)
         if args.ttl_seconds_after_finished is not None:
             pulumi.log.warn(TTL_WARNING.format(name=plan.name), resource=self)

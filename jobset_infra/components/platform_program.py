@@ -173,8 +173,18 @@ def _kueue(
     )
 
 
-def _env(settings: WorkloadSettings) -> list[dict[str, str]]:
-    return [{"name": name, "value": value} for name, value in sorted(settings.env.items())]
+def _container(settings: WorkloadSettings) -> dict[str, Any]:
+    """Return the demo's container: image, command and env (TPU resources are derived later)."""
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": settings.image,
+        "command": list(settings.command),
+    }
+    if settings.env:
+        container["env"] = [
+            {"name": name, "value": value} for name, value in sorted(settings.env.items())
+        ]
+    return container
 
 
 def _tpu_workload(
@@ -189,14 +199,7 @@ def _tpu_workload(
     settings = config.workload
     if settings is None or not settings.enabled:
         return None
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": settings.image,
-        "command": list(settings.command),
-    }
-    if settings.env:
-        container["env"] = _env(settings)
-    jobs = [tpu_job(pools, container, slices=settings.slices)]
+    jobs = [tpu_job(pools, _container(settings), slices=settings.slices)]
     return _jobset(
         config, provider, system, kueue, jobs, pools=[pools], placement_check=placement_check
     )
@@ -208,14 +211,10 @@ def _cpu_workload(
     settings = config.workload
     if settings is None or not settings.enabled:
         return None
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": settings.image,
-        "command": list(settings.command),
+    container = {
+        **_container(settings),
         "resources": {"requests": {"cpu": settings.cpu, "memory": settings.memory}},
     }
-    if settings.env:
-        container["env"] = _env(settings)
     rjob = {
         "name": "worker",
         "replicas": settings.replicas,
@@ -248,6 +247,7 @@ def _jobset(
         settings.name,
         JobSetArgs(
             provider=provider,
+            name=settings.name,
             replicated_jobs=replicated_jobs,
             namespace=settings.namespace,
             failure_policy={"maxRestarts": settings.max_restarts},

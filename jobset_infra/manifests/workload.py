@@ -115,9 +115,13 @@ class TpuJob:
     termination_grace_period_seconds: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadSpec:
-    """A JobSet as its author thinks of it: replicated jobs, policies, queue."""
+    """A JobSet as its author thinks of it: replicated jobs, policies, queue.
+
+    The one author-facing description of a JobSet: the Pulumi `JobSetArgs` extends it with
+    where and after what to create it, rather than restating these fields.
+    """
 
     name: str
     replicated_jobs: Sequence[TpuJob | ReplicatedJob | Mapping[str, Any]]

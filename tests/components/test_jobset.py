@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.offline import ProgramError
 from jobset_infra.controller.placement import placement_problems
-from jobset_infra.manifests.workload import TpuTarget
+from jobset_infra.manifests.workload import TpuTarget, WorkloadSpec
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.slice import TpuSlice
@@ -41,6 +42,7 @@ def test_registers_one_jobset_with_outputs() -> None:
     def build() -> JobSet:
         args = JobSetArgs(
             provider=provider(),
+            name="train",
             replicated_jobs=[tpu_job(pools(), CONTAINER)],
             failure_policy={"maxRestarts": 3},
         )
@@ -59,6 +61,28 @@ def test_registers_one_jobset_with_outputs() -> None:
     }
 
 
+def test_args_are_the_workload_spec_plus_where_and_after_what() -> None:
+    # DESIGN principle 1: the workload's fields are WorkloadSpec's, never restated here.
+    own = {f.name for f in dataclasses.fields(JobSetArgs)} - {
+        f.name for f in dataclasses.fields(WorkloadSpec)
+    }
+    assert issubclass(JobSetArgs, WorkloadSpec)
+    assert own == {"provider", "system", "kueue", "pools", "placement_check", "depends_on"}
+
+
+def test_metadata_name_is_the_spec_name_not_the_logical_name() -> None:
+    def build() -> JobSet:
+        args = JobSetArgs(
+            provider=provider(), name="llm-7b", replicated_jobs=[tpu_job(pools(), CONTAINER)]
+        )
+        return JobSet("train", args)
+
+    result = run_component(build, outputs=["child_job_names"])
+    [jobset] = result.of_type(JOBSET)
+    assert (jobset.name, jobset.inputs["metadata"]["name"]) == ("train", "llm-7b")
+    assert result.values["child_job_names"][0] == "llm-7b-slice-0"
+
+
 def test_depends_on_the_controller_and_kueue_when_queued() -> None:
     def build() -> tuple[JobSet, JobSetSystem, Kueue]:
         k8s = provider()
@@ -66,6 +90,7 @@ def test_depends_on_the_controller_and_kueue_when_queued() -> None:
         kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()]))
         args = JobSetArgs(
             provider=k8s,
+            name="train",
             replicated_jobs=[tpu_job(pools(), CONTAINER)],
             queue="tpu-queue",
             priority_class="high",
@@ -91,7 +116,9 @@ def test_unqueued_jobset_does_not_wait_for_kueue() -> None:
     def build() -> JobSet:
         k8s = provider()
         kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()]))
-        args = JobSetArgs(provider=k8s, replicated_jobs=[tpu_job(pools(), CONTAINER)], kueue=kueue)
+        args = JobSetArgs(
+            provider=k8s, name="train", replicated_jobs=[tpu_job(pools(), CONTAINER)], kueue=kueue
+        )
         return JobSet("train", args)
 
     [jobset] = run_component(build).of_type(JOBSET)
@@ -146,7 +173,7 @@ def test_tpu_job_from_any_slice_source(source: Any, replicas: int, chips: int) -
 )
 def test_bad_args_fail_before_anything_is_registered(args: dict[str, Any], expected: str) -> None:
     def build() -> JobSet:
-        return JobSet("train", JobSetArgs(**{"provider": provider(), **args}))
+        return JobSet("train", JobSetArgs(**{"provider": provider(), "name": "train", **args}))
 
     with pytest.raises(ProgramError) as caught:
         run_component(build)
@@ -157,6 +184,7 @@ def test_ttl_after_finished_is_warned_about() -> None:
     def build() -> JobSet:
         args = JobSetArgs(
             provider=provider(),
+            name="train",
             replicated_jobs=[tpu_job(pools(), CONTAINER)],
             ttl_seconds_after_finished=60,
         )
@@ -207,6 +235,7 @@ def test_hand_written_exclusive_jobs_are_checked_against_the_pools(
     def build() -> JobSet:
         args = JobSetArgs(
             provider=provider(),
+            name="train",
             replicated_jobs=[rjob],
             pools=[pools()],
             placement_check=placement_problems,

@@ -411,6 +411,29 @@ async def test_affinity_mode_keeps_jobs_apart_through_the_scheduler() -> None:
         await cluster.sim.stop()
 
 
+def _forbid_nodes(request: ApiRequest) -> Intercept | None:
+    """RBAC without `nodes` list/watch, as a controller installed with a narrow role has."""
+    if request.resource == "nodes" and request.verb in ("list", "watch", "get"):
+        return Intercept(error=StatusError(403, "Forbidden", "nodes is forbidden"))
+    return None
+
+
+async def test_auto_mode_without_node_access_falls_back_to_affinity(cluster: Cluster) -> None:
+    cluster.sim.add_hook(_forbid_nodes)
+    async with controller(cluster):
+        cluster.store.create(JOBSETS, tpu_jobset("a", 2), NS)
+        await eventually(lambda: len(running_pods(cluster.store, "a")) == 4, what="4 pods")
+    for job in jobs_of(cluster.store, "a"):
+        pod = job["spec"]["template"]["spec"]
+        assert pool_of(job) is None  # no domain was assigned: the controller cannot see Nodes
+        anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert [t["topologyKey"] for t in anti] == [POOL]
+    pools: dict[str, set[str]] = {}
+    for (job_name, _), pool in running_pods(cluster.store, "a").items():
+        pools.setdefault(job_name, set()).add(pool)
+    assert all(len(p) == 1 for p in pools.values()) and len(set.union(*pools.values())) == 2
+
+
 async def test_node_selector_strategy_uses_the_pools_an_admin_labelled(cluster: Cluster) -> None:
     # What upstream's hack/label_nodes script does: one pool per Job, labelled and tainted.
     for pool, job in (("v5e-2x4-2", "ns-slice-0"), ("v5e-2x4-3", "ns-slice-1")):

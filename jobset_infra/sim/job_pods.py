@@ -200,8 +200,7 @@ def running_status(pod: JsonObj, now: datetime) -> JsonObj:
         ],
         "startTime": old.get("startTime") or at,
         "containerStatuses": [
-            {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,
-             "started": True, "restartCount": 0, "state": {"running": {"startedAt": at}}}
+            _container_status(pod, c, ready=True, state={"running": {"startedAt": at}})
             for c in containers
         ],
     }
@@ -229,10 +228,9 @@ def finished_status(
         "conditions": conditions,
         "startTime": old.get("startTime") or at,
         "containerStatuses": [
-            {"name": c.get("name", ""), "image": c.get("image", ""), "ready": False,
-             "started": False, "restartCount": 0,
-             "state": {"terminated": {"exitCode": code, "reason": ended,
-                                      "startedAt": old.get("startTime") or at, "finishedAt": at}}}
+            _container_status(pod, c, ready=False, state={"terminated": {
+                "exitCode": code, "reason": ended, "startedAt": old.get("startTime") or at,
+                "finishedAt": at}})
             for c in containers
         ],
     }
@@ -257,6 +255,26 @@ def restarted_status(pod: JsonObj, now: datetime, *, exit_code: int = 1) -> Json
         first["state"] = {"running": {"startedAt": at}}
         first["restartCount"] = int(first.get("restartCount", 0)) + 1
     return {**old, "containerStatuses": containers}
+
+
+def _container_status(pod: JsonObj, container: JsonObj, *, ready: bool,
+                      state: JsonObj) -> JsonObj:
+    """One containerStatuses entry with every field the API requires (clients such as the
+    official one refuse a status without `imageID`), keeping the restarts counted so far."""
+    name, image = container.get("name", ""), container.get("image", "")
+    before = next((c for c in (pod.get("status") or {}).get("containerStatuses") or ()
+                   if c.get("name") == name), {})
+    repository, _, tag = image.rpartition(":")
+    if not repository or "/" in tag:  # no tag, or the ":" belongs to a registry port
+        repository = image
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    return {
+        "name": name, "image": image,
+        "imageID": f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}",
+        "containerID": "containerd://" + hashlib.sha256(f"{uid}/{name}".encode()).hexdigest(),
+        "ready": ready, "started": ready, "restartCount": int(before.get("restartCount", 0)),
+        "state": state,
+    }
 
 
 def _pod_condition(kind: str, status: str, at: str, reason: str | None = None) -> JsonObj:

@@ -559,3 +559,14 @@ def test_a_restarted_container_keeps_its_last_exit_in_last_state() -> None:
     assert main["restartCount"] == 1 and "running" in main["state"]
     assert main["lastState"]["terminated"]["exitCode"] == 42
     assert restarted["phase"] == "Running"
+
+
+def test_a_container_that_restarted_keeps_its_restart_count_when_the_pod_finishes() -> None:
+    world = World(make_job())
+    world.settle()
+    pod = world.pod_at(0)
+    pod["status"] = job_pods.restarted_status(pod, world.now, exit_code=1)
+    finished = job_pods.finished_status(pod, world.now, succeeded=True)
+    main = finished["containerStatuses"][0]
+    assert main["restartCount"] == 1 and main["state"]["terminated"]["exitCode"] == 0
+    assert "@sha256:" in main["imageID"] and main["containerID"].startswith("containerd://")

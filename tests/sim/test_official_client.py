@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,22 @@ def test_leases_and_events(api: client.ApiClient, tmp_path: Path) -> None:
         "reportingController": "test", "reportingInstance": "test-1",
         "regarding": {"kind": "Job", "name": "x", "namespace": "default"}})
     assert [e.reason for e in events.list_namespaced_event("default").items] == ["Created"]
+
+
+def test_pods_of_the_fake_job_controller_parse_as_the_clients_models(tmp_path: Path) -> None:
+    with SimThread(job_controller=True) as server:
+        api = config.new_client_from_config(config_file=str(server.kubeconfig(
+            tmp_path / "kubeconfig")))
+        client.BatchV1Api(api).create_namespaced_job("default", job("modelled"))
+        core = client.CoreV1Api(api)
+        pods: list[Any] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the fake Job controller runs on the server's loop
+            pods = core.list_namespaced_pod("default", label_selector="job-name=modelled").items
+            if pods and pods[0].status.phase == "Running":
+                break
+            time.sleep(0.02)
+        assert pods and pods[0].status.phase == "Running"
+        status = pods[0].status.container_statuses[0]
+        assert (status.ready, status.restart_count) == (True, 0)
+        assert status.image_id.startswith("busybox@sha256:")

@@ -262,7 +262,7 @@ def _container_status(pod: JsonObj, container: JsonObj, *, ready: bool,
     """One containerStatuses entry with every field the API requires (clients such as the
     official one refuse a status without `imageID`), keeping the restarts counted so far."""
     name, image = container.get("name", ""), container.get("image", "")
-    before = next((c for c in (pod.get("status") or {}).get("containerStatuses") or ()
+    before: JsonObj = next((c for c in (pod.get("status") or {}).get("containerStatuses") or ()
                    if c.get("name") == name), {})
     repository, _, tag = image.rpartition(":")
     if not repository or "/" in tag:  # no tag, or the ":" belongs to a registry port

@@ -257,7 +257,7 @@ def _apply_to_live(
             continue
         for path in owned & paths:
             if _lookup(live, path) != _lookup(config, path):
-                conflicts.append((str(entry.get("manager")), path))
+                conflicts.append((_manager_words(entry), path))
     if conflicts and not force:
         raise _conflict(info, live, conflicts)
     merged: JsonObj = merge({k: v for k, v in live.items()}, config)
@@ -296,12 +296,28 @@ def _unchanged(live: JsonObj, merged: JsonObj, entries: list[JsonObj]) -> bool:
     return body(live) == body(merged) and timeless(before) == timeless(entries)
 
 
+def _manager_words(entry: JsonObj) -> str:
+    """A manager as the API server names it in a conflict: `"m"`, `"m" with subresource
+    "status"`, and `using <apiVersion>` for managers that wrote with an update."""
+    words = f'"{entry.get("manager", "")}"'
+    if entry.get("subresource"):
+        words += f' with subresource "{entry["subresource"]}"'
+    if entry.get("operation") == "Update":
+        words += f" using {entry.get('apiVersion', '')}"
+    return words
+
+
 def _conflict(info: ResourceInfo, live: JsonObj, conflicts: list[tuple[str, Path]]) -> StatusError:
-    causes = [{"reason": "FieldManagerConflict",
-               "message": f'conflict with "{m}" using {info.gvr.api_version}',
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {m}",
                "field": _render(p)} for m, p in conflicts]
-    lines = "\n".join(f"- {c['message']}: {c['field']}" for c in causes)
-    message = f"Apply failed with {len(causes)} conflict{'s' if len(causes) > 1 else ''}: {lines}"
+    if len(causes) == 1:
+        message = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
+    else:  # grouped by manager, managers sorted, as the API server words it
+        lines = []
+        for words in sorted({m for m, _ in conflicts}):
+            lines.append(f"conflicts with {words}:")
+            lines += sorted(f"- {_render(p)}" for m, p in conflicts if m == words)
+        message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
     return StatusError(409, "Conflict", message, details={
         "name": live["metadata"]["name"], "group": info.gvr.group, "kind": info.gvr.resource,
         "causes": causes})

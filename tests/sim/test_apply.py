@@ -69,6 +69,8 @@ def test_apply_conflicts(force: bool, want_code: int | None, want_data: dict[str
         assert err.details["causes"] == [{"reason": "FieldManagerConflict",
                                           "message": 'conflict with "creator" using v1',
                                           "field": ".data.a"}]
+        assert err.message == ('Apply failed with 1 conflict: conflict with "creator" using v1:'
+                               " .data.a")
     assert code == want_code
     assert store.get(CONFIGMAPS, "c", "default")["data"] == want_data
 
@@ -135,3 +137,12 @@ def test_re_applying_the_same_configuration_is_not_a_write() -> None:
     again = apply(store, configmap("c", {"a": "1"}))
     assert store.resource_version == before
     assert again["metadata"]["resourceVersion"] == str(before)
+
+
+def test_conflicts_with_appliers_are_grouped_by_manager_as_the_api_server_words_them() -> None:
+    store = Store()
+    apply(store, configmap("c", {"a": "1", "b": "1"}), manager="first")
+    with pytest.raises(StatusError) as err:
+        apply(store, configmap("c", {"a": "2", "b": "2"}), manager="second")
+    assert err.value.message == ('Apply failed with 2 conflicts: conflicts with "first":\n'
+                                 "- .data.a\n- .data.b")

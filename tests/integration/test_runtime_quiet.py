@@ -76,3 +76,18 @@ async def test_a_burst_of_job_status_changes_is_coalesced(
     reconciles = controller.controller.reconciles - reconciles_before
     assert len(changes) == 1000
     assert 1 <= reconciles < 200, f"{reconciles} reconciles for 1,000 Job status changes"
+
+
+async def test_jobs_not_owned_by_a_jobset_are_not_cached(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    from jobset_infra.controller.runtime.resources import JOBS as JOB_RESOURCE
+    from jobset_infra.testing.jobsets import job_template
+
+    plain = {"metadata": {"name": "plain", "namespace": cluster.namespace}, **job_template()}
+    plain["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    await cluster.api.create(JOB_RESOURCE, plain, cluster.namespace)
+    await cluster.create_jobset(make_jobset("js").replicated_job("a"))
+    await eventually(lambda: converged(cluster, 2), what="the JobSet's Job next to the plain one")
+    assert f"{cluster.namespace}/js-a-0" in controller.controller.jobs.store
+    assert f"{cluster.namespace}/plain" not in controller.controller.jobs.store

@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.controller.core import (
     MalformedJobSetError,
@@ -162,6 +163,9 @@ class JobSetController:
             cache_job,
             namespace=namespace,
             indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
+            # Every Job a JobSet owns carries this label: other Jobs in the cluster (often many)
+            # are neither listed, watched nor cached.
+            label_selector=c.JOBSET_NAME_KEY,
         )
         self.services: Informer[CachedService] = Informer(
             client, SERVICES, cache_service, namespace=namespace

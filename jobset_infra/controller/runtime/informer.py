@@ -50,6 +50,7 @@ class Informer(Generic[T]):
         namespace: str | None = None,
         indexers: Mapping[str, Indexer] | None = None,
         watch_timeout: int = 300,
+        label_selector: str = "",
         retry_delay: float = 0.5,
     ) -> None:
         self.client = client
@@ -57,6 +58,7 @@ class Informer(Generic[T]):
         self.transform = transform
         self.namespace = namespace or None
         self.watch_timeout = watch_timeout
+        self.label_selector = label_selector  # server-side filter: cache only what we own
         self.retry_delay = retry_delay
         self.store: dict[str, T] = {}
         self._versions: dict[str, int | None] = {}
@@ -104,7 +106,11 @@ class Informer(Generic[T]):
         while True:
             try:
                 async for event in self.client.watch(
-                    self.resource, self.namespace, self.resource_version, self.watch_timeout
+                    self.resource,
+                    self.namespace,
+                    self.resource_version,
+                    self.watch_timeout,
+                    label_selector=self.label_selector,
                 ):
                     self._apply(event)
             except asyncio.CancelledError:
@@ -136,7 +142,9 @@ class Informer(Generic[T]):
                 await asyncio.sleep(self.retry_delay)
 
     async def _list(self) -> None:
-        listing = await self.client.list(self.resource, self.namespace)
+        listing = await self.client.list(
+            self.resource, self.namespace, label_selector=self.label_selector
+        )
         fresh = {object_key(obj): obj for obj in listing["items"]}
         for key in [k for k in self.store if k not in fresh]:
             self._delete(key)

@@ -38,7 +38,12 @@ from jobset_infra.controller.placement.affinity import with_exclusive_affinity
 from jobset_infra.controller.placement.inputs import PlacementInputs
 from jobset_infra.controller.placement.strategy import Strategy, strategy_for
 
-__all__ = ["PlacementDecision", "place_new_jobs", "place_resumed_jobs"]
+__all__ = [
+    "PlacementDecision",
+    "not_pending_while_suspended",
+    "place_new_jobs",
+    "place_resumed_jobs",
+]
 
 _T = TypeVar("_T")
 
@@ -266,6 +271,21 @@ def _assigned() -> ConditionSpec:
         status="False",
         reason=c.PLACEMENT_ASSIGNED_REASON,
         message=c.PLACEMENT_ASSIGNED_MESSAGE,
+    )
+
+
+def not_pending_while_suspended() -> ConditionSpec:
+    """ExclusivePlacementPending=False while the JobSet is suspended.
+
+    A suspended JobSet (Kueue holds or preempted it) waits for admission, not for domains, and
+    its Jobs hold none; a True condition left from before would say the opposite. Like every
+    False condition it only flips an existing one.
+    """
+    return ConditionSpec(
+        type=c.CONDITION_PLACEMENT_PENDING,
+        status="False",
+        reason=c.JOBSET_SUSPENDED_REASON,
+        message=c.SUSPENDED_MESSAGE,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import PlacementDomain, PlacementMode
 from jobset_infra.controller.core import exclusive_placement as step
+from jobset_infra.controller.core import reconcile
 from jobset_infra.controller.core.child_jobs import construct_jobs
 from jobset_infra.controller.core.types import (
     CoreConfig,
@@ -31,6 +33,7 @@ from tests.controller.placement.builders import (
 )
 
 CONFIG = CoreConfig()
+T0 = datetime(2026, 5, 1, 8, 0, 0, tzinfo=UTC)
 
 
 def _tpu_jobset(name: str = "js", replicas: int = 4, pods: int = 2, **kw: Any) -> Any:
@@ -51,6 +54,8 @@ def _tpu_jobset(name: str = "js", replicas: int = 4, pods: int = 2, **kw: Any) -
     if "annotations" in kw:
         for key, value in kw["annotations"].items():
             builder = builder.annotation(key, value)
+    for type_, status, reason in kw.get("conditions", ()):
+        builder = builder.condition(type_, status, reason, "message")
     return builder.model()
 
 
@@ -107,6 +112,32 @@ def test_second_jobset_is_held_with_a_condition_saying_why() -> None:
     )
     assert "busy: pool-0 (held by default/first-slice-0)" in cond.message
     assert "4 exist" in cond.message
+
+
+@pytest.mark.parametrize(
+    ("conditions", "want"),
+    [
+        pytest.param(
+            [(c.CONDITION_PLACEMENT_PENDING, "True", c.PLACEMENT_NO_FIT_REASON)],
+            ("False", c.JOBSET_SUSPENDED_REASON),
+            id="a JobSet suspended while it waited for domains no longer says it waits for them",
+        ),
+        pytest.param([], None, id="a JobSet that never waited gets no placement condition"),
+    ],
+)
+def test_suspend_ends_a_pending_placement(
+    conditions: list[tuple[str, str, str]], want: tuple[str, str] | None
+) -> None:
+    busy = tuple(make_job(f"o-{i}", "o").on(f"pool-{i}").obj() for i in range(4))
+    js = _tpu_jobset(suspend=True, conditions=conditions)
+    plan = reconcile(_observed(js, _inputs(held=busy)), T0, CONFIG)
+    assert plan.status_update is not None
+    pending = [
+        (x["status"], x["reason"])
+        for x in plan.status_update.status["conditions"]
+        if x["type"] == c.CONDITION_PLACEMENT_PENDING
+    ]
+    assert pending == ([want] if want else [])
 
 
 def test_no_partial_jobset_is_started() -> None:

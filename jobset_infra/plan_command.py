@@ -137,7 +137,7 @@ def _plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
     from jobset_infra.components.offline import ProgramError, run_offline
-    from jobset_infra.components.preview import kubernetes_objects, render_tree
+    from jobset_infra.components.preview import apply_order, kubernetes_objects, render_tree
 
     try:
         result = run_offline(
@@ -153,10 +153,12 @@ def _plan(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 1
     _end_progress(live=sys.stderr.isatty())
-    print(render_tree(result.registrations, PROJECT, args.stack))
+    # One stable order for the tree and the files, whatever order the engine registered in.
+    registrations = apply_order(result.registrations)
+    print(render_tree(registrations, PROJECT, args.stack))
     for message in result.warnings():
         print(f"warning: {message}", file=sys.stderr)
-    objects = kubernetes_objects(result.registrations)
+    objects = kubernetes_objects(registrations)
     print(f"Validating {len(objects)} Kubernetes objects...", file=sys.stderr)
     problems = invalid_objects(objects)
     if args.out is not None:

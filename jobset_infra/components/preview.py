@@ -5,8 +5,9 @@ Pure functions over the recorded registrations (no Pulumi import), used by `jobs
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from jobset_infra.api import constants as k
 from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
@@ -15,6 +16,8 @@ from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [
     "SECRET_PLACEHOLDER",
+    "RegistrationLike",
+    "apply_order",
     "key_inputs",
     "kubernetes_objects",
     "object_problems",
@@ -53,7 +56,49 @@ class RegistrationLike(Protocol):
     def parent(self) -> str | None: ...
 
     @property
+    def dependencies(self) -> tuple[str, ...]: ...
+
+    @property
     def inputs(self) -> Mapping[str, Any]: ...
+
+
+_R = TypeVar("_R", bound=RegistrationLike)
+
+
+def apply_order(registrations: Iterable[_R]) -> list[_R]:
+    """Return the registrations so that each follows its parent and everything it depends on.
+
+    The engine registers a resource once its inputs resolve, so the recorded order changes from
+    run to run. This order depends only on the resources themselves: among those whose parent and
+    dependencies are already placed, the smallest (type, name) goes next. Two plans of the same
+    program therefore print the same tree and write the same numbered files.
+    """
+    by_urn = {reg.urn: reg for reg in registrations}
+    waits_for = {
+        urn: {u for u in (*reg.dependencies, reg.parent) if u in by_urn and u != urn}
+        for urn, reg in by_urn.items()
+    }
+    unblocks: dict[str, list[str]] = {urn: [] for urn in by_urn}
+    for urn, before in waits_for.items():
+        for other in before:
+            unblocks[other].append(urn)
+    ready = [(reg.type, reg.name, urn) for urn, reg in by_urn.items() if not waits_for[urn]]
+    heapq.heapify(ready)
+    ordered: list[_R] = []
+    while ready:
+        _, _, urn = heapq.heappop(ready)
+        ordered.append(by_urn[urn])
+        for after in unblocks[urn]:
+            waits_for[after].discard(urn)
+            if not waits_for[after]:
+                heapq.heappush(ready, (by_urn[after].type, by_urn[after].name, after))
+    # A dependency cycle cannot come from a Pulumi program (it would never finish); keep any
+    # leftovers anyway, so nothing recorded is ever dropped from the plan.
+    placed = {reg.urn for reg in ordered}
+    ordered += sorted(
+        (reg for urn, reg in by_urn.items() if urn not in placed), key=lambda r: (r.type, r.name)
+    )
+    return ordered
 
 
 def redact_secrets(value: Any) -> Any:

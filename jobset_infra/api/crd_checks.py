@@ -14,6 +14,24 @@ from typing import Any
 from jobset_infra.api.crd_formats import format_ok
 from jobset_infra.api.errors import FieldError, child, show_value
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# The apiserver's error when blocking schema errors keep it from running the CEL rules.
+RULES_NOT_CHECKED_MESSAGE = (
+    'Invalid value: "null": some validation rules were not checked because the object was '
+    "invalid; correct the existing errors to complete validation"
+)
+# Error shapes the apiserver counts as blocking (TypeInvalid, Required, NotSupported, TooLong,
+# TooMany); a failed format is a TypeInvalid too. Range, pattern and duplicate errors are not.
+_BLOCKING = re.compile(
+    r"^(Required value|Unsupported value: |Too long: |Too many: |Invalid value: .* in body must be "
+    r"of type )"
+)
+
+
+def is_blocking(error: FieldError) -> bool:
+    """Whether a schema error keeps the apiserver from evaluating CEL rules (`hasBlockingErr`)."""
+    return _BLOCKING.match(error.message) is not None
+
 
 def type_of(schema: Mapping[str, Any]) -> str:
     """The node's `type` ("" when it has none)."""
@@ -25,7 +43,8 @@ def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
-        return "integer"
+        # The apiserver decodes an integer beyond int64 as a float64, so it is a "number" there.
+        return "integer" if _INT64_MIN <= value <= _INT64_MAX else "number"
     if isinstance(value, float):
         return "number"
     if isinstance(value, str):

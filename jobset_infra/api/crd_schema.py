@@ -21,11 +21,13 @@ from typing import Any, Final
 
 from jobset_infra.api.crd_cel import Bindings, Rule, RuleCompileError
 from jobset_infra.api.crd_checks import (
+    RULES_NOT_CHECKED_MESSAGE,
     check_counts,
     check_list_type,
     check_type,
     check_value,
     identity,
+    is_blocking,
     type_error,
     type_of,
 )
@@ -93,9 +95,22 @@ class CrdSchema:
     # -- validate -----------------------------------------------------------------------------
 
     def validate(self, obj: Any, old: Any = None) -> list[FieldError]:
-        """Every schema and CEL problem of `obj` (an update when `old` is given)."""
+        """Every schema and CEL problem of `obj` (an update when `old` is given).
+
+        As the apiserver does, CEL rules are not run on an object with a blocking schema error (a
+        wrong type, missing required field, unsupported enum value, too long or too many): one
+        error says so instead, rather than rules failing on values of the wrong type.
+        """
+        cel_errors: list[FieldError] = []
         has_old = old is not None
-        return list(self._validate(self.schema, obj, old, "", has_old=has_old, root=True))
+        errors = list(
+            self._validate(self.schema, obj, old, "", cel_errors, has_old=has_old, root=True)
+        )
+        if not cel_errors:
+            return errors
+        if any(is_blocking(e) for e in errors):
+            return [*errors, FieldError("", RULES_NOT_CHECKED_MESSAGE)]
+        return errors + cel_errors
 
     def admit(self, obj: Any, old: Any = None) -> tuple[Any, list[FieldError]]:
         """What a create/update request does: prune, default, validate."""
@@ -136,6 +151,7 @@ class CrdSchema:
         value: Any,
         old: Any,
         path: str,
+        cel_errors: list[FieldError],
         *,
         has_old: bool,
         root: bool = False,
@@ -152,16 +168,18 @@ class CrdSchema:
             return
         yield from check_value(schema, value, path)
         if isinstance(value, dict):
-            yield from self._validate_object(schema, value, old, path, has_old=has_old, root=root)
+            yield from self._validate_object(
+                schema, value, old, path, cel_errors, has_old=has_old, root=root
+            )
         elif isinstance(value, list):
-            yield from self._validate_array(schema, value, old, path, has_old=has_old)
+            yield from self._validate_array(schema, value, old, path, cel_errors, has_old=has_old)
         bindings = Bindings(value, old)
         for rule in self._rules.get(id(schema), []):
             if rule.is_transition and not has_old:
                 continue
             error = rule.evaluate_bound(bindings, path, type_of(schema) or "object")
             if error is not None:
-                yield error
+                cel_errors.append(error)
 
     def _validate_object(
         self,
@@ -169,6 +187,7 @@ class CrdSchema:
         value: dict[str, Any],
         old: Any,
         path: str,
+        cel_errors: list[FieldError],
         *,
         has_old: bool,
         root: bool,
@@ -186,12 +205,19 @@ class CrdSchema:
             if sub is None or (root and key == "metadata"):
                 continue
             yield from self._validate(
-                sub, item, old_map.get(key), child(path, key), has_old=key in old_map
+                sub, item, old_map.get(key), child(path, key), cel_errors, has_old=key in old_map
             )
         yield from check_counts(schema, len(value), path, "properties")
 
     def _validate_array(
-        self, schema: Mapping[str, Any], value: list[Any], old: Any, path: str, *, has_old: bool
+        self,
+        schema: Mapping[str, Any],
+        value: list[Any],
+        old: Any,
+        path: str,
+        cel_errors: list[FieldError],
+        *,
+        has_old: bool,
     ) -> Iterator[FieldError]:
         yield from check_counts(schema, len(value), path, "items")
         yield from check_list_type(schema, value, path)
@@ -206,6 +232,7 @@ class CrdSchema:
                 item,
                 None if old_item is _MISSING else old_item,
                 child(path, i),
+                cel_errors,
                 has_old=old_item is not _MISSING,
             )
 

@@ -318,6 +318,52 @@ def test_transition_rules_run_only_on_update_with_an_old_value(widget: CrdSchema
     assert len(errors) == 2  # item "y" has no old value to correlate with
 
 
+@pytest.mark.parametrize(
+    ("spec", "want_first"),
+    [
+        pytest.param(
+            {"size": 1, "mode": "Turbo"},
+            FieldError("spec.mode", 'Unsupported value: "Turbo": supported values: "Fast", "Slow"'),
+            id="an unsupported enum value stops the rules",
+        ),
+        pytest.param(
+            {"size": 10**30},
+            FieldError(
+                "spec.size",
+                'Invalid value: "number": spec.size in body must be of type integer: "number"',
+            ),
+            id="an integer beyond int64 is a number, as the apiserver decodes it",
+        ),
+        pytest.param(
+            {"size": 1, "name": "toolong"},
+            FieldError("spec.name", "Too long: may not be more than 5 bytes"),
+            id="a too long string stops the rules",
+        ),
+    ],
+)
+def test_a_blocking_schema_error_skips_the_cel_rules(
+    widget: CrdSchema, spec: dict[str, Any], want_first: FieldError
+) -> None:
+    # size 1 with mode Fast would also break "small widgets must be slow": the apiserver does
+    # not evaluate rules over an object with a blocking error, and says so once.
+    errors = widget.validate(_obj(**spec))
+    assert errors[0] == want_first
+    assert errors[-1].path == ""
+    assert "some validation rules were not checked" in errors[-1].message
+    assert not any("evaluating rule" in e.message or "slow" in e.message for e in errors)
+
+
+def test_a_non_blocking_schema_error_still_runs_the_cel_rules(widget: CrdSchema) -> None:
+    errors = widget.validate(_obj(size=-1, mode="Fast"))
+    assert errors == [
+        FieldError(
+            "spec.size",
+            "Invalid value: -1: spec.size in body should be greater than or equal to 0",
+        ),
+        FieldError("spec", 'Invalid value: "object": small widgets must be slow'),
+    ]
+
+
 def test_from_crd_names_a_missing_version() -> None:
     with pytest.raises(CrdSchemaError, match="no version 'v2'"):
         CrdSchema.from_crd(_crd(WIDGET), "v2")

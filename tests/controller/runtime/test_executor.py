@@ -17,6 +17,8 @@ from aiohttp import web
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import (
     CreateJob,
+    CreatePVC,
+    CreateService,
     DeleteJob,
     EmitEvent,
     IncrementMetric,
@@ -29,7 +31,7 @@ from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.executor import PlanExecutor
 from jobset_infra.controller.runtime.expectations import Expectations
-from jobset_infra.controller.runtime.kube import ConflictError, InvalidError, KubeClient
+from jobset_infra.controller.runtime.kube import ApiError, ConflictError, InvalidError, KubeClient
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.testing.jobs import make_job
 
@@ -172,6 +174,60 @@ async def test_a_failed_create_stops_the_plan_and_emits_job_creation_failed(api:
     assert [e["reason"] for e in events] == [c.JOB_CREATION_FAILED_EVENT]
     assert events[0]["note"].startswith('job "js-w-1" creation failed with error')
     assert run.expectations.pending_count(KEY) == (2, 0), "the failed create is not awaited"
+    await run.client.close()
+
+
+def _owned(name: str, retain: bool = False) -> dict[str, Any]:
+    """A child manifest as the core plans it: owned by the JobSet, or (a Retain PVC) only
+    labelled with its name."""
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if retain:
+        meta["labels"] = {c.JOBSET_NAME_KEY: "js"}
+    else:
+        meta["ownerReferences"] = [
+            {"apiVersion": c.API_VERSION, "kind": c.KIND, "name": "js", "uid": "js-uid",
+             "controller": True}
+        ]  # fmt: skip
+    return {"metadata": meta, "spec": {}}
+
+
+@pytest.mark.parametrize(
+    ("action", "want_reason", "want_note"),
+    [
+        pytest.param(
+            CreateService(_owned("js")),
+            c.HEADLESS_SERVICE_CREATION_FAILED_EVENT,
+            'service "js" creation failed with error',
+            id="headless service creation fails with unexpected error",
+        ),
+        pytest.param(
+            CreatePVC(_owned("data-js")),
+            c.PVC_CREATION_FAILED_EVENT,
+            'pvc "data-js" creation failed with error',
+            id="PVC creation fails with unexpected error",
+        ),
+        pytest.param(
+            CreatePVC(_owned("keep-js", retain=True)),
+            c.PVC_CREATION_FAILED_EVENT,
+            'pvc "keep-js" creation failed with error',
+            id="a Retain PVC (no owner reference) failing is reported on its JobSet too",
+        ),
+    ],
+)
+async def test_a_failed_service_or_pvc_create_emits_its_warning(
+    api: Any, action: Any, want_reason: str, want_note: str
+) -> None:
+    fake, url = api
+    fake.fail[action.manifest["metadata"]["name"]] = 403  # not retried, unlike a 500
+    run, _ = executor(url)
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan((action, status())))
+    await flushed(run.recorder)
+    assert fake.methods("PUT") == [], "no status write after a failed step"
+    events = fake.methods("POST", "/events")
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", want_reason)]
+    assert events[0]["regarding"]["name"] == "js"
+    assert events[0]["note"].startswith(want_note)
     await run.client.close()
 
 

@@ -105,7 +105,8 @@ class JobSetArgs(WorkloadSpec):
     system: JobSetSystem | None = None
     """The JobSet API and controller; the JobSet is created once they are ready."""
     kueue: Kueue | None = None
-    """Kueue; a queued JobSet is created once Kueue serves and its queues exist."""
+    """Kueue, if the cluster runs it: a queued JobSet is created once Kueue serves and its queues
+    exist, an unqueued one once Kueue's webhooks serve (they see every JobSet)."""
     pools: Sequence[TpuSlicePools | SlicePoolsPlan] = ()
     """The cluster's slice pools (as declared to the controller): the JobSet's exclusive Jobs
     must fit them, checked at preview; TpuSlicePools given here are also waited for (and so
@@ -203,4 +204,8 @@ def _prerequisites(args: JobSetArgs) -> list[pulumi.Resource]:
         found += args.system.ready_resources
     if args.kueue is not None and args.queue is not None:
         found += args.kueue.ready_resources
+    elif args.kueue is not None:
+        # Kueue's JobSet webhook (failurePolicy Fail) sees every JobSet in the namespaces it
+        # manages, queued or not: created while Kueue starts, an unqueued JobSet is refused.
+        found.append(args.kueue.release)
     return found

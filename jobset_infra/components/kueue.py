@@ -86,6 +86,9 @@ class Kueue(pulumi.ComponentResource):
     """Resolves once Kueue serves and every queue object exists."""
     ready_resources: list[pulumi.CustomResource]
     """`depends_on` these (or the component) before creating queued JobSets."""
+    release: k8s.helm.v3.Release
+    """The Helm release; complete once Kueue's webhooks serve. Unqueued JobSets wait for it:
+    Kueue's JobSet webhook (failurePolicy Fail) sees them too."""
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None

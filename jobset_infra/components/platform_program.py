@@ -255,7 +255,7 @@ def _jobset(
             queue=config.kueue.queue if queued else None,
             priority_class=settings.priority_class,
             system=system,
-            kueue=kueue if queued else None,
+            kueue=kueue,
             pools=pools,
             placement_check=placement_check,
         ),

@@ -112,12 +112,27 @@ def test_depends_on_the_controller_and_kueue_when_queued() -> None:
     }
 
 
-def test_unqueued_jobset_does_not_wait_for_kueue() -> None:
+def test_unqueued_jobset_waits_for_kueues_webhooks_but_not_its_queues() -> None:
     def build() -> JobSet:
         k8s = provider()
         kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()]))
         args = JobSetArgs(
             provider=k8s, name="train", replicated_jobs=[tpu_job(pools(), CONTAINER)], kueue=kueue
+        )
+        return JobSet("train", args)
+
+    result = run_component(build)
+    [jobset] = result.of_type(JOBSET)
+    waited = {result.run.by_urn()[urn].type for urn in jobset.dependencies}
+    # Kueue's JobSet webhook refuses every JobSet until Kueue serves; the queues do not matter.
+    assert waited == {"kubernetes:helm.sh/v3:Release"}
+    assert k.KUEUE_QUEUE_NAME_LABEL not in (jobset.inputs["metadata"].get("labels") or {})
+
+
+def test_without_kueue_an_unqueued_jobset_waits_for_nothing_else() -> None:
+    def build() -> JobSet:
+        args = JobSetArgs(
+            provider=provider(), name="train", replicated_jobs=[tpu_job(pools(), CONTAINER)]
         )
         return JobSet("train", args)
 

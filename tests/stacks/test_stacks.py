@@ -125,6 +125,13 @@ def test_local_stack_uses_no_gcp_and_an_explicit_kubeconfig_provider() -> None:
     assert not [r for r in run.registrations if "kueue.x-k8s.io" in r.type]
 
 
+def test_local_demo_waits_for_the_controller_and_kueues_webhooks() -> None:
+    # Unqueued, but Kueue's JobSet webhook (failurePolicy Fail) still sees it on create.
+    run = run_stack("local")
+    waits_for = set(_one(run, JOBSET).dependencies)
+    assert {_one(run, CRD).urn, _one(run, DEPLOYMENT).urn, _one(run, RELEASE).urn} <= waits_for
+
+
 def test_local_demo_is_cpu_only() -> None:
     rjob = _rjob(run_stack("local"))
     pod = rjob["template"]["spec"]["template"]["spec"]

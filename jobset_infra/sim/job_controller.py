@@ -32,10 +32,10 @@ from typing import Any, Final
 
 from jobset_infra.api.constants import JOB_REASON_BACKOFF_LIMIT_EXCEEDED
 from jobset_infra.sim import job_pods, job_sync
+from jobset_infra.sim.background import Background, Component
 from jobset_infra.sim.errors import StatusError
 from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.store import Store
-from jobset_infra.sim.watch import Watch
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ BATCH: Final = 32
 _HELPER_PASSES: Final = 64
 
 
-class JobController:
+class JobController(Component):
     """Fake kube-controller-manager Job controller plus kubelet, for the simulated cluster."""
 
     def __init__(
@@ -72,40 +72,17 @@ class JobController:
         self._own: set[str] = set()
         self._due: list[tuple[float, str, str]] = []
         self._due_wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._watches: list[Watch] = []
-        self._stopping = False
+        self.background = Background()
         self.syncs = 0
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._stopping = False
-        self._tasks = [
-            asyncio.create_task(self._follow(JOBS, self._job_event), name="sim-jobs-watch"),
-            asyncio.create_task(self._follow(PODS, self._pod_event), name="sim-pods-watch"),
-            asyncio.create_task(self._work(), name="sim-job-controller"),
-        ]
+        self.background.spawn(self._follow(JOBS, self._job_event), "sim-jobs-watch")
+        self.background.spawn(self._follow(PODS, self._pod_event), "sim-pods-watch")
+        self.background.spawn(self._work(), "sim-job-controller")
         if self.auto_complete_after is not None:
-            self._tasks.append(asyncio.create_task(self._complete_due(), name="sim-autocomplete"))
-
-    async def stop(self) -> None:
-        self._stopping = True
-        for watch in self._watches:
-            watch.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks, self._watches = [], []
-
-    async def __aenter__(self) -> JobController:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+            self.background.spawn(self._complete_due(), "sim-autocomplete")
 
     # --- what tests call ----------------------------------------------------------------------
 
@@ -197,19 +174,19 @@ class JobController:
     async def _follow(self, gvr: GVR, handle: Callable[[str, JsonObj], None]) -> None:
         """Watch `gvr` for as long as the controller runs, resuming if the stream ends."""
         since: str | None = None
-        while not self._stopping:
+        while not self.background.stopping:
             try:
                 watch = self.store.watch(gvr, since_rv=since)
             except StatusError:  # 410: history gone; start over with every object as ADDED
                 watch = self.store.watch(gvr)
-            self._watches.append(watch)
+            self.background.track(watch)
             async for kind, obj in watch:
                 since = obj.get("metadata", {}).get("resourceVersion") or since
                 try:
                     handle(kind, obj)
                 except Exception:  # a malformed object must not stop the controller
                     log.exception("sim job controller: cannot handle %s event", kind)
-            self._watches.remove(watch)
+            self.background.forget(watch)
 
     def _job_event(self, kind: str, job: JsonObj) -> None:
         meta = job["metadata"]

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from jobset_infra.sim.background import Background, Component
 from jobset_infra.sim.errors import StatusError
 from jobset_infra.sim.patch import MERGE_PATCH
 from jobset_infra.sim.resources import GVR
@@ -64,7 +65,7 @@ BATCH: Final = 256  # Pods scheduled before yielding to the event loop
 DEFAULT_SCHEDULER: Final = "default-scheduler"  # pods naming another scheduler are left alone
 
 
-class Scheduler:
+class Scheduler(Component):
     """Binds pending Pods of the simulated cluster to Nodes (see module docstring)."""
 
     def __init__(self, store: Store, *, batch: int = BATCH) -> None:
@@ -79,37 +80,17 @@ class Scheduler:
         self._counts: dict[str, tuple[Term, Counter[str]]] = {}  # term id -> value counts
         self._anti: dict[str, tuple[Term, Counter[str]]] = {}  # running Pods' anti terms
         self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._watches: list[Watch] = []
+        self.background = Background()
         self.binds = 0
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        nodes, pods = self.store.watch(NODES), self.store.watch(PODS)
-        self._watches = [nodes, pods]
-        self._tasks = [
-            asyncio.create_task(self._follow(nodes, self._node_event), name="sim-sched-nodes"),
-            asyncio.create_task(self._follow(pods, self._pod_event), name="sim-sched-pods"),
-            asyncio.create_task(self._work(), name="sim-scheduler"),
-        ]
-
-    async def stop(self) -> None:
-        for watch in self._watches:
-            watch.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks, self._watches = [], []
-
-    async def __aenter__(self) -> Scheduler:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        nodes = self.background.track(self.store.watch(NODES))
+        pods = self.background.track(self.store.watch(PODS))
+        self.background.spawn(self._follow(nodes, self._node_event), "sim-sched-nodes")
+        self.background.spawn(self._follow(pods, self._pod_event), "sim-sched-pods")
+        self.background.spawn(self._work(), "sim-scheduler")
 
     def placements(self) -> dict[str, str]:
         """Return "<namespace>/<pod>" -> node for every live bound Pod."""

@@ -413,6 +413,6 @@ def test_after_any_operations_every_job_is_at_a_fixed_point_that_adds_up(
                     assert live == []
                 # every Pod failed or deleted while it ran counts once, as in Kubernetes
                 assert got.get("failed", 0) == failures.get(job["metadata"]["name"], 0)
-        assert not jc._tasks
+        assert not jc.background.tasks
 
     asyncio.run(scenario())

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobset_infra.api import constants as k
+from jobset_infra.api import names
 from jobset_infra.api.check import check_jobset
 from jobset_infra.api.models import (
     Coordinator,
@@ -210,6 +211,23 @@ def _spec_problems(spec: WorkloadSpec) -> list[str]:
         problems.append(
             "priority_class: a Kueue priority class needs a queue; set queue as well"
         )
+    problems += _kueue_name_problems(spec)
+    return problems
+
+
+def _kueue_name_problems(spec: WorkloadSpec) -> list[str]:
+    """Return problems of queue / priority_class: object names that become label values."""
+    problems = []
+    for field_name, value in (("queue", spec.queue), ("priority_class", spec.priority_class)):
+        if value is None:
+            continue
+        # Kueue object names (DNS subdomains) that also have to be valid label values.
+        errors = names.dns1123_subdomain(value) + names.label_value(value)
+        if errors:
+            problems.append(
+                f"{field_name}: {value!r} is not a Kueue object name usable as a label value: "
+                f"{'; '.join(dict.fromkeys(errors))}"
+            )
     return problems
 
 

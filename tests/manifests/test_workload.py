@@ -231,6 +231,16 @@ def _problems(spec: WorkloadSpec) -> str:
             id="priority without queue",
         ),
         pytest.param(
+            {"queue": "TPU queue"},
+            "queue: 'TPU queue' is not a Kueue object name usable as a label value",
+            id="queue name with a space and capitals",
+        ),
+        pytest.param(
+            {"queue": "q", "priority_class": "p" * 64},
+            "priority_class: 'ppp",
+            id="priority class longer than a label value",
+        ),
+        pytest.param(
             {"failure_policy": {"maxRestarts": -1}},
             "spec.failurePolicy.maxRestarts",
             id="negative maxRestarts (api model)",

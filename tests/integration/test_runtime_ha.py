@@ -77,7 +77,9 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
     first.kill()
     await second.wait_leader(LEASE * 4)
     handover = time.monotonic() - killed_at
-    assert handover <= LEASE + 0.6, f"handover took {handover:.2f}s"
+    # lease expiry as the standby observes it, plus one retry period and a re-list; slack for
+    # a loaded CI machine (measured 1.0-1.25 s)
+    assert handover <= LEASE + 1.0, f"handover took {handover:.2f}s"
 
     creates_before = cluster_creates(cluster)
     await cluster.set_job_status("js-w-1", "failed")

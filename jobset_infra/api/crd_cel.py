@@ -33,6 +33,13 @@ _REASON_FORMATS: Final = {
 }
 
 
+def _cause(error: Exception) -> str:
+    # A CELEvalError's str() is its whole args tuple; its first arg is the cause. celpy words
+    # int64 overflow two ways; cel-go (the apiserver) says "integer overflow".
+    cause = str(error.args[0]) if isinstance(error, CELEvalError) and error.args else str(error)
+    return "integer overflow" if "overflow" in cause else cause
+
+
 class RuleCompileError(ValueError):
     """A rule that does not compile (syntax error)."""
 
@@ -199,9 +206,9 @@ class Rule:
                 activation["oldSelf"] = bindings.cel_old()
             result = compile_expression(self.rule).evaluate(activation)
         except Exception as exc:  # celpy raises CELEvalError and Python errors alike
-            return self._error(path, type_name, f"{exc} evaluating rule: {self.rule}")
+            return self._error(path, type_name, f"{_cause(exc)} evaluating rule: {self.rule}")
         if isinstance(result, CELEvalError):
-            return self._error(path, type_name, f"{result.args[0]} evaluating rule: {self.rule}")
+            return self._error(path, type_name, f"{_cause(result)} evaluating rule: {self.rule}")
         if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
             return None
         return self._error(path, type_name, self._message(activation))

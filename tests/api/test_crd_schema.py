@@ -389,6 +389,22 @@ def test_an_erroring_rule_reports_the_evaluation_error(widget: CrdSchema) -> Non
 
 
 @pytest.mark.parametrize(
+    "rule",
+    [
+        pytest.param("self.spec.size * 9223372036854775807 > 0", id="overflow of a product"),
+        pytest.param("self.spec.size + 9223372036854775807 > 0", id="overflow of a sum"),
+    ],
+)
+def test_an_overflowing_rule_says_integer_overflow_as_cel_go(rule: str) -> None:
+    schema = copy.deepcopy(WIDGET)
+    schema["x-kubernetes-validations"] = [{"rule": rule}]
+    errors = CrdSchema(schema).validate(_obj())
+    assert errors == [
+        FieldError("", f'Invalid value: "object": integer overflow evaluating rule: {rule}')
+    ]
+
+
+@pytest.mark.parametrize(
     ("field_path", "want"),
     [
         pytest.param(".a.b", "spec.a.b", id="dotted"),

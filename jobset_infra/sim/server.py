@@ -37,9 +37,10 @@ import yaml
 from aiohttp import web
 
 from jobset_infra.sim import gc
+from jobset_infra.sim.clock import Clock
 from jobset_infra.sim.hooks import RequestHook, Stats
 from jobset_infra.sim.routes import ApiHandler
-from jobset_infra.sim.store import Clock, Store
+from jobset_infra.sim.store import Store
 
 T = TypeVar("T")
 

@@ -27,20 +27,16 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.sim import gc, listing, managed_fields, patch, strategies, updates
+from jobset_infra.sim.clock import Clock, SystemClock
 from jobset_infra.sim.errors import (
-    ConflictError,
     NotFoundError,
     StatusError,
     already_exists,
-    field_cause,
-    invalid,
     not_found,
-    stale,
 )
 from jobset_infra.sim.listing import ListResult
 from jobset_infra.sim.objects import ObjectIndex, Ref
@@ -50,7 +46,7 @@ from jobset_infra.sim.selectors import parse_field_selector, parse_label_selecto
 from jobset_infra.sim.updates import clone
 from jobset_infra.sim.watch import Event, EventLog, History, Watch
 
-__all__ = ["NAMESPACES", "Clock", "ListResult", "Store", "SystemClock", "clone"]
+__all__ = ["NAMESPACES", "ListResult", "Store", "clone"]
 
 JsonObj = dict[str, Any]
 JsonList = list[JsonObj]
@@ -58,15 +54,6 @@ WatchList = list[Watch]
 NAMESPACES = GVR("", "v1", "namespaces")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-
-class Clock(Protocol):
-    def now(self) -> datetime: ...
-
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
@@ -226,11 +213,7 @@ class Store:
         meta = obj.get("metadata") or {}
         ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
-        rv = meta.get("resourceVersion")
-        if rv in (None, "") and info.crd is not None:
-            raise invalid(gvr.group, info.kind, old["metadata"]["name"], [field_cause(
-                "FieldValueInvalid", "metadata.resourceVersion",
-                "Invalid value: 0x0: must be specified for an update")])
+        updates.check_put_version(info, old, meta)
         return self.replace(info, old, obj, subresource=subresource,
                             field_manager=field_manager, dry_run=dry_run)
 
@@ -249,14 +232,8 @@ class Store:
         dry_run: bool = False,
     ) -> JsonObj:
         """The shared update path of PUT, PATCH and apply (after their bodies became `obj`)."""
-        old_meta, meta = old["metadata"], obj.get("metadata") or {}
-        name = old_meta["name"]
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
-            raise stale(info.gvr.group, info.gvr.resource, name)
-        if meta.get("uid") and meta["uid"] != old_meta["uid"]:
-            raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
-                              f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
+        old_meta, name = old["metadata"], old["metadata"]["name"]
+        updates.check_preconditions(info, old, obj)
         new = updates.merge_subresource(info, old, obj, subresource)
         updates.check_finalizers(info, old, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
@@ -333,12 +310,8 @@ class Store:
     ) -> JsonList:
         page = self.list(gvr, namespace, label_selector=label_selector,
                          field_selector=field_selector)
-        out = []
-        for obj in page.items:
-            meta = obj["metadata"]
-            out.append(self.delete(gvr, meta["name"], meta.get("namespace"),
-                                   propagation=propagation)[0])
-        return out
+        return [self.delete(gvr, o["metadata"]["name"], o["metadata"].get("namespace"),
+                            propagation=propagation)[0] for o in page.items]
 
     # ---- the write primitive ------------------------------------------------------------------
 

@@ -10,12 +10,14 @@ from typing import Any
 
 from jobset_infra.sim import patch
 from jobset_infra.sim.errors import (
+    ConflictError,
     NotFoundError,
     bad_request,
     field_cause,
     forbidden,
     invalid,
     not_found,
+    stale,
     unsupported_media_type,
 )
 from jobset_infra.sim.resources import ResourceInfo
@@ -127,6 +129,25 @@ def merge_subresource(
     if "managedFields" not in meta and "managedFields" in old_meta:
         meta["managedFields"] = old_meta["managedFields"]
     return new
+
+
+def check_put_version(info: ResourceInfo, old: JsonObj, meta: JsonObj) -> None:
+    """A PUT of a custom resource must carry metadata.resourceVersion (422 otherwise)."""
+    if meta.get("resourceVersion") in (None, "") and info.crd is not None:
+        raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+            "FieldValueInvalid", "metadata.resourceVersion",
+            "Invalid value: 0x0: must be specified for an update")])
+
+
+def check_preconditions(info: ResourceInfo, old: JsonObj, obj: JsonObj) -> None:
+    """409 when the write carries a stale resourceVersion or another object's uid."""
+    old_meta, meta = old["metadata"], obj.get("metadata") or {}
+    rv = meta.get("resourceVersion")
+    if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
+        raise stale(info.gvr.group, info.gvr.resource, old_meta["name"])
+    if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+        raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
+                            f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
 
 
 def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:

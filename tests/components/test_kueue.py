@@ -223,6 +223,31 @@ def test_bad_arguments_fail_before_anything_is_created(
         build_kueue(**fields)
 
 
+def test_every_kubernetes_child_uses_the_explicit_provider() -> None:
+    seen: dict[str, object] = {}
+    explicit: list[object] = []
+
+    def record(args: pulumi.ResourceTransformationArgs) -> None:
+        # Transformations run in the SDK for every child, with the options it will register.
+        if args.type_.startswith("kubernetes:"):
+            seen[args.name] = args.opts.provider
+
+    def build() -> Kueue:
+        explicit.append(provider())
+        args = KueueArgs(
+            provider=explicit[0],
+            pools=[FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START)],
+            queues=QueueSpec(namespaces=("default", "team-a")),
+            create_namespaces=True,
+        )
+        return Kueue("kueue", args, pulumi.ResourceOptions(transformations=[record]))
+
+    run_component(build)
+    # Release, namespace, 2 flavors, 3 priority classes, check + its config, queue, 2 LocalQueues.
+    assert len(seen) == 12
+    assert all(value is explicit[0] for value in seen.values())
+
+
 def test_install_settings_reach_the_release() -> None:
     run = build_kueue(install=KueueInstall(version="0.18.1", namespace="queues-system"))
     release = run.inputs(RELEASE, "kueue-kueue")

@@ -16,6 +16,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
+from jobset_infra.controller.core.exclusive_placement import placement_stopped
 from jobset_infra.controller.core.failure_policy import RestartCounters
 from jobset_infra.controller.core.types import (
     Action,
@@ -146,6 +147,7 @@ class Draft:
         """Mark the JobSet Failed (upstream setJobSetFailedCondition)."""
         self.set_condition(failed)
         self.set_condition(cond.restarting_stopped(c.JOBSET_FAILED_REASON))
+        self.set_condition(placement_stopped(c.JOBSET_FAILED_REASON))
         self.status["terminalState"] = c.CONDITION_FAILED
         self._count(c.METRIC_FAILED_TOTAL)
 
@@ -153,6 +155,7 @@ class Draft:
         """Mark the JobSet Completed (upstream setJobSetCompletedCondition)."""
         self.set_condition(cond.completed())
         self.set_condition(cond.restarting_stopped(c.JOBSET_COMPLETED_REASON))
+        self.set_condition(placement_stopped(c.JOBSET_COMPLETED_REASON))
         self.status["terminalState"] = c.CONDITION_COMPLETED
         self._count(c.METRIC_COMPLETED_TOTAL)
 

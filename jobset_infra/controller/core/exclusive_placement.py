@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from jobset_infra.api import constants as c
+from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Manifest, Observed
 from jobset_infra.controller.placement import (
@@ -40,9 +41,9 @@ from jobset_infra.controller.placement.strategy import Strategy, strategy_for
 
 __all__ = [
     "PlacementDecision",
-    "not_pending_while_suspended",
     "place_new_jobs",
     "place_resumed_jobs",
+    "placement_stopped",
 ]
 
 _T = TypeVar("_T")
@@ -274,19 +275,15 @@ def _assigned() -> ConditionSpec:
     )
 
 
-def not_pending_while_suspended() -> ConditionSpec:
-    """ExclusivePlacementPending=False while the JobSet is suspended.
+def placement_stopped(reason: str) -> ConditionSpec:
+    """ExclusivePlacementPending=False once the JobSet is suspended, failed or completed.
 
-    A suspended JobSet (Kueue holds or preempted it) waits for admission, not for domains, and
-    its Jobs hold none; a True condition left from before would say the opposite. Like every
+    `reason`: JobSetSuspended, JobSetFailed or JobSetCompleted (with RestartingJobSet's messages
+    for them). Such a JobSet no longer waits for domains (a suspended one waits for Kueue, and
+    its Jobs hold none); a True condition left from before would say the opposite. Like every
     False condition it only flips an existing one.
     """
-    return ConditionSpec(
-        type=c.CONDITION_PLACEMENT_PENDING,
-        status="False",
-        reason=c.JOBSET_SUSPENDED_REASON,
-        message=c.SUSPENDED_MESSAGE,
-    )
+    return replace(cond.restarting_stopped(reason), type=c.CONDITION_PLACEMENT_PENDING)
 
 
 def _held(names: tuple[str, ...], result: NoFit, inputs: PlacementInputs) -> PlacementDecision:

@@ -16,7 +16,7 @@ from jobset_infra.controller.core.admission import spec_condition
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
 from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
-from jobset_infra.controller.core.exclusive_placement import not_pending_while_suspended
+from jobset_infra.controller.core.exclusive_placement import placement_stopped
 from jobset_infra.controller.core.failure_policy import execute_failure_policy
 from jobset_infra.controller.core.headless_service import service_to_create
 from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs, select_resumes
@@ -204,4 +204,4 @@ def suspend(draft: Draft, jobs: ChildJobs) -> None:
     draft.add(*suspend_jobs(jobs.active))
     draft.set_condition(cond.suspended())
     draft.set_condition(cond.restarting_stopped(c.JOBSET_SUSPENDED_REASON))
-    draft.set_condition(not_pending_while_suspended())
+    draft.set_condition(placement_stopped(c.JOBSET_SUSPENDED_REASON))

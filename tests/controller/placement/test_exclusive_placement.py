@@ -21,6 +21,7 @@ from jobset_infra.controller.core.types import (
 from jobset_infra.controller.placement import Occupancy, SlimNode, job_view_from_manifest
 from jobset_infra.controller.placement.inputs import PlacementInputs
 from jobset_infra.controller.placement.strategy import Strategy
+from jobset_infra.testing.jobs import job_from
 from jobset_infra.testing.jobsets import make_jobset
 from tests.controller.placement.builders import (
     ACCEL_KEY,
@@ -114,23 +115,45 @@ def test_second_jobset_is_held_with_a_condition_saying_why() -> None:
     assert "4 exist" in cond.message
 
 
+_WAITING = [(c.CONDITION_PLACEMENT_PENDING, "True", c.PLACEMENT_NO_FIT_REASON)]
+
+
 @pytest.mark.parametrize(
-    ("conditions", "want"),
+    ("outcome", "conditions", "want"),
     [
         pytest.param(
-            [(c.CONDITION_PLACEMENT_PENDING, "True", c.PLACEMENT_NO_FIT_REASON)],
+            "suspend",
+            _WAITING,
             ("False", c.JOBSET_SUSPENDED_REASON),
             id="a JobSet suspended while it waited for domains no longer says it waits for them",
         ),
-        pytest.param([], None, id="a JobSet that never waited gets no placement condition"),
+        pytest.param(
+            "fail",
+            _WAITING,
+            ("False", c.JOBSET_FAILED_REASON),
+            id="a JobSet that failed while later Jobs waited for domains no longer waits",
+        ),
+        pytest.param(
+            "complete",
+            _WAITING,
+            ("False", c.JOBSET_COMPLETED_REASON),
+            id="a JobSet that completed while later Jobs waited for domains no longer waits",
+        ),
+        pytest.param("suspend", [], None, id="a JobSet that never waited gets no such condition"),
     ],
 )
-def test_suspend_ends_a_pending_placement(
-    conditions: list[tuple[str, str, str]], want: tuple[str, str] | None
+def test_a_stopped_jobset_no_longer_waits_for_domains(
+    outcome: str, conditions: list[tuple[str, str, str]], want: tuple[str, str] | None
 ) -> None:
     busy = tuple(make_job(f"o-{i}", "o").on(f"pool-{i}").obj() for i in range(4))
-    js = _tpu_jobset(suspend=True, conditions=conditions)
-    plan = reconcile(_observed(js, _inputs(held=busy)), T0, CONFIG)
+    js = _tpu_jobset(replicas=1, suspend=outcome == "suspend", conditions=conditions)
+    children: tuple[Manifest, ...] = ()
+    if outcome != "suspend":
+        (child,) = _new_jobs(js)
+        child["metadata"]["uid"] = "uid-child"
+        finished = job_from(child)
+        children = ((finished.failed() if outcome == "fail" else finished.completed()).obj(),)
+    plan = reconcile(_observed(js, _inputs(held=busy), children), T0, CONFIG)
     assert plan.status_update is not None
     pending = [
         (x["status"], x["reason"])

@@ -84,9 +84,19 @@ def _as_config_string(value: Any) -> str:
     return json.dumps(value)
 
 
+_WRITTEN = re.compile(r"\d{3}-[a-z0-9.-]+\.yaml")
+
+
 def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Write one YAML file per object, `NNN-kind-name.yaml` in apply order; return the paths."""
+    """Write one YAML file per object, `NNN-kind-name.yaml` in apply order; return the paths.
+
+    Files an earlier plan wrote there are removed first: `kubectl apply -f DIR` must not pick up
+    an object the stack no longer has. Other files in DIR are left alone.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.iterdir():
+        if stale.is_file() and _WRITTEN.fullmatch(stale.name):
+            stale.unlink()
     paths = []
     for index, obj in enumerate(objects):
         meta = obj.get("metadata") or {}

@@ -42,6 +42,20 @@ def test_plan_prints_tree_and_writes_objects(
     assert yaml.safe_load(written.read_text())["metadata"]["name"] == "team-a"
 
 
+def test_a_second_plan_replaces_the_files_of_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "007-configmap-gone.yaml").write_text("kind: ConfigMap\n")  # from an older plan
+    (out / "README.md").write_text("mine\n")
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    argv = ["plan", "--stack", "demo", "--project-dir", str(project), "--out", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == ["000-namespace-team-a.yaml", "README.md"]
+
+
 def test_program_errors_are_one_line_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -57,6 +57,7 @@ class RunningController:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _lead: asyncio.Task[None] | None = None
     _killed: bool = False
+    _closing: asyncio.Task[None] | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -104,6 +105,8 @@ class RunningController:
         self._killed = True
         for task in [*self.tasks, *([self._lead] if self._lead else [])]:
             task.cancel()
+        # A dead process's connections (its watches too) close with it.
+        self._closing = asyncio.get_running_loop().create_task(self.client.close())
 
 
 @contextlib.asynccontextmanager

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
+from jobset_infra.controller.core.suspend_resume import controller_node_selector
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Manifest, Observed
 from jobset_infra.controller.placement import (
     Assignment,
@@ -239,12 +240,14 @@ def _resume_request(job: ChildJob, observed: Observed) -> PlacementRequest:
 
     Resume merges the template (where Kueue put the flavor's selectors and tolerations) into the
     Job, so the template is what the pods will look like; the Job's earlier domain is preferred.
+    The nodeSelector is exactly the template's, as resume makes it: keys Kueue removed from the
+    template (an earlier flavor's) are dropped from the Job, so they must not narrow the choice.
     """
     key = job.annotations[c.EXCLUSIVE_KEY]
     template = _rjob_template(observed, job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
     pod = copy.deepcopy((template.get("spec") or {}).get("template", {}).get("spec") or {})
-    pinned = (pod.get("nodeSelector") or {}).get(key)
-    pod["nodeSelector"] = {**job.node_selector, **(pod.get("nodeSelector") or {})}
+    pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **controller_node_selector(job)}
+    pinned = pod["nodeSelector"].get(key)
     pod["tolerations"] = [*job.tolerations, *(pod.get("tolerations") or [])]
     manifest = {
         "metadata": {"name": job.name, "namespace": job.namespace},

@@ -221,6 +221,19 @@ def test_resume_follows_the_flavor_kueue_put_in_the_template() -> None:
     assert decision.node_selectors == {"js-slice-0": {POOL_KEY: "big"}}
 
 
+def test_resume_ignores_selector_keys_kueue_removed_from_the_template() -> None:
+    # Flavor A (spot pools) admitted it; Kueue preempted it and took A's labels back out of the
+    # template; flavor B (on-demand pools, no spot label) admits it now. Resume drops the stale
+    # key from the Job (docs/controller-core.md), so placement must not ask for it either.
+    js = _tpu_jobset(replicas=1)
+    (child,) = _suspended_children(js, ["pool-0"])
+    child["spec"]["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-spot"] = "true"
+    observed = _observed(js, _inputs(), (child,))
+    decision = step.place_resumed_jobs(observed.jobs, observed, CONFIG)
+    assert decision.hold == ()
+    assert decision.node_selectors == {"js-slice-0": {POOL_KEY: "pool-0"}}
+
+
 def test_resume_without_room_keeps_every_job_suspended() -> None:
     js = _tpu_jobset(replicas=2)
     children = _suspended_children(js, [None, None])

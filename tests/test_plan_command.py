@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,17 @@ def test_plan_prints_tree_and_writes_objects(
     assert "Planning stack demo" in captured.err
     [written] = sorted(out.iterdir())
     assert yaml.safe_load(written.read_text())["metadata"]["name"] == "team-a"
+
+
+def test_on_a_terminal_a_live_line_counts_the_resources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 0
+    err = capsys.readouterr().err
+    assert "\r  1 resources..." in err
+    assert "\r\033[K" in err  # the live line is cleared before the tree is printed
 
 
 def test_a_second_plan_replaces_the_files_of_the_first(

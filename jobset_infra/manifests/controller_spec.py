@@ -13,7 +13,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jobset_infra.api.controller_config import ControllerConfig
-from jobset_infra.manifests.meta import require_dns_label
+from jobset_infra.manifests.meta import field_problems, require_dns_label
 
 __all__ = [
     "ControllerInstall",
@@ -161,9 +161,4 @@ def parse_install(**fields: object) -> ControllerInstall:
     try:
         return ControllerInstall.model_validate(fields)
     except ValidationError as err:
-        problems = []
-        for problem in err.errors():
-            where = ".".join(str(part) for part in problem["loc"]) or "args"
-            message = problem["msg"].removeprefix("Value error, ")
-            problems.append(f"{where}: {message}")
-        raise ControllerInstallError("; ".join(problems)) from None
+        raise ControllerInstallError("; ".join(field_problems(err))) from None

@@ -11,7 +11,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from jobset_infra.manifests.meta import require_dns_label, require_dns_subdomain
+from jobset_infra.manifests.meta import field_problems, require_dns_label, require_dns_subdomain
 
 __all__ = [
     "KueueInstall",
@@ -159,7 +159,7 @@ def parse_queue_spec(**fields: object) -> QueueSpec:
     try:
         return QueueSpec.model_validate(fields)
     except ValidationError as err:
-        raise KueueSpecError(_describe(err)) from None
+        raise KueueSpecError("; ".join(field_problems(err))) from None
 
 
 def parse_kueue_install(**fields: object) -> KueueInstall:
@@ -167,12 +167,4 @@ def parse_kueue_install(**fields: object) -> KueueInstall:
     try:
         return KueueInstall.model_validate(fields)
     except ValidationError as err:
-        raise KueueSpecError(_describe(err)) from None
-
-
-def _describe(err: ValidationError) -> str:
-    problems = []
-    for problem in err.errors():
-        where = ".".join(str(part) for part in problem["loc"]) or "args"
-        problems.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}")
-    return "; ".join(problems)
+        raise KueueSpecError("; ".join(field_problems(err))) from None

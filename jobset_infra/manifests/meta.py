@@ -1,4 +1,5 @@
-"""Object metadata shared by every manifest builder: names, common labels, name checks."""
+"""Object metadata shared by every manifest builder: names, common labels, name checks, and the
+wording of argument problems (`field.path: message`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 __all__ = [
     "Manifest",
     "common_labels",
+    "field_problems",
     "object_meta",
     "require_dns_label",
     "require_dns_subdomain",
@@ -66,3 +70,12 @@ def require_dns_subdomain(value: str, field: str) -> str:
             "'-' and '.', each dot-separated part starting and ending with a letter or digit"
         )
     return value
+
+
+def field_problems(err: ValidationError) -> list[str]:
+    """Return one `field.path: message` line per problem pydantic found (its message says why)."""
+    problems = []
+    for problem in err.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "args"
+        problems.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}")
+    return problems

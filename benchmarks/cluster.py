@@ -18,7 +18,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ import aiohttp
 import psutil  # type: ignore[import-untyped]
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks import gc_probe
 from jobset_infra.api import constants as c
 from jobset_infra.sim.command import register_crd
 from jobset_infra.sim.faults import FaultInjector
@@ -40,16 +43,19 @@ JOBSETS = GVR(c.GROUP, c.VERSION, "jobsets")
 JOBS = GVR("batch", "v1", "jobs")
 PODS = GVR("", "v1", "pods")
 RECONCILES = "controller_runtime_reconcile"
+RETRIES = "workqueue_retries"
 _PR_SET_PDEATHSIG = 1
 DEFAULT_QPS = 500.0  # the controller's default client QPS (and burst), as upstream's
 
 
 @dataclass
 class ControllerProcess:
-    """`jobset-controller` in a child process; `metrics_url` serves its Prometheus metrics."""
+    """`jobset-controller` in a child process; `metrics_url` serves its Prometheus metrics,
+    `gc_file` its cyclic-GC totals (see `gc_probe`)."""
 
     popen: subprocess.Popen[bytes]
     metrics_url: str
+    gc_file: Path | None = None
     process: psutil.Process = field(init=False)
 
     def __post_init__(self) -> None:
@@ -58,6 +64,10 @@ class ControllerProcess:
     def cpu_seconds(self) -> float:
         times = self.process.cpu_times()
         return float(times.user + times.system)
+
+    def gc_seconds(self) -> float:
+        """Seconds the child spent in cyclic GC, as of its last full collection."""
+        return sum(gc_probe.read(self.gc_file)["seconds"]) if self.gc_file else 0.0
 
     def rss_bytes(self) -> int:
         return int(self.process.memory_info().rss)
@@ -89,13 +99,26 @@ class Bench:
     """A running sim + controller pair, and what the scenarios need from both."""
 
     sim: Sim
-    jobs: JobController
+    jobs: JobController | None  # None: no Pods; Job status is written by the benchmark
     controller: ControllerProcess
     session: aiohttp.ClientSession
     qps: float = DEFAULT_QPS
+    gc_clock: gc_probe.GcClock = field(default_factory=lambda: gc_probe.GcClock().install())
+
+    def sim_gc_seconds(self) -> float:
+        """Seconds this process (the sim side) spent in cyclic GC since the Bench started."""
+        return sum(self.gc_clock.seconds)
 
     async def reconciles(self) -> float:
         return await self.controller.metric(self.session, RECONCILES)
+
+    async def retries(self) -> float:
+        """Work-queue requeues with backoff (errors, conflicts) so far."""
+        return await self.controller.metric(self.session, RETRIES)
+
+    def requests(self) -> Counter[str]:
+        """Requests the sim served so far, by "verb resource"."""
+        return Counter(self.sim.stats.snapshot())
 
     def create_namespace(self, name: str) -> None:
         self.sim.store.create(NAMESPACES, {"metadata": {"name": name}})
@@ -122,10 +145,12 @@ def free_port() -> int:
 
 
 def controller_command(url: str, metrics_port: int, profile: Path | None) -> list[str]:
-    """The real controller program with its default QPS/burst, no leader election."""
-    prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
+    """The real controller program with its default QPS/burst, no leader election; under
+    cProfile when profiling, else under `gc_probe` (which only observes the collector)."""
+    wrapper = ["-m", "cProfile", "-o", str(profile), "-m"] if profile else [
+        "-m", "benchmarks.gc_probe"]
     return [
-        sys.executable, *prefix, "-m", "jobset_infra.controller.runtime.main",
+        sys.executable, *wrapper, "jobset_infra.controller.runtime.main",
         f"--master={url}",
         "--leader-elect=false",
         f"--metrics-bind-address=127.0.0.1:{metrics_port}",
@@ -143,14 +168,18 @@ def _die_with_parent() -> None:
 
 async def start_controller(url: str, profile: Path | None = None) -> ControllerProcess:
     port = free_port()
+    gc_file = None if profile else Path(tempfile.mkdtemp(prefix="jobset-bench-")) / "gc.json"
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
     popen = subprocess.Popen(
         controller_command(url, port, profile),
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
+             "BENCH_GC_OUT": str(gc_file or "")},
         # only a prctl call runs between fork and exec: no lock a thread could hold
         preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
     )
-    proc = ControllerProcess(popen, f"http://127.0.0.1:{port}/metrics")
+    proc = ControllerProcess(popen, f"http://127.0.0.1:{port}/metrics", gc_file)
     deadline = time.monotonic() + 60
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
@@ -166,20 +195,26 @@ async def start_controller(url: str, profile: Path | None = None) -> ControllerP
 
 @contextlib.asynccontextmanager
 async def running(
-    latency: float = 0.005, profile: Path | None = None
+    latency: float = 0.005, profile: Path | None = None, *, pods: bool = True
 ) -> AsyncIterator[Bench]:
-    """Start the sim (fixed `latency` per request, fake Job controller) and the controller."""
+    """Start the sim (fixed `latency` per request, the fake Job controller unless `pods` is
+    False) and the controller."""
     sim = Sim(port=0)
     sim.add_hook(FaultInjector.fixed_latency(latency))
-    jobs = JobController(sim.store, wait_for_binding=False)
-    sim.add_component(jobs)
+    jobs = JobController(sim.store, wait_for_binding=False) if pods else None
+    if jobs is not None:
+        sim.add_component(jobs)
     await sim.start()
     controller: ControllerProcess | None = None
     try:
         register_crd(sim.store)
         controller = await start_controller(sim.url, profile)
         async with aiohttp.ClientSession() as session:
-            yield Bench(sim, jobs, controller, session)
+            bench = Bench(sim, jobs, controller, session)
+            try:
+                yield bench
+            finally:
+                bench.gc_clock.uninstall()
     finally:
         if controller is not None:
             controller.stop()

@@ -52,6 +52,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="Jobs for the footprint (default 10000, quick 1000; 0 skips)")
     parser.add_argument("--plan-runs", type=int, default=None,
                         help="plan-time runs per variant (default 3, quick 0 skips)")
+    parser.add_argument("--pods", choices=("on", "off"), default="on",
+                        help="off: no fake Job controller; the benchmark writes Job status "
+                        "itself (the sim then only serves the API); its own RESULTS.md block")
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None
@@ -64,10 +67,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if args.runs < 1:
         parser.error("--runs: must be at least 1")
     args.quiet_window = args.quiet_window or (2.0 if args.quick else 10.0)
+    single = args.quick or args.pods == "off"  # --pods off measures the scale runs only
     if args.footprint_jobs is None:
-        args.footprint_jobs = 1000 if args.quick else 10_000
+        args.footprint_jobs = 0 if args.pods == "off" else 1000 if args.quick else 10_000
     if args.plan_runs is None:
-        args.plan_runs = 0 if args.quick else 3
+        args.plan_runs = 0 if single else 3
     return args
 
 
@@ -76,7 +80,7 @@ def emit(kind: str, data: dict[str, object]) -> None:
 
 
 async def measure_scale(args: argparse.Namespace, results: Results) -> None:
-    async with running(LATENCY) as bench:
+    async with running(LATENCY, pods=args.pods == "on") as bench:
         for n in args.sizes:
             for i in range(args.runs):
                 run = await run_once(bench, n, f"bench-{n}-{i}",
@@ -113,8 +117,10 @@ def measure(args: argparse.Namespace) -> Results:
 def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str:
     command = shlex.join([".venv/bin/python", "-m", "benchmarks", *argv])
     loads = " → ".join("/".join(f"{x:.1f}" for x in load) for load in results.load)
+    title = ("Start, recovery, quiet, footprint, plan time" if args.pods == "on" else
+             "Without Pods: the API server alone (`--pods off`)")
     lines = [
-        "## Start, recovery, quiet, footprint, plan time (`python -m benchmarks`)",
+        f"## {title} (`python -m benchmarks`)",
         "",
         f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {results.seconds:.0f} s "
         f"with `{command}`{' (quick mode: fewer sizes and runs)' if args.quick else ''}.",
@@ -123,8 +129,11 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
         "times carry noise; every ratio below comes from this one invocation.",
         "",
         "Setup: `jobset_infra.sim` API server in the benchmark process with a fixed 5 ms "
-        "latency on every request (`FaultInjector.fixed_latency(0.005)`), its fake Job "
-        "controller (one Pod per Job, Running and Ready at once) and garbage collector; the "
+        "latency on every request (`FaultInjector.fixed_latency(0.005)`), "
+        + ("its fake Job controller (one Pod per Job, Running and Ready at once)"
+           if args.pods == "on" else "no Job controller and no Pods (the benchmark writes the "
+           "Job status changes and the failed Job's status itself, in-process)")
+        + " and garbage collector; the "
         "real `jobset-controller` in a child process with its defaults (QPS 500, burst 500, 4 "
         "workers, 50 parallel writes). One JobSet per run: one replicated job of N one-Pod "
         "Jobs, `maxRestarts: 3`, in a fresh namespace. "
@@ -132,7 +141,8 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
         f"so the first {report.BURST} writes cost no wait: the \"burst floor\" "
         "(writes - 500)/QPS is the tighter bound at these sizes.",
         "",
-        "![start and recovery time vs N, with the N/QPS floor](scale.png)",
+        f"![start and recovery time vs N, with the N/QPS floor]"
+        f"({'scale.png' if args.pods == 'on' else 'scale-no-pods.png'})",
         "",
     ]
     lines += report.scale_section(results.runs)
@@ -149,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         text = markdown(args, argv, results)
         existing = args.out.read_text() if args.out.exists() else ""
-        args.out.write_text(report.merge(existing, text))
+        variant = "" if args.pods == "on" else " --pods off"
+        args.out.write_text(report.merge(existing, text, variant=variant))
+        png = args.out.parent / ("scale.png" if args.pods == "on" else "scale-no-pods.png")
         if results.runs:
-            report.plot(results.runs, args.out.parent / "scale.png")
-        print(f"wrote {args.out} and {args.out.parent / 'scale.png'}", file=sys.stderr)
+            report.plot(results.runs, png)
+        print(f"wrote {args.out} and {png}", file=sys.stderr)
     return 0

@@ -48,6 +48,12 @@ class ScaleRun:
     recovery_writes: int
     controller_cpu_s: float
     sim_cpu_s: float
+    start_reconciles: float = 0.0
+    recovery_reconciles: float = 0.0
+    retries: float = 0.0
+    controller_gc_s: float = 0.0
+    sim_gc_s: float = 0.0
+    recovery_requests: tuple[tuple[str, int], ...] = ()
 
     @property
     def start_floor_s(self) -> float:
@@ -120,8 +126,12 @@ async def wait_for(event: asyncio.Event, what: str, timeout: float) -> None:
 
 
 async def wait_ready(bench: Bench, namespace: str, jobs: int, timeout: float) -> None:
-    """Until the JobSet's status counts every Job ready and the controller stopped writing."""
+    """Until the JobSet's status counts every Job ready and the controller stopped writing
+    (without Pods nothing becomes ready: only the latter)."""
     deadline = time.monotonic() + timeout
+    if bench.jobs is None:
+        await bench.quiet(timeout=timeout)
+        return
     while time.monotonic() < deadline:
         status = bench.sim.store.get(JOBSETS, JOBSET_NAME, namespace).get("status") or {}
         ready = sum(r.get("ready", 0) for r in status.get("replicatedJobsStatus", []))
@@ -130,6 +140,27 @@ async def wait_ready(bench: Bench, namespace: str, jobs: int, timeout: float) ->
             return
         await asyncio.sleep(0.05)
     raise TimeoutError(f"the JobSet's status did not reach {jobs} ready Jobs in {timeout:.0f} s")
+
+
+def make_jobs_active(bench: Bench, namespace: str, count: int) -> int:
+    """Without Pods: write `status.active: 1` on `count` Jobs, as the Job controller would."""
+    jobs = bench.sim.store.list(JOBS, namespace).items[:count]
+    for stored in jobs:
+        bench.sim.store.update_status(JOBS, clone(stored) | {"status": {"active": 1}})
+    return len(jobs)
+
+
+def fail_job_status(bench: Bench, namespace: str, name: str) -> None:
+    """Without Pods: the Job's status as the Job controller writes a failed Job."""
+    now = bench.sim.store.now()
+    conditions = [
+        {"type": kind, "status": "True", "reason": "BackoffLimitExceeded",
+         "message": "Job has reached the specified backoff limit",
+         "lastProbeTime": now, "lastTransitionTime": now}
+        for kind in ("FailureTarget", "Failed")
+    ]
+    job = clone(bench.sim.store.get(JOBS, name, namespace))
+    bench.sim.store.update_status(JOBS, job | {"status": {"failed": 1, "conditions": conditions}})
 
 
 def make_pods_unready(bench: Bench, namespace: str, count: int) -> int:
@@ -144,54 +175,109 @@ def make_pods_unready(bench: Bench, namespace: str, count: int) -> int:
     return len(pods)
 
 
+@dataclass(frozen=True)
+class Mark:
+    """Counters at one moment, to subtract: what happened during a phase."""
+
+    at: float
+    writes: int
+    reconciles: float
+    requests: Counter[str]
+
+    @classmethod
+    async def now(cls, bench: Bench) -> Mark:
+        """Taken before a phase: the clock is read last, after the metrics request."""
+        reconciles = await bench.reconciles()
+        return cls(time.monotonic(), bench.sim.stats.writes, reconciles, bench.requests())
+
+
+@dataclass(frozen=True)
+class Phase:
+    seconds: float
+    writes: int
+    reconciles: float
+    requests: tuple[tuple[str, int], ...]
+
+
+async def since(bench: Bench, mark: Mark) -> Phase:
+    """At a phase's end: the clock is read first, before the metrics request."""
+    seconds, writes, requests = time.monotonic() - mark.at, bench.sim.stats.writes, bench.requests()
+    reconciles = await bench.reconciles()
+    return Phase(seconds, writes - mark.writes, reconciles - mark.reconciles,
+                 tuple(sorted((requests - mark.requests).items())))
+
+
+async def start_phase(bench: Bench, tally: JobTally, namespace: str, timeout: float) -> Phase:
+    mark = await Mark.now(bench)
+    bench.sim.store.create(JOBSETS, jobset_manifest(JOBSET_NAME, namespace, tally.target),
+                           namespace)
+    await wait_for(tally.reached("0"), f"all {tally.target} Jobs created", timeout)
+    return await since(bench, mark)
+
+
+async def quiet_phase(bench: Bench, window: float) -> Phase:
+    mark = await Mark.now(bench)
+    await asyncio.sleep(window)
+    return await since(bench, mark)
+
+
+async def coalescing_phase(
+    bench: Bench, tally: JobTally, namespace: str, changes: int
+) -> tuple[int, Phase]:
+    """(Job status changes made, what the controller did about them)."""
+    modified, mark = tally.modified, await Mark.now(bench)
+    if bench.jobs is None:
+        make_jobs_active(bench, namespace, changes)
+    else:
+        make_pods_unready(bench, namespace, changes)
+    await asyncio.sleep(0.5)  # the Job controller's status writes, then the batch period
+    await bench.quiet()
+    return tally.modified - modified, await since(bench, mark)
+
+
+async def recovery_phase(bench: Bench, tally: JobTally, namespace: str, timeout: float) -> Phase:
+    mark = await Mark.now(bench)
+    if bench.jobs is None:
+        fail_job_status(bench, namespace, f"{JOBSET_NAME}-{RJOB}-0")
+    else:
+        await bench.jobs.fail_job(namespace, f"{JOBSET_NAME}-{RJOB}-0")
+    await wait_for(tally.reached("1"), f"all {tally.target} Jobs recreated", timeout)
+    return await since(bench, mark)
+
+
 async def run_once(
     bench: Bench, jobs: int, namespace: str, *, quiet_window: float, changes: int
 ) -> ScaleRun:
     """Start, quiet, coalescing and recovery for one JobSet of `jobs` Jobs in `namespace`."""
     timeout = 60 + 20 * jobs / bench.qps
     bench.create_namespace(namespace)
-    tally = JobTally(bench.sim.store.watch(JOBS, namespace, str(bench.sim.store.resource_version)),
-                     jobs)
+    store = bench.sim.store
+    tally = JobTally(store.watch(JOBS, namespace, str(store.resource_version)), jobs)
+    retries = await bench.retries()
+    cpu, sim_cpu = bench.controller.cpu_seconds(), self_cpu_seconds()
+    gc_ctl, gc_sim = bench.controller.gc_seconds(), bench.sim_gc_seconds()
     try:
-        cpu0, sim0 = bench.controller.cpu_seconds(), self_cpu_seconds()
-        writes0 = bench.sim.stats.writes
-        started = time.monotonic()
-        bench.sim.store.create(JOBSETS, jobset_manifest(JOBSET_NAME, namespace, jobs), namespace)
-        await wait_for(tally.reached("0"), f"all {jobs} Jobs created", timeout)
-        start_s = time.monotonic() - started
-        start_writes = bench.sim.stats.writes - writes0
+        start = await start_phase(bench, tally, namespace, timeout)
         await wait_ready(bench, namespace, jobs, timeout)
-
-        writes1, rec1 = bench.sim.stats.writes, await bench.reconciles()
-        await asyncio.sleep(quiet_window)
-        quiet_writes = bench.sim.stats.writes - writes1
-        quiet_reconciles = await bench.reconciles() - rec1
-
-        modified0, rec2 = tally.modified, await bench.reconciles()
-        make_pods_unready(bench, namespace, changes)
-        await asyncio.sleep(0.5)  # the Job controller's status writes, then the batch period
+        quiet = await quiet_phase(bench, quiet_window)
+        status_changes, coalescing = await coalescing_phase(bench, tally, namespace, changes)
+        recovery = await recovery_phase(bench, tally, namespace, timeout)
         await bench.quiet()
-        status_changes = tally.modified - modified0
-        change_reconciles = await bench.reconciles() - rec2
-
-        writes2 = bench.sim.stats.writes
-        failed_at = time.monotonic()
-        await bench.jobs.fail_job(namespace, f"{JOBSET_NAME}-{RJOB}-0")
-        await wait_for(tally.reached("1"), f"all {jobs} Jobs recreated", timeout)
-        recovery_s = time.monotonic() - failed_at
-        recovery_writes = bench.sim.stats.writes - writes2
-        await bench.quiet()
-        controller_cpu = bench.controller.cpu_seconds() - cpu0
-        sim_cpu = self_cpu_seconds() - sim0
     finally:
         tally.close()
+    cpu, sim_cpu = bench.controller.cpu_seconds() - cpu, self_cpu_seconds() - sim_cpu
+    retries = await bench.retries() - retries
+    gc_ctl, gc_sim = bench.controller.gc_seconds() - gc_ctl, bench.sim_gc_seconds() - gc_sim
     await remove(bench, namespace)
     return ScaleRun(
-        jobs=jobs, qps=bench.qps, start_s=start_s, recovery_s=recovery_s,
-        quiet_window_s=quiet_window, quiet_writes=quiet_writes,
-        quiet_reconciles=quiet_reconciles, status_changes=status_changes,
-        change_reconciles=change_reconciles, start_writes=start_writes,
-        recovery_writes=recovery_writes, controller_cpu_s=controller_cpu, sim_cpu_s=sim_cpu,
+        jobs=jobs, qps=bench.qps, start_s=start.seconds, recovery_s=recovery.seconds,
+        quiet_window_s=quiet_window, quiet_writes=quiet.writes,
+        quiet_reconciles=quiet.reconciles, status_changes=status_changes,
+        change_reconciles=coalescing.reconciles, start_writes=start.writes,
+        recovery_writes=recovery.writes, controller_cpu_s=cpu, sim_cpu_s=sim_cpu,
+        start_reconciles=start.reconciles, recovery_reconciles=recovery.reconciles,
+        retries=retries, recovery_requests=recovery.requests,
+        controller_gc_s=gc_ctl, sim_gc_s=gc_sim,
     )
 
 

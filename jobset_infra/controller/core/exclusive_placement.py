@@ -125,6 +125,9 @@ def _assign_domains(
     running = tuple(j for j in jobs if (j.get("spec") or {}).get("suspend") is not True)
     if not running:
         return PlacementDecision(create=jobs)
+    if earlier is not None and earlier.hold:
+        # Jobs resumed in this pass wait for domains (their decision says why): so do these
+        return PlacementDecision(create=waiting, hold=_names(running))
     try:
         requests = [request_from_job_manifest(j, _annotations(j)[c.EXCLUSIVE_KEY]) for j in running]
     except QuantityError as err:

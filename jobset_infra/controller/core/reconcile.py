@@ -95,12 +95,12 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
     # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement);
     #     the Jobs to resume are chosen first so placement sees both in one pass
     resumes = None if draft.suspended else select_resumes(draft, jobs, counts)
-    create_jobs(draft, jobs, counts, resumes)
+    creates_held = create_jobs(draft, jobs, counts, resumes)
     # 16. suspend or resume
     if resumes is None:
         suspend(draft, jobs)
     else:
-        resume_jobs(draft, resumes)
+        resume_jobs(draft, resumes, creates_held)
     return draft.plan()
 
 

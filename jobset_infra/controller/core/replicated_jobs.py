@@ -55,11 +55,12 @@ def create_jobs(
     jobs: ChildJobs,
     counts: Mapping[str, RJobCounts],
     resumes: Resumes | None = None,
-) -> None:
+) -> bool:
     """Create every missing Job of every replicated job whose turn it is (step 15).
 
     `resumes`: the resumes decided for this pass, so exclusive placement never hands a domain
-    to a new Job that a resumed Job of the same pass gets.
+    to a new Job that a resumed Job of the same pass gets. Returns whether exclusive placement
+    held new Jobs back (then the Jobs resumed in this pass wait too: all or nothing).
     """
     earlier = resumes.placement if resumes is not None else None
     js = draft.js
@@ -79,11 +80,10 @@ def create_jobs(
         if ordered:
             # wait for this replicated job to start before the next one
             draft.set_condition(cond.in_order_in_progress())
-            _create(draft, tuple(pending), earlier)
-            return
+            return _create(draft, tuple(pending), earlier)
     if ordered:
         draft.set_condition(cond.in_order_completed())
-    _create(draft, tuple(pending), earlier)
+    return _create(draft, tuple(pending), earlier)
 
 
 def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
@@ -93,14 +93,16 @@ def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
         draft.requeue_after(decision.requeue_after)
 
 
-def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision | None) -> None:
+def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision | None) -> bool:
+    held = False
     if draft.config.exclusive_placement and any(
         needs_placement(job["metadata"]["annotations"]) for job in jobs
     ):
         decision = place_new_jobs(jobs, draft.observed, draft.config, earlier)
         _apply_placement(draft, decision)
-        jobs = decision.create
+        jobs, held = decision.create, bool(decision.hold)
     draft.add(*(CreateJob(job) for job in jobs))
+    return held
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,16 +145,22 @@ def select_resumes(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCount
     return Resumes(tuple(chosen), in_progress, placement)
 
 
-def resume_jobs(draft: Draft, resumes: Resumes) -> None:
+def resume_jobs(draft: Draft, resumes: Resumes, creates_held: bool = False) -> None:
     """Resume the selected Jobs (step 16); Suspended=False once every replicated job resumed.
 
-    Jobs exclusive placement holds stay suspended, and the JobSet then stays Suspended.
+    Jobs exclusive placement holds stay suspended, and the JobSet then stays Suspended. With
+    `creates_held` (new Jobs of this pass wait for domains), the Jobs placement would resume
+    wait with them, so no part of the JobSet starts alone.
     """
     placed: Mapping[str, Mapping[str, str]] = {}
     held: set[str] = set()
-    if resumes.placement is not None:
-        _apply_placement(draft, resumes.placement)
-        placed, held = resumes.placement.node_selectors, set(resumes.placement.hold)
+    placement = resumes.placement
+    if placement is not None and creates_held and not placement.hold:
+        # room for these, not for the new Jobs (whose decision set the condition): all wait
+        held = set(placement.node_selectors)
+    elif placement is not None:
+        _apply_placement(draft, placement)
+        placed, held = placement.node_selectors, set(placement.hold)
     for job, template in resumes.jobs:
         if job.name not in held:
             draft.add(resume_job(job, template, placed.get(job.name)))

@@ -14,8 +14,10 @@ from jobset_infra.controller.core import reconcile
 from jobset_infra.controller.core.child_jobs import construct_jobs
 from jobset_infra.controller.core.types import (
     CoreConfig,
+    CreateJob,
     Manifest,
     Observed,
+    UpdateJob,
     child_job_from_manifest,
 )
 from jobset_infra.controller.placement import Occupancy, SlimNode, job_view_from_manifest
@@ -265,6 +267,72 @@ def test_created_then_resumed_in_one_pass_never_share() -> None:
     resumed = step.place_resumed_jobs(observed.jobs, observed, CONFIG, earlier=created)
     assert _domains(created.create) == ["pool-0"]
     assert resumed.node_selectors == {"js-slice-0": {POOL_KEY: "pool-1"}}
+
+
+def _plan_of_mixed_pass(free_pools: int) -> tuple[list[str], list[str], Any]:
+    """A running JobSet of two slices: slice 0 exists suspended (Kueue just resumed the JobSet),
+    slice 1 is missing (deleted while it was suspended). Returns (resumed, created, pending)."""
+    js = _tpu_jobset(replicas=2)
+    children = _suspended_children(js, [None, None])[:1]
+    others = tuple(make_job(f"o-{i}", "o").on(f"pool-{i}").obj() for i in range(4 - free_pools))
+    plan = reconcile(_observed(js, _inputs(held=others), children), T0, CONFIG)
+    resumed = [u.name for u in plan.of_type(UpdateJob) if u.patch["spec"].get("suspend") is False]
+    created = [a.manifest["metadata"]["name"] for a in plan.of_type(CreateJob)]
+    status = plan.status_update.status if plan.status_update else {"conditions": []}
+    pending = next(
+        ((x["status"], x["reason"]) for x in status["conditions"]
+         if x["type"] == c.CONDITION_PLACEMENT_PENDING),
+        None,
+    )  # fmt: skip
+    return resumed, created, pending
+
+
+@pytest.mark.parametrize(
+    ("free_pools", "want_resumed", "want_created", "want_pending"),
+    [
+        pytest.param(
+            1, [], [], ("True", c.PLACEMENT_NO_FIT_REASON),
+            id="room for the resumed slice only: neither starts",
+        ),
+        pytest.param(
+            2, ["js-slice-0"], ["js-slice-1"], None,
+            id="room for both: both start on different pools",
+        ),
+    ],
+)  # fmt: skip
+def test_resumed_and_created_jobs_of_one_pass_are_all_or_nothing(
+    free_pools: int,
+    want_resumed: list[str],
+    want_created: list[str],
+    want_pending: tuple[str, str] | None,
+) -> None:
+    resumed, created, pending = _plan_of_mixed_pass(free_pools)
+    assert (resumed, created, pending) == (want_resumed, want_created, want_pending)
+
+
+def test_new_jobs_wait_while_the_resumed_ones_of_the_pass_wait() -> None:
+    # slice "big" (4x4) exists suspended and no 4x4 pool exists; slice "small" (2x4) is missing
+    # and would fit: it must not start without its JobSet's other slice.
+    builder = make_jobset("js").uid("uid-js").exclusive(POOL_KEY)
+    for rjob, topology in (("big", "4x4"), ("small", "2x4")):
+        builder = builder.replicated_job(rjob, replicas=1, parallelism=2).pod_spec(
+            rjob,
+            containers=[{"name": "m", "image": "jax", "resources": {"limits": {TPU: "4"}}}],
+            nodeSelector={ACCEL_KEY: "tpu-v5-lite-podslice", TOPO_KEY: topology},
+            tolerations=[{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}],
+        )
+    js = builder.model()
+    (big,) = construct_jobs(js, js.spec.replicated_jobs[0], (), 0)
+    big["metadata"]["uid"], big["spec"]["suspend"] = "uid-big", True
+    plan = reconcile(_observed(js, _inputs(), (big,)), T0, CONFIG)
+    assert plan.of_type(CreateJob) == ()
+    assert not [u for u in plan.of_type(UpdateJob) if u.patch["spec"].get("suspend") is False]
+    assert plan.status_update is not None
+    (pending,) = [
+        x for x in plan.status_update.status["conditions"]
+        if x["type"] == c.CONDITION_PLACEMENT_PENDING
+    ]  # fmt: skip
+    assert (pending["status"], pending["reason"]) == ("True", c.PLACEMENT_NO_FIT_REASON)
 
 
 def test_earlier_domains_are_taken_whatever_the_priority() -> None:

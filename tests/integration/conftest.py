@@ -134,8 +134,9 @@ class Cluster:
     async def set_job_status(self, name: str, change: str) -> None:
         """Mark Job `name` "ready", "completed" or "failed", as the Job controller would."""
         job = await self.api.request("GET", JOBS.path(self.namespace, name))
-        builder = job_from(job).started(datetime.now(UTC))
-        status = getattr(builder, change)().obj()["status"]
+        now = datetime.now(UTC)  # a finish before the start is refused (Kubernetes 1.31+)
+        step = getattr(job_from(job).started(now), change)
+        status = (step() if change == "ready" else step(now)).obj()["status"]
         spec = job.get("spec") or {}
         if change == "completed" and spec.get("completionMode") == "Indexed":
             # A real API server checks completedIndexes against completions for Indexed Jobs.

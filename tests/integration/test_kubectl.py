@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,7 +124,8 @@ def test_kubectl_create_fail_restart_delete(sim_cli: Path) -> None:
     assert headless and headless[0]["spec"]["clusterIP"] == "None"
 
     job = json.loads(kubectl(sim_cli, "get", "job", "js-workers-0", "-o", "json"))
-    failed = {"status": job_from(job).failed().obj()["status"]}
+    now = datetime.now(UTC)
+    failed = {"status": job_from(job).started(now).failed(at=now).obj()["status"]}
     kubectl(
         sim_cli,
         "patch",

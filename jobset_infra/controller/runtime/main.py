@@ -54,9 +54,18 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    ctl = await start_controller(config, kubeconfig=kubeconfig, url=url)
-    log.info("started", extra={"identity": ctl.identity, "ports": ctl.ports})
     stopped = asyncio.create_task(stop.wait())
+    # A signal while the caches sync (API server unreachable, RBAC missing) must still stop us
+    # at once, not after the cache-sync timeout: the kubelet's grace period is shorter.
+    starting = asyncio.create_task(start_controller(config, kubeconfig=kubeconfig, url=url))
+    await asyncio.wait({stopped, starting}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        log.info("stopped before the caches synced")
+        return EXIT_OK
+    ctl = starting.result()
+    log.info("started", extra={"identity": ctl.identity, "ports": ctl.ports})
     lost = asyncio.create_task(ctl.lost.wait())
     await asyncio.wait({stopped, lost}, return_when=asyncio.FIRST_COMPLETED)
     stopped.cancel()

@@ -1,0 +1,54 @@
+"""Regressions found by acceptance testing the commands as a user runs them (notes in
+/work/notes/acceptance.md): each test runs the real console script."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def test_controller_config_that_is_not_text_is_a_named_error(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_bytes(bytes(range(128, 256)))
+    done = subprocess.run([BIN / "jobset-controller", "--config", str(config)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"--config: {config} is not UTF-8 text" in done.stderr
+
+
+def test_controller_stops_at_once_on_sigterm_while_its_caches_cannot_sync() -> None:
+    """The kubelet sends SIGTERM and waits 30 s; the cache-sync timeout is 120 s."""
+    proc = subprocess.Popen(
+        [BIN / "jobset-controller", f"--master=http://127.0.0.1:{_closed_port()}",
+         "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # the first failed list: the event loop is running
+        assert "failed" in line, line
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        code = proc.wait(timeout=20)
+        assert (code, time.monotonic() - started < 10) == (0, True)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+

@@ -74,6 +74,11 @@ def parse_config(
             raise ControllerConfigError(
                 f"--config: cannot read {args.config}: {err.strerror or err}"
             ) from None
+        except UnicodeDecodeError:
+            raise ControllerConfigError(
+                f"--config: {args.config} is not UTF-8 text; give the path of a YAML "
+                "Configuration file"
+            ) from None
         config = ControllerConfig.from_yaml(text, source=args.config)
     return merge_flags(config, args), args
 

@@ -412,37 +412,41 @@ def _strip_pc(js: JobSet) -> JobSet:
 
 
 @pytest.mark.parametrize(
-    ("name", "build", "want_message"),
+    ("name", "build", "want_path", "want_message"),
     [
         pytest.param(
             "j" * 58,
             lambda b: b,
+            "spec.replicatedJobs[0].name",
             c.JOB_NAME_TOO_LONG_MESSAGE,
             id="JobSet name too long for job names",
         ),
         pytest.param(
             "j" * 48,
             lambda b: b.job_spec("workers", parallelism=100, completions=100),
+            "spec.replicatedJobs[1].name",
             c.POD_NAME_TOO_LONG_MESSAGE,
             id="JobSet name too long for pod names",
         ),
         pytest.param(
             "j" * 54,
             lambda b: b.coordinator("leader"),
+            "spec.coordinator",
             "invalid label value",
             id="coordinator label too long via the JobSet name",
         ),
         pytest.param(
             "js",
             lambda b: b.replicated_job("r" * 56).coordinator("r" * 56),
+            "spec.coordinator",
             "invalid label value",
             id="coordinator label too long via the replicated job name",
         ),
     ],
 )
-def test_long_names(name: str, build: Build, want_message: str) -> None:
+def test_long_names(name: str, build: Build, want_path: str, want_message: str) -> None:
     errors = validate(_js(build, name))
-    assert any(want_message in e.message for e in errors), errors
+    assert any(e.path == want_path and want_message in e.message for e in errors), errors
 
 
 def test_an_empty_rule_name_is_rejected_when_not_defaulted() -> None:
@@ -464,7 +468,10 @@ def test_coordinator_job_without_completions_is_rejected() -> None:
 def test_generate_name_is_checked_with_a_five_character_suffix() -> None:
     js = default(_base().generate_name("g" * 50).model())
     errors = validate(js)
-    assert any(c.JOB_NAME_TOO_LONG_MESSAGE in e.message for e in errors), errors
+    assert any(
+        e.path == "spec.replicatedJobs[0].name" and c.JOB_NAME_TOO_LONG_MESSAGE in e.message
+        for e in errors
+    ), errors
     pvc = default(
         _base()
         .generate_name("g" * 55)
@@ -472,7 +479,8 @@ def test_generate_name_is_checked_with_a_five_character_suffix() -> None:
         .volume_mount("leader", "data")
         .model()
     )
-    assert any("PVC name" in e.message for e in validate(pvc))
+    pvc_path = "spec.volumeClaimPolicies[0].templates[0].metadata.name"
+    assert any(e.path == pvc_path and "PVC name" in e.message for e in validate(pvc))
 
 
 def _pvc(spec: dict[str, Any]) -> dict[str, Any]:

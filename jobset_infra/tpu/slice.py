@@ -168,8 +168,9 @@ def _check_machine_type(
         )
     if family.machine_types[machine_type] not in allowed:
         fits = [m for m, chips in family.machine_types.items() if chips in allowed]
+        per_vm = family.machine_types[machine_type]
         raise TpuShapeError(
-            f"machine type {machine_type!r} ({family.machine_types[machine_type]} chips per VM) "
+            f"machine type {machine_type!r} ({per_vm} chip{'s' if per_vm > 1 else ''} per VM) "
             f"cannot build a {family.label} {topology} slice; use one of: {', '.join(fits)}"
         )
 

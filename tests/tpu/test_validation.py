@@ -33,7 +33,7 @@ INVALID_CASES = [
     pytest.param({"topology": "4x4", "machine_type": "ct5lp-hightpu-8t"}, "machine_type",
                  "use one of: ct5lp-hightpu-4t", id="rule 3: 8-chip VMs for a 4x4 slice"),
     pytest.param({"topology": "2x2", "machine_type": "ct5lp-hightpu-1t"}, "machine_type",
-                 "cannot build a tpu-v5-lite-podslice 2x2 slice",
+                 "'ct5lp-hightpu-1t' (1 chip per VM) cannot build a tpu-v5-lite-podslice 2x2 slice",
                  id="rule 4: 1-chip VMs for a 2x2 slice"),
     pytest.param({"workload_policy": "my-policy"}, "workload_policy",
                  "never together with a workload policy",

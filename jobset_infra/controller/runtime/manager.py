@@ -193,18 +193,19 @@ async def _wait_synced(controller: JobSetController, timeout: float) -> None:
 
 
 async def _lead(ctl: RunningController, workers: int) -> None:
-    """Wait for leadership (immediate without election), then run workers until it is lost."""
+    """Wait for leadership (immediate without election), then run workers until it is lost.
+
+    Whatever ends this task (a lost Lease, `stop()`, `kill()`) also ends the elector: a replica
+    stopped while it was a standby must not go on competing for, and renewing, the Lease.
+    """
     elector_task = asyncio.create_task(ctl.elector.run()) if ctl.elector else None
-    if ctl.elector is not None and elector_task is not None:
-        leading = asyncio.create_task(ctl.elector.leading.wait())
-        await asyncio.wait({elector_task, leading}, return_when=asyncio.FIRST_COMPLETED)
-        leading.cancel()
-        if not ctl.elector.leading.is_set() or not await _resynced(ctl, elector_task):
+    work: asyncio.Task[None] | None = None
+    try:
+        if elector_task is not None and not await _won(ctl, elector_task):
             ctl.lost.set()
             return
-    ctl.leading.set()
-    work = asyncio.create_task(ctl.controller.run_workers(workers))
-    try:
+        ctl.leading.set()
+        work = asyncio.create_task(ctl.controller.run_workers(workers))
         if elector_task is not None:
             await elector_task  # returns when the lease is lost
             log.error("lost the lease: stopping workers")
@@ -212,12 +213,21 @@ async def _lead(ctl: RunningController, workers: int) -> None:
         else:
             await work
     finally:
-        for task in (work, elector_task):
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(
-            work, *([elector_task] if elector_task else []), return_exceptions=True
-        )
+        tasks = [t for t in (work, elector_task) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _won(ctl: RunningController, elector_task: asyncio.Task[None]) -> bool:
+    """Wait until the elector leads, then re-list the caches; False if the Lease was lost."""
+    assert ctl.elector is not None
+    leading = asyncio.create_task(ctl.elector.leading.wait())
+    try:
+        await asyncio.wait({elector_task, leading}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        leading.cancel()
+    return ctl.elector.leading.is_set() and await _resynced(ctl, elector_task)
 
 
 async def _resynced(ctl: RunningController, elector_task: asyncio.Task[None]) -> bool:
@@ -225,12 +235,13 @@ async def _resynced(ctl: RunningController, elector_task: asyncio.Task[None]) ->
     meanwhile. A standby's watches may not yet show its predecessor's last writes (a placement
     decided from such a cache could double-book a node pool)."""
     resync = asyncio.create_task(ctl.controller.resync())
-    await asyncio.wait({elector_task, resync}, return_when=asyncio.FIRST_COMPLETED)
-    if resync.done():
-        return not elector_task.done()
-    resync.cancel()
-    await asyncio.gather(resync, return_exceptions=True)
-    return False
+    try:
+        await asyncio.wait({elector_task, resync}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not resync.done():
+            resync.cancel()
+            await asyncio.gather(resync, return_exceptions=True)
+    return resync.done() and not resync.cancelled() and not elector_task.done()
 
 
 async def _tick(controller: JobSetController) -> None:

@@ -93,6 +93,16 @@ def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
     Files an earlier plan wrote there are removed first: `kubectl apply -f DIR` must not pick up
     an object the stack no longer has. Other files in DIR are left alone.
     """
+    try:
+        return _write_objects(objects, out)
+    except OSError as err:  # a file in the way, a read-only or missing parent: say so
+        raise PlanError(
+            f"--out {out}: cannot write there ({err.strerror or err}: {err.filename or out}); "
+            "choose a folder you can write to"
+        ) from None
+
+
+def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
         if stale.is_file() and _WRITTEN.fullmatch(stale.name):

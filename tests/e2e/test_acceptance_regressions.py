@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 BIN = Path(sys.executable).parent
 
@@ -52,3 +55,15 @@ def test_controller_stops_at_once_on_sigterm_while_its_caches_cannot_sync() -> N
             proc.kill()
             proc.wait()
 
+
+
+def test_plan_out_that_cannot_be_a_folder_is_a_named_error(tmp_path: Path) -> None:
+    from jobset_infra.plan_command import PlanError, write_objects
+
+    in_the_way = tmp_path / "plan"
+    in_the_way.write_text("not a folder")
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
+    for out in (in_the_way, in_the_way / "sub"):
+        with pytest.raises(PlanError, match=f"^--out {re.escape(str(out))}: cannot write there"):
+            write_objects([obj], out)
+    assert write_objects([obj], tmp_path / "fresh")[0].name == "000-namespace-x.yaml"

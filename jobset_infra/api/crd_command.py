@@ -43,8 +43,13 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.output) if args.output else default_path()
     if args.check:
         return _check(path, fresh)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(fresh, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(fresh, encoding="utf-8")
+    except OSError as exc:
+        print(f"{path}: cannot write the CRD ({exc.strerror or exc}); choose another --output",
+              file=sys.stderr)
+        return 1
     print(f"wrote {path} ({len(fresh.splitlines())} lines)")
     return 0
 

@@ -67,3 +67,17 @@ def test_plan_out_that_cannot_be_a_folder_is_a_named_error(tmp_path: Path) -> No
         with pytest.raises(PlanError, match=f"^--out {re.escape(str(out))}: cannot write there"):
             write_objects([obj], out)
     assert write_objects([obj], tmp_path / "fresh")[0].name == "000-namespace-x.yaml"
+
+
+@pytest.mark.parametrize("where", [pytest.param("folder", id="crd -o onto a folder"),
+                                   pytest.param("missing/crd.yaml", id="crd -o under a file")])
+def test_crd_output_that_cannot_be_written_is_a_named_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    from jobset_infra.cli import main
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "missing").write_text("a file where a folder should be")
+    target = tmp_path / where
+    assert main(["crd", "-o", str(target)]) == 1
+    assert capsys.readouterr().err.startswith(f"{target}: cannot write the CRD")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from jobset_infra.sim import job_status
 from jobset_infra.sim.errors import field_cause, invalid
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:
     if spec.get("completionMode") != old_spec.get("completionMode"):
         causes.append(field_cause("FieldValueInvalid", "spec.completionMode",
                                   "Invalid value: ...: field is immutable"))
+    causes += job_status.problems(obj, old)
     if causes:
         raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], causes)
 

@@ -79,8 +79,9 @@ def prepare_create(
 ) -> JsonObj:
     """A copy of a create body with the server's metadata: name (from generateName plus
     `name_suffix` when unset), namespace, uid, creationTimestamp, generation 1."""
-    obj = clone(obj)
-    obj["apiVersion"], obj["kind"] = info.gvr.api_version, info.kind
+    body = clone(obj)  # apiVersion and kind first, as the API server serialises objects
+    obj = {"apiVersion": info.gvr.api_version, "kind": info.kind,
+           **{k: v for k, v in body.items() if k not in ("apiVersion", "kind")}}
     meta = obj.setdefault("metadata", {})
     if not meta.get("name") and meta.get("generateName"):
         meta["name"] = meta["generateName"] + name_suffix

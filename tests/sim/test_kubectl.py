@@ -20,6 +20,14 @@ KUBECTL = Path(sys.executable).parent / "kubectl"
 JOBSET_CRD = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
 
 
+# What the Job controller writes when a Job completes (Kubernetes 1.31+ refuses less).
+COMPLETE_STATUS = {
+    "succeeded": 1, "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:01:00Z",
+    "conditions": [{"type": t, "status": "True", "reason": "CompletionsReached"}
+                   for t in ("SuccessCriteriaMet", "Complete")],
+}
+
+
 class Kubectl:
     def __init__(self, sim: SimThread, folder: Path) -> None:
         self.sim = sim
@@ -121,8 +129,7 @@ def test_get_watch_streams_a_change(kubectl: Kubectl) -> None:
         first = [watcher.stdout.readline(), watcher.stdout.readline()]
         assert "Running" in first[1]
         kubectl("patch", "job", "watched", "--subresource=status", "--type=merge", "-p",
-                '{"status": {"succeeded": 1, "conditions": '
-                '[{"type": "Complete", "status": "True"}]}}')
+                json.dumps({"status": COMPLETE_STATUS}))
         deadline = time.monotonic() + 10
         changed = ""
         while time.monotonic() < deadline and "Complete" not in changed:
@@ -131,6 +138,20 @@ def test_get_watch_streams_a_change(kubectl: Kubectl) -> None:
     finally:
         watcher.kill()
         watcher.communicate()
+
+
+def test_a_complete_condition_without_what_kubernetes_requires_is_refused(
+        kubectl: Kubectl) -> None:
+    kubectl("create", "-f", kubectl.write("half-done.yaml", job("half-done")))
+    out = kubectl("patch", "job", "half-done", "--subresource=status", "--type=merge", "-p",
+                  '{"status": {"succeeded": 1, "conditions": '
+                  '[{"type": "Complete", "status": "True"}]}}', ok=False)
+    assert 'The Job "half-done" is invalid' in out
+    assert "status.completionTime: Required value: completionTime is required for Complete" in out
+    assert ("status.conditions: Invalid value: cannot set Complete=True condition without the "
+            "SuccessCriteriaMet=true condition") in out
+    kubectl("patch", "job", "half-done", "--subresource=status", "--type=merge", "-p",
+            json.dumps({"status": COMPLETE_STATUS}))
 
 
 def test_a_jobset_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:
@@ -199,3 +220,14 @@ def test_orphan_cascade_leaves_the_dependents_without_the_owner_reference(
     left = json.loads(kubectl("get", "pod", "orphaned-0", "-o", "json"))
     assert "ownerReferences" not in left["metadata"]
     assert kubectl.sim.call(lambda store: store.try_get(JOBS, "orphaner", "default")) is None
+
+
+def test_a_change_breaking_a_transition_rule_is_refused_with_the_field_path(
+        kubectl: Kubectl) -> None:
+    body = make_jobset("frozen").replicated_job("a").obj()
+    body["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    kubectl("create", "-f", kubectl.write("frozen.yaml", body))
+    out = kubectl("patch", "jobset", "frozen", "--type=merge", "-p",
+                  '{"spec": {"failurePolicy": {"maxRestarts": 5}}}', ok=False)
+    assert 'The JobSet "frozen" is invalid' in out
+    assert "spec.failurePolicy: Invalid value: \"object\": Value is immutable" in out

@@ -102,6 +102,29 @@ async def test_protobuf_only_clients_get_406(http: aiohttp.ClientSession) -> Non
     assert (status, body["reason"]) == (406, "NotAcceptable")
 
 
+@pytest.mark.parametrize(
+    "accept",
+    [
+        pytest.param("application/vnd.kubernetes.protobuf, application/json",
+                     id="protobuf first, JSON allowed"),
+        pytest.param("application/vnd.kubernetes.protobuf;q=1, */*;q=0.5", id="anything else"),
+    ],
+)
+async def test_a_client_accepting_json_after_protobuf_gets_json(
+    http: aiohttp.ClientSession, accept: str,
+) -> None:
+    status, body = await call(http, "GET", f"{CM_URL}?limit=1", Accept=accept)
+    assert (status, body["kind"], body["apiVersion"]) == (200, "ConfigMapList", "v1")
+
+
+async def test_objects_created_without_type_fields_come_back_with_them_first(
+    http: aiohttp.ClientSession,
+) -> None:
+    status, created = await call(http, "POST", CM_URL, {"metadata": {"name": "bare"}})
+    assert status == 201 and list(created)[:2] == ["apiVersion", "kind"]
+    assert (created["apiVersion"], created["kind"]) == ("v1", "ConfigMap")
+
+
 async def test_watch_streams_events_and_bookmarks(sim: Sim, http: aiohttp.ClientSession) -> None:
     await call(http, "POST", CM_URL, configmap("before"))
     rv = sim.store.resource_version

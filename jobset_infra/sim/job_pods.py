@@ -199,6 +199,7 @@ def running_status(pod: JsonObj, now: datetime) -> JsonObj:
                 "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")),
         ],
         "startTime": old.get("startTime") or at,
+        "podIP": old.get("podIP") or _pod_ip(pod),
         "containerStatuses": [
             _container_status(pod, c, ready=True, state={"running": {"startedAt": at}})
             for c in containers
@@ -255,6 +256,12 @@ def restarted_status(pod: JsonObj, now: datetime, *, exit_code: int = 1) -> Json
         first["state"] = {"running": {"startedAt": at}}
         first["restartCount"] = int(first.get("restartCount", 0)) + 1
     return {**old, "containerStatuses": containers}
+
+
+def _pod_ip(pod: JsonObj) -> str:
+    """A stable address in the cluster's Pod range, derived from the uid (nothing is routed)."""
+    digest = hashlib.sha256(str((pod.get("metadata") or {}).get("uid", "")).encode()).digest()
+    return f"10.{64 + digest[0] % 64}.{digest[1]}.{1 + digest[2] % 254}"
 
 
 def _container_status(pod: JsonObj, container: JsonObj, *, ready: bool,

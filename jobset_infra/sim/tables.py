@@ -78,6 +78,40 @@ def _pod_ready(pod: JsonObj) -> str:
     return f"{sum(1 for s in statuses if s.get('ready'))}/{total}"
 
 
+def _pod_status(pod: JsonObj) -> str:
+    """The STATUS kubectl prints: a container's waiting or terminated reason (Completed,
+    Error, ...) over the phase, and Terminating once the Pod is being deleted."""
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase", "")
+    for container in reversed(status.get("containerStatuses") or []):
+        state = container.get("state") or {}
+        waiting, ended = state.get("waiting") or {}, state.get("terminated")
+        if waiting.get("reason"):
+            reason = waiting["reason"]
+        elif ended is not None:
+            reason = ended.get("reason") or f"ExitCode:{ended.get('exitCode', 0)}"
+    return "Terminating" if pod["metadata"].get("deletionTimestamp") else reason
+
+
+def _node_address(kind: str) -> Cell:
+    return lambda n: next((a.get("address") for a in (n.get("status") or {}).get("addresses")
+                           or () if a.get("type") == kind), "<none>")
+
+
+def _node_info(key: str) -> Cell:
+    return lambda n: ((n.get("status") or {}).get("nodeInfo") or {}).get(key, "<unknown>")
+
+
+def _template_containers(key: str) -> Cell:
+    return lambda j: ",".join(str(c.get(key, "")) for c in (
+        ((j.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ())
+
+
+def _selector(job: JsonObj) -> str:
+    labels = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
+
+
 def _regarding(event: JsonObj) -> str:
     """events.k8s.io names the object `regarding`, core/v1 `involvedObject`."""
     ref = event.get("regarding") or event.get("involvedObject") or {}
@@ -98,15 +132,22 @@ BUILTIN: dict[str, list[tuple[JsonObj, Cell]]] = {
         (_col("Completions"), lambda j: f"{(j.get('status') or {}).get('succeeded', 0)}/"
                                          f"{(j.get('spec') or {}).get('completions', 1)}"),
         (_AGE_COL, _age),
+        (_col("Containers", priority=1), _template_containers("name")),
+        (_col("Images", priority=1), _template_containers("image")),
+        (_col("Selector", priority=1), _selector),
     ],
     "Pod": [
         (_col("Ready"), _pod_ready),
-        (_col("Status"), lambda p: (p.get("status") or {}).get("phase", "")),
+        (_col("Status"), _pod_status),
         (_col("Restarts", "integer"), lambda p: sum(
             s.get("restartCount", 0) for s in (p.get("status") or {}).get("containerStatuses")
             or ())),
         (_AGE_COL, _age),
+        (_col("IP", priority=1), lambda p: (p.get("status") or {}).get("podIP", "<none>")),
         (_col("Node", priority=1), lambda p: (p.get("spec") or {}).get("nodeName", "<none>")),
+        (_col("Nominated Node", priority=1),
+         lambda p: (p.get("status") or {}).get("nominatedNodeName", "<none>")),
+        (_col("Readiness Gates", priority=1), lambda p: "<none>"),
     ],
     "Node": [
         (_col("Status"), lambda n: "Ready" if _condition(n, "Ready") else "NotReady"),
@@ -116,6 +157,11 @@ BUILTIN: dict[str, list[tuple[JsonObj, Cell]]] = {
         (_AGE_COL, _age),
         (_col("Version"), lambda n: ((n.get("status") or {}).get("nodeInfo") or {}).get(
             "kubeletVersion", "")),
+        (_col("Internal-IP", priority=1), _node_address("InternalIP")),
+        (_col("External-IP", priority=1), _node_address("ExternalIP")),
+        (_col("OS-Image", priority=1), _node_info("osImage")),
+        (_col("Kernel-Version", priority=1), _node_info("kernelVersion")),
+        (_col("Container-Runtime", priority=1), _node_info("containerRuntimeVersion")),
     ],
     "Event": [
         (_col("Type"), lambda e: e.get("type", "")),

@@ -231,3 +231,22 @@ def test_a_change_breaking_a_transition_rule_is_refused_with_the_field_path(
                   '{"spec": {"failurePolicy": {"maxRestarts": 5}}}', ok=False)
     assert 'The JobSet "frozen" is invalid' in out
     assert "spec.failurePolicy: Invalid value: \"object\": Value is immutable" in out
+
+
+def test_get_prints_pod_status_as_kubectl_users_know_it_and_wide_columns(
+        kubectl: Kubectl) -> None:
+    done = pod("finished-0", labels={"printed": "status"})
+    kubectl.sim.call(lambda store: store.create(PODS, done, "default"))
+    finished = {"phase": "Succeeded", "podIP": "10.64.0.7", "containerStatuses": [{
+        "name": "c", "image": "busybox:1", "imageID": "busybox@sha256:0", "ready": False,
+        "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+    kubectl("patch", "pod", "finished-0", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": finished}))
+    table = rows(kubectl("get", "pods", "-l", "printed=status", "-o", "wide"))
+    assert table[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE",
+                        "NOMINATED", "NODE", "READINESS", "GATES"]
+    assert table[1][:3] == ["finished-0", "0/1", "Completed"] and table[1][5] == "10.64.0.7"
+    kubectl.sim.call(lambda store: store.create(JOBS, job("widely-printed"), "default"))
+    job_table = rows(kubectl("get", "jobs", "widely-printed", "-o", "wide"))
+    assert job_table[0][-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert job_table[1][-3:-1] == ["c", "busybox:1"]

@@ -65,9 +65,10 @@ def fast_config(**sections: Any) -> ControllerConfig:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[T]], timeout: float = 5.0, what: str = "condition"
+    check: Callable[[], Awaitable[T]], timeout: float = 10.0, what: str = "condition"
 ) -> T:
-    """Poll `check` until it returns a truthy value (returned) or `timeout` passes (fails)."""
+    """Poll `check` until it returns a truthy value (returned) or `timeout` passes (fails).
+    Generous by default: a passing check returns at once, and CI machines are shared."""
     deadline = time.monotonic() + timeout
     last: T = await check()
     while not last:

@@ -24,7 +24,7 @@ def labels(job: dict[str, Any]) -> dict[str, str]:
 
 
 async def wait_jobs(
-    cluster: Cluster, names: list[str], timeout: float = 5.0
+    cluster: Cluster, names: list[str], timeout: float = 10.0
 ) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]] | None:
         jobs = await cluster.jobs()
@@ -284,7 +284,7 @@ async def test_ttl_after_finished_deletes_the_jobset(
         js = await cluster.jobset("js")
         return js is None or bool(js["metadata"].get("deletionTimestamp"))
 
-    await eventually(gone, timeout=6.0, what="JobSet deleted by TTL")
+    await eventually(gone, timeout=10.0, what="JobSet deleted by TTL")
 
 
 async def test_deleted_service_is_recreated(

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as k
+from jobset_infra.controller.runtime.kube import MERGE_PATCH
+from jobset_infra.controller.runtime.resources import JOBSETS
 from jobset_infra.sim.job_pods import JOB_NAME_LABEL
 from jobset_infra.sim.nodes import NODES
 from jobset_infra.tpu import constants as tpu
@@ -332,3 +334,38 @@ async def test_volume_claim_policy_keeps_retained_claims_after_deletion(world: W
     assert claims == [f"checkpoints-{name}", f"initializer-{name}"]
     await world.remove(ns, name)
     assert sorted(p["metadata"]["name"] for p in world.store.list(PVCS, ns).items) == claims
+
+
+async def test_suspended_example_stops_its_pods_and_resumes_to_completion(world: World) -> None:
+    """What Kueue does to an admitted-then-preempted workload: suspend, later resume."""
+    ns, name = await world.submit(EXAMPLES / "pytorch-ddp/jobset.yaml")
+    await world.all_running(ns, name)
+    await world.api.patch(JOBSETS, name, {"spec": {"suspend": True}}, namespace=ns,
+                          content_type=MERGE_PATCH)
+    await until(lambda: condition(world.jobset(ns, name), "Suspended"), f"{name} Suspended",
+                explain=lambda: world.describe(ns, name))
+    await until(lambda: not world.store.list(PODS, ns).items, "the Pods of suspended Jobs gone")
+    assert all(j["spec"]["suspend"] for j in world.live_jobs(ns))
+    await world.api.patch(JOBSETS, name, {"spec": {"suspend": False}}, namespace=ns,
+                          content_type=MERGE_PATCH)
+    await world.all_running(ns, name)
+    await world.succeed(ns)
+    js = await world.finished(ns, name)
+    assert (js["status"]["terminalState"], js["status"].get("restarts", 0)) == ("Completed", 0)
+    await world.remove(ns, name)
+
+
+async def test_a_child_job_deleted_by_hand_is_recreated(world: World) -> None:
+    ns, name = await world.submit(FIXTURES / "paralleljobs.yaml")
+    await world.all_running(ns, name)
+    victim = world.job(ns, "workers", 2)
+    world.store.delete(JOBS, victim["metadata"]["name"], ns, propagation="Foreground")
+    await until(lambda: any(j["metadata"]["uid"] != victim["metadata"]["uid"]
+                            for j in world.live_jobs(ns, "workers")
+                            if j["metadata"]["name"] == victim["metadata"]["name"]),
+                "the deleted Job recreated", explain=lambda: world.describe(ns, name))
+    await world.all_running(ns, name)
+    await world.succeed(ns)
+    js = await world.finished(ns, name)
+    assert (js["status"]["terminalState"], js["status"].get("restarts", 0)) == ("Completed", 0)
+    await world.remove(ns, name)

@@ -456,3 +456,13 @@ async def test_latency_is_added_to_every_request() -> None:
         began = asyncio.get_running_loop().time()
         await call(http, "GET", "/api/v1/namespaces")
         assert asyncio.get_running_loop().time() - began >= 0.05
+
+
+async def test_a_protobuf_body_is_refused_with_415_naming_the_accepted_types(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with http.post(CM_URL, data=b"k8s\x00\x0a\x0f", headers={
+            "Content-Type": "application/vnd.kubernetes.protobuf"}) as response:
+        body = await response.json()
+    assert (response.status, body["reason"]) == (415, "UnsupportedMediaType")
+    assert "application/json" in body["message"] and "protobuf' given" in body["message"]

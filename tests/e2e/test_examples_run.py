@@ -116,6 +116,18 @@ async def in_stages(w: World, ns: str, name: str) -> None:
                 await w.jobs_controller.succeed_job(ns, job["metadata"]["name"])
 
 
+async def retried_by_the_job(w: World, ns: str, name: str) -> None:
+    """One Pod fails; its Job (backoffLimit 5) replaces it, the JobSet sees no failed Job."""
+    await w.all_running(ns, name)
+    first = w.first_pod(ns, "workers", 0)
+    await w.exit(ns, "workers", 0, code=1)
+    await until(lambda: w.first_pod(ns, "workers", 0) != first
+                or len(w.jobs_controller.pods_of(ns, w.job(ns, "workers", 0)["metadata"]["name"]))
+                > 2, "a replacement Pod")
+    await w.all_running(ns, name)
+    await w.succeed(ns)
+
+
 async def workers_only(w: World, ns: str, name: str) -> None:
     await w.all_running(ns, name)
     await w.succeed(ns, "workers")
@@ -167,6 +179,9 @@ CASES = [
                  id="a leader past its backoff limit fails the JobSet"),
     pytest.param(FIXTURES / "paralleljobs.yaml", run_to_success, COMPLETED,
                  id="paralleljobs fixture completes"),
+    pytest.param(FIXTURES / "paralleljobs.yaml", keep_failing("workers", 1, 1),
+                 Outcome("Failed", k.FAILED_JOBS_REASON),
+                 id="without a failure policy the first failed Job fails the JobSet"),
     pytest.param(FIXTURES / "pytorch-mnist.yaml", run_to_success, COMPLETED,
                  id="pytorch-mnist fixture completes"),
     pytest.param(FIXTURES / "pytorch-resnet.yaml", run_to_success, COMPLETED,
@@ -188,6 +203,8 @@ CASES = [
                  id="success-policy completes when only the workers finish"),
     pytest.param(FIXTURES / "tensorflow-mnist.yaml", run_to_success, COMPLETED,
                  id="tensorflow-mnist fixture completes"),
+    pytest.param(FIXTURES / "tensorflow-mnist.yaml", retried_by_the_job, COMPLETED,
+                 id="a pod failure within the Job's backoffLimit restarts no JobSet"),
     pytest.param(FIXTURES / "ttl-after-finished.yaml", run_to_success, COMPLETED,
                  id="ttl-after-finished fixture completes"),
     pytest.param(FIXTURES / "volume-claim-policy.yaml", in_stages, COMPLETED,

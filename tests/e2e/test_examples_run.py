@@ -386,3 +386,15 @@ async def test_a_child_job_deleted_by_hand_is_recreated(world: World) -> None:
     js = await world.finished(ns, name)
     assert (js["status"]["terminalState"], js["status"].get("restarts", 0)) == ("Completed", 0)
     await world.remove(ns, name)
+
+
+async def test_unplaceable_slices_name_the_pools_that_nearly_fit(world: World) -> None:
+    """tpu-multislice as written has no TPU toleration: the pending condition must say that the
+    v5e 4x4 pools are tainted, not list ten pools of other shapes and hide those as "N more"."""
+    ns, name = await world.submit(FIXTURES / "tpu-multislice.yaml")
+    pending = await until(lambda: condition(world.jobset(ns, name), "ExclusivePlacementPending"),
+                          f"{name} pending placement", explain=lambda: world.describe(ns, name))
+    assert pending["reason"] == k.PLACEMENT_NO_FIT_REASON
+    assert "v5e-4x4-0 (taint google.com/tpu=present:NoSchedule is not tolerated)" in (
+        pending["message"]), pending["message"]
+    await world.remove(ns, name)

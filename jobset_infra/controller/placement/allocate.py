@@ -220,15 +220,25 @@ def _listed(items: Sequence[str]) -> str:
 def _why_not(
     request: PlacementRequest, domains: Sequence[Domain], occupancy: Occupancy
 ) -> tuple[list[str], list[str]]:
-    busy, unfit = [], []
+    busy: list[str] = []
+    unfit: list[tuple[int, str]] = []
     for domain in domains:
         result: Fit = fit(request, domain)
         blockers = occupancy.blockers(domain.topology_key, domain.name, request.scope, request.key)
         if blockers:
             busy.append(f"{domain.name} (held by {blockers[0].key})")
         elif not result.ok:
-            unfit.append(f"{domain.name} ({result.problem})")
-    return busy, unfit
+            unfit.append((_distance(result.problem), f"{domain.name} ({result.problem})"))
+    # Nearest misses first: the list is cut at _MAX_LISTED, and a pool with the right labels
+    # but an untolerated taint says more than ten pools of another accelerator.
+    return busy, [reason for _, reason in sorted(unfit, key=lambda item: item[0])]
+
+
+def _distance(problem: str) -> int:
+    """How far a domain is from fitting: wrong labels (2), wrong affinity (1), else (0)."""
+    if problem.startswith("nodeSelector"):
+        return 2
+    return 1 if "node affinity" in problem else 0
 
 
 def _no_fit(

@@ -273,6 +273,11 @@ async def run(chaos: Chaos) -> Outcome:
                 if time.monotonic() - started > chaos.deadline:
                     break
                 await asyncio.sleep(0.05)
+            # Every crash happens, also after the work is done: a new leader must then find
+            # nothing to do (the quiet second below checks it writes nothing).
+            remaining = max(0.0, chaos.deadline - (time.monotonic() - started))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(killer), remaining)
             killer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await killer

@@ -81,3 +81,32 @@ def test_crd_output_that_cannot_be_written_is_a_named_error(
     target = tmp_path / where
     assert main(["crd", "-o", str(target)]) == 1
     assert capsys.readouterr().err.startswith(f"{target}: cannot write the CRD")
+
+
+async def test_leader_election_in_a_missing_namespace_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`jobset-controller --leader-elect` against a cluster without the Lease namespace used to
+    wait silently forever (the failure was logged at debug level only)."""
+    from jobset_infra.controller.runtime.manager import start_controller
+    from jobset_infra.sim.command import register_crd
+    from jobset_infra.sim.server import Sim
+    from tests.e2e.conftest import until
+    from tests.integration.conftest import fast_config
+
+    config = fast_config(leaderElection={"leaderElect": True, "resourceNamespace": "nowhere",
+                                         "leaseDuration": "1s", "renewDeadline": "800ms",
+                                         "retryPeriod": "200ms"})
+    caplog.set_level("WARNING", logger="jobset_infra.controller.runtime.leader")
+    async with Sim(port=0) as sim:
+        register_crd(sim.store)
+        ctl = await start_controller(config, url=sim.url)
+        try:
+            record = await until(lambda: next((r for r in caplog.records
+                                               if "cannot create Lease" in r.getMessage()), None),
+                                 "a warning about the Lease")
+        finally:
+            await ctl.stop()
+    assert record.levelname == "WARNING"
+    assert 'namespaces "nowhere" not found' in record.getMessage()
+    assert not ctl.is_leader

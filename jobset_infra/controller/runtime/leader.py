@@ -19,7 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
+from jobset_infra.controller.runtime.kube import (
+    AlreadyExistsError,
+    ApiError,
+    KubeClient,
+    NotFoundError,
+)
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock
 from jobset_infra.controller.runtime.resources import LEASES
@@ -176,8 +181,15 @@ class LeaderElector:
         self.writes += 1
         try:
             created = await self.client.create(LEASES, body, self.namespace)
-        except ApiError as err:  # AlreadyExists: another candidate was faster
+        except AlreadyExistsError as err:  # another candidate was faster
             log.debug("lease create failed: %s", err)
+            return False
+        except ApiError as err:  # e.g. no such namespace, or RBAC: we would never lead, say so
+            log.warning(
+                "cannot create Lease %s/%s: %s; the namespace must exist "
+                "(--leader-election-namespace) and RBAC must allow creating leases there",
+                self.namespace, self.name, err,
+            )
             return False
         self._remember(created)
         return True

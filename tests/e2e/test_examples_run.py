@@ -236,8 +236,8 @@ async def test_example_reaches_its_documented_end(
 
 
 def with_tpu_toleration(manifest: dict[str, Any]) -> None:
-    """GKE adds the `google.com/tpu` toleration to Pods that request TPU chips (tools such as XPK
-    also write it); the sim does not, so the test writes it as the cluster would."""
+    """The `google.com/tpu` toleration XPK and our `tpu_job` write (whether GKE adds it by itself
+    is not verified, docs reference gke-tpu.md); the fixture lacks it, the sim adds none."""
     for rjob in manifest["spec"]["replicatedJobs"]:
         pod = rjob["template"]["spec"]["template"]["spec"]
         pod.setdefault("tolerations", []).append(

@@ -9,6 +9,7 @@ the small verbs a test uses to drive Pods the way a kubelet, a preemption or a b
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import itertools
 import time
@@ -76,7 +77,13 @@ class World:
     async def submit(self, path: Path, change: Callable[[dict[str, Any]], None] | None = None
                      ) -> tuple[str, str]:
         """Create the JobSet in `path` over HTTP in a fresh namespace; return (namespace, name)."""
-        manifest: dict[str, Any] = yaml.safe_load(path.read_text())
+        return await self.submit_manifest(yaml.safe_load(path.read_text()), change)
+
+    async def submit_manifest(
+        self, manifest: dict[str, Any], change: Callable[[dict[str, Any]], None] | None = None
+    ) -> tuple[str, str]:
+        """Create a copy of `manifest` in a fresh namespace; return (namespace, name)."""
+        manifest = copy.deepcopy(manifest)
         namespace = f"e2e-{next(_namespaces)}"
         self.store.create(NAMESPACES, {"metadata": {"name": namespace}})
         manifest["metadata"]["namespace"] = namespace

@@ -107,6 +107,7 @@ async def test_leader_election_in_a_missing_namespace_is_a_warning(
                                  "a warning about the Lease")
         finally:
             await ctl.stop()
+    assert record is not None
     assert record.levelname == "WARNING"
     assert 'namespaces "nowhere" not found' in record.getMessage()
     assert not ctl.is_leader

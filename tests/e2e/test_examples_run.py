@@ -258,13 +258,9 @@ async def test_exclusive_examples_get_a_node_pool_per_job(
 ) -> None:
     ns, name = await world.submit(path, change)
     await world.all_running(ns, name)
-    pools_of_jobs: dict[str, set[str]] = {}
-    for pod in world.store.list(PODS, ns).items:
-        node = world.store.get(NODES, pod["spec"]["nodeName"])
-        job = pod["metadata"]["labels"][JOB_NAME_LABEL]
-        pools_of_jobs.setdefault(job, set()).add(node["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL])
-    pools = [pools_of_jobs[j] for j in sorted(pools_of_jobs)]
-    assert all(len(p) == 1 for p in pools), pools_of_jobs  # a Job never spans pools
+    by_job = pools_of_jobs(world, ns)
+    pools = [by_job[j] for j in sorted(by_job)]
+    assert all(len(p) == 1 for p in pools), by_job  # a Job never spans pools
     assert len(set().union(*pools)) == len(pools)  # and no two Jobs share one
     await world.succeed(ns)
     js = await world.finished(ns, name)
@@ -394,7 +390,51 @@ async def test_unplaceable_slices_name_the_pools_that_nearly_fit(world: World) -
     ns, name = await world.submit(FIXTURES / "tpu-multislice.yaml")
     pending = await until(lambda: condition(world.jobset(ns, name), "ExclusivePlacementPending"),
                           f"{name} pending placement", explain=lambda: world.describe(ns, name))
+    assert pending is not None
     assert pending["reason"] == k.PLACEMENT_NO_FIT_REASON
     assert "v5e-4x4-0 (taint google.com/tpu=present:NoSchedule is not tolerated)" in (
         pending["message"]), pending["message"]
+    await world.remove(ns, name)
+
+
+def pools_of_jobs(w: World, ns: str) -> dict[str, set[str]]:
+    """The node pools each Job's Pods run on."""
+    pools: dict[str, set[str]] = {}
+    for pod in w.store.list(PODS, ns).items:
+        node = w.store.get(NODES, pod["spec"]["nodeName"])
+        job = pod["metadata"]["labels"][JOB_NAME_LABEL]
+        pools.setdefault(job, set()).add(node["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL])
+    return pools
+
+
+def planned_jobset(stack: str) -> dict[str, Any]:
+    """The JobSet `jobset-infra plan --stack <stack>` writes (the stack run is cached)."""
+    from jobset_infra.components.preview import apply_order, kubernetes_objects
+    from tests.stacks.stack_runs import run_stack
+
+    objects = kubernetes_objects(apply_order(run_stack(stack).registrations))
+    [jobset] = [o for o in objects if o["kind"] == k.KIND]
+    return jobset
+
+
+@pytest.mark.parametrize(
+    ("stack", "slices"),
+    [
+        pytest.param("v5e-multislice", 4,
+                     id="the v5e-multislice JobSet runs one slice per v5e 2x4 pool to Completed"),
+    ],
+)
+async def test_the_jobset_a_stack_plans_runs_to_completion(
+    world: World, stack: str, slices: int
+) -> None:
+    manifest = await asyncio.to_thread(planned_jobset, stack)
+    ns, name = await world.submit_manifest(manifest)
+    await world.all_running(ns, name)
+    if slices:
+        pools = pools_of_jobs(world, ns)
+        assert len(pools) == slices and all(len(p) == 1 for p in pools.values()), pools
+        assert len(set().union(*pools.values())) == slices
+    await world.succeed(ns)
+    js = await world.finished(ns, name)
+    assert condition(js, "Completed") is not None
     await world.remove(ns, name)

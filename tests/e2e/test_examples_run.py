@@ -305,6 +305,12 @@ async def test_depends_on_creates_workers_only_once_the_driver_is_ready(world: W
     coordinator = f"{name}-driver-0-0.{name}"
     for job in world.live_jobs(ns):
         assert job["metadata"]["labels"][k.COORDINATOR_KEY] == coordinator
+    await world.succeed(ns, "workers")
+    await world.finished(ns, name)
+    # Done by its success policy: the still-running driver is deleted, finished workers are kept.
+    await until(lambda: not world.live_jobs(ns, "driver"), "the active driver Job deleted",
+                explain=lambda: world.describe(ns, name))
+    assert len(world.live_jobs(ns, "workers")) == 2
     await world.remove(ns, name)
 
 

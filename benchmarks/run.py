@@ -1,6 +1,7 @@
 """`python -m benchmarks [--quick] [--out benchmarks/RESULTS.md]`: the whole benchmark, one command.
 
-Full run (documented, not in CI; about 10 minutes on 2 cores): N in {16, 256, 2048, 8192}, 3 runs
+Full run (not in CI; 10 minutes on an idle 2-core machine, 30 on a loaded one): N in
+{16, 256, 2048, 8192}, 3 runs
 each, footprint with 10,000 Jobs (3 fresh controllers), plan time (3 runs per variant).
 `--quick` (CI smoke, under a minute): N in {16, 256}, 1 run, footprint with 1,000 Jobs once, no
 plan time. Prints a JSON line per measurement; with `--out` it rewrites the generated block of
@@ -75,8 +76,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+RAW: list[str] = []  # every measurement as printed, kept for the raw-data file
+
+
 def emit(kind: str, data: dict[str, object]) -> None:
-    print(json.dumps({"bench": kind, **data}, default=str), flush=True)
+    line = json.dumps({"bench": kind, **data}, default=str)
+    RAW.append(line)
+    print(line, flush=True)
 
 
 async def measure_scale(args: argparse.Namespace, results: Results) -> None:
@@ -164,5 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         png = args.out.parent / ("scale.png" if args.pods == "on" else "scale-no-pods.png")
         if results.runs:
             report.plot(results.runs, png)
-        print(f"wrote {args.out} and {png}", file=sys.stderr)
+        raw = args.out.parent / "runs" / f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H%M}{variant}.jsonl"
+        raw = raw.with_name(raw.name.replace(" --pods off", "-no-pods"))
+        raw.parent.mkdir(exist_ok=True)
+        raw.write_text("\n".join(RAW) + "\n")
+        print(f"wrote {args.out}, {png} and {raw}", file=sys.stderr)
     return 0

@@ -146,7 +146,8 @@ def make_jobs_active(bench: Bench, namespace: str, count: int) -> int:
     """Without Pods: write `status.active: 1` on `count` Jobs, as the Job controller would."""
     jobs = bench.sim.store.list(JOBS, namespace).items[:count]
     for stored in jobs:
-        bench.sim.store.update_status(JOBS, clone(stored) | {"status": {"active": 1}})
+        status = {"startTime": bench.sim.store.now(), "active": 1}
+        bench.sim.store.update_status(JOBS, clone(stored) | {"status": status})
     return len(jobs)
 
 
@@ -160,7 +161,9 @@ def fail_job_status(bench: Bench, namespace: str, name: str) -> None:
         for kind in ("FailureTarget", "Failed")
     ]
     job = clone(bench.sim.store.get(JOBS, name, namespace))
-    bench.sim.store.update_status(JOBS, job | {"status": {"failed": 1, "conditions": conditions}})
+    started = (job.get("status") or {}).get("startTime") or now  # the API keeps it immutable
+    status = {"startTime": started, "failed": 1, "conditions": conditions}
+    bench.sim.store.update_status(JOBS, job | {"status": status})
 
 
 def make_pods_unready(bench: Bench, namespace: str, count: int) -> int:

@@ -149,7 +149,8 @@ async def _story(
     say(f"JobSet {NAME} Completed ({done['reason']}: {done['message']}), "
         f"restarts: {_restarts(store)}")
     print("Run your own: jobset-infra sim --nodes v5e-2x4:4 --controller, then kubectl apply -f "
-          "a JobSet and watch: kubectl get jobsets,jobs,pods -w", flush=True)
+          "a JobSet and watch it: kubectl get jobsets -w (kubectl watches one resource type at "
+          "a time; kubectl get jobsets,jobs,pods lists all three once)", flush=True)
     return 0
 
 

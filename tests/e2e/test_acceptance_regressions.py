@@ -111,3 +111,25 @@ async def test_leader_election_in_a_missing_namespace_is_a_warning(
     assert record.levelname == "WARNING"
     assert 'namespaces "nowhere" not found' in record.getMessage()
     assert not ctl.is_leader
+
+
+def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The demo used to end with `kubectl get jobsets,jobs,pods -w`, which kubectl refuses
+    ("you may only specify a single resource type")."""
+    from jobset_infra.cli import main
+    from jobset_infra.sim.command import register_crd
+    from jobset_infra.sim.server import SimThread
+
+    assert main(["sim", "--demo"]) == 0
+    hint = capsys.readouterr().out.strip().splitlines()[-1]
+    command = re.search(r"watch(?: it)?: kubectl (get \S+ -w)", hint)
+    assert command is not None, hint
+    with SimThread(port=0) as sim:
+        sim.call(register_crd)
+        kubeconfig = sim.kubeconfig(tmp_path / "kubeconfig")
+        with pytest.raises(subprocess.TimeoutExpired):  # still watching: not refused
+            subprocess.run([BIN / "kubectl", f"--kubeconfig={kubeconfig}",
+                            *command.group(1).split()], capture_output=True, timeout=3,
+                           check=True)

@@ -9,6 +9,7 @@ the small verbs a test uses to drive Pods the way a kubelet, a preemption or a b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -28,6 +29,7 @@ from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.manager import RunningController, start_controller
 from jobset_infra.controller.runtime.resources import JOBSETS
 from jobset_infra.sim.command import register_crd
+from jobset_infra.sim.errors import NotFoundError
 from jobset_infra.sim.job_controller import JobController
 from jobset_infra.sim.nodes import PoolSpec, create_nodes, parse_nodes
 from jobset_infra.sim.resources import GVR
@@ -67,6 +69,7 @@ class World:
     jobs_controller: JobController
     api: KubeClient
     controller: RunningController
+    created: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def store(self) -> Any:
@@ -84,13 +87,23 @@ class World:
     ) -> tuple[str, str]:
         """Create a copy of `manifest` in a fresh namespace; return (namespace, name)."""
         manifest = copy.deepcopy(manifest)
+        self.clear_earlier_cases()
         namespace = f"e2e-{next(_namespaces)}"
         self.store.create(NAMESPACES, {"metadata": {"name": namespace}})
         manifest["metadata"]["namespace"] = namespace
         if change is not None:
             change(manifest)
         await self.api.create(JOBSETS, manifest, namespace)
+        self.created.append((namespace, manifest["metadata"]["name"]))
         return namespace, manifest["metadata"]["name"]
+
+    def clear_earlier_cases(self) -> None:
+        """Delete what a failed earlier case left, so its Pods hold no nodes or pools now (the
+        sim's garbage collector finishes a foreground delete before it returns)."""
+        for namespace, name in self.created:
+            with contextlib.suppress(NotFoundError):
+                self.store.delete(JOBSET_GVR, name, namespace, propagation="Foreground")
+        self.created.clear()
 
     async def remove(self, namespace: str, name: str) -> None:
         """Delete the JobSet in the foreground so its Pods free their nodes for the next case."""

@@ -54,6 +54,12 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _duplicate_first_rjob(js: dict[str, Any]) -> None:
+    """A second replicated job with the first one's name (the CRD's listType=map refuses it)."""
+    rjobs = js["spec"]["replicatedJobs"]
+    rjobs.append({**rjobs[0], "replicas": 1})
+
+
 BROKEN: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("replicas-text", _set("spec.replicatedJobs.0.replicas", "two")),
     ("replicas-negative", _set("spec.replicatedJobs.0.replicas", -3)),
@@ -63,6 +69,7 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("max-restarts-negative", _set("spec.failurePolicy", {"maxRestarts": -1})),
     ("unknown-strategy", _set("spec.failurePolicy", {"restartStrategy": "Sometimes"})),
     ("rjob-name-empty", _set("spec.replicatedJobs.0.name", "")),
+    ("rjob-names-duplicate", _duplicate_first_rjob),
 ]
 # A valid spec with a garbage status: nothing to report, the controller rewrites the status.
 REPAIRED: list[tuple[str, Callable[[dict[str, Any]], None]]] = [

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.errors import FieldError
+from jobset_infra.api.errors import FieldError, duplicate
 from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
@@ -48,7 +48,8 @@ def observe(
     placement: PlacementInputs | None = None,
     pvc_names: frozenset[str] | None = None,
 ) -> Observed:
-    """Return the observed state; raise MalformedJobSetError if the JobSet does not parse.
+    """Return the observed state; raise MalformedJobSetError if the JobSet does not parse or
+    names two replicated jobs alike.
 
     Job templates are not re-checked against the Kubernetes OpenAPI here: the API server
     already validated the object and the check is too slow for every reconcile.
@@ -57,7 +58,21 @@ def observe(
         js = JobSet.model_validate(raw_jobset, context={CHECK_TEMPLATES: False})
     except ValidationError as exc:
         raise MalformedJobSetError(field_errors(exc)) from None
+    if duplicates := _duplicate_names(js):
+        raise MalformedJobSetError(duplicates)
     return Observed(js, tuple(jobs), service_exists, placement, pvc_names)
+
+
+def _duplicate_names(js: JobSet) -> list[FieldError]:
+    """Replicated jobs named like an earlier one. The CRD's listType=map refuses them, so only a
+    JobSet that bypassed it has them; its Jobs' names would collide, so nothing is reconciled."""
+    seen: set[str] = set()
+    errors = []
+    for i, rjob in enumerate(js.spec.replicated_jobs):
+        if rjob.name in seen:
+            errors.append(duplicate(f"spec.replicatedJobs[{i}].name", rjob.name))
+        seen.add(rjob.name)
+    return errors
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -51,6 +51,11 @@ def test_observe_parses_the_jobset() -> None:
         pytest.param(
             {"sucessPolicy": {"operator": "All"}}, "spec.sucessPolicy", id="misspelled field"
         ),
+        pytest.param(
+            {"replicatedJobs": [{"name": "w", "template": {}}, {"name": "w", "template": {}}]},
+            "spec.replicatedJobs[1].name",
+            id="two replicated jobs with one name (the CRD's listType=map was bypassed)",
+        ),
     ],
 )
 def test_malformed_jobset_names_the_field(spec: dict[str, Any], want_path: str) -> None:

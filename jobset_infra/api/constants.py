@@ -19,19 +19,15 @@ GROUP: Final = "jobset.x-k8s.io"
 VERSION: Final = "v1alpha2"
 # apiVersion field value of a JobSet manifest.
 API_VERSION: Final = f"{GROUP}/{VERSION}"
-# Kind of a JobSet object.
 KIND: Final = "JobSet"
-# Kind of the list type.
 LIST_KIND: Final = "JobSetList"
 # Resource plural (REST path segment).
 PLURAL: Final = "jobsets"
-# Resource singular (kubectl).
 SINGULAR: Final = "jobset"
 # Name of the CustomResourceDefinition object.
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 # Group/version of child Jobs.
 JOB_API_VERSION: Final = "batch/v1"
-# Kind of child Jobs.
 JOB_KIND: Final = "Job"
 # batch/v1 Job condition types the controller reads (set by the kube Job controller).
 JOB_CONDITION_COMPLETE: Final = "Complete"
@@ -119,15 +115,12 @@ MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
 
 # All Jobs needed by the success policy completed.
 CONDITION_COMPLETED: Final = "Completed"
-# The JobSet failed.
 CONDITION_FAILED: Final = "Failed"
-# The JobSet is suspended.
 CONDITION_SUSPENDED: Final = "Suspended"
 # A JobSet-level restart is in progress.
 CONDITION_RESTARTING: Final = "RestartingJobSet"
 # InOrder startup has not finished.
 CONDITION_STARTUP_POLICY_IN_PROGRESS: Final = "StartupPolicyInProgress"
-# InOrder startup finished.
 CONDITION_STARTUP_POLICY_COMPLETED: Final = "StartupPolicyCompleted"
 
 # --- Condition reasons and messages (…_REASON / …_MESSAGE pairs) -------------------------------
@@ -156,7 +149,6 @@ SUSPENDED_REASON: Final = "SuspendedJobs"
 SUSPENDED_MESSAGE: Final = "jobset is suspended"
 # Suspended=False.
 RESUMED_REASON: Final = "ResumeJobs"
-# Suspended=False message.
 RESUMED_MESSAGE: Final = "jobset is resumed"
 # RestartingJobSet=True reason prefix; followed by the rule name.
 FAILURE_POLICY_RULE_REASON_PREFIX: Final = "FailurePolicy_"
@@ -164,11 +156,9 @@ FAILURE_POLICY_RULE_REASON_PREFIX: Final = "FailurePolicy_"
 DEFAULT_FAILURE_POLICY_REASON: Final = "DefaultFailurePolicy"
 # RestartingJobSet=False once all Jobs are ready again.
 JOBS_READY_REASON: Final = "JobsReady"
-# Message for JobsReady.
 JOBS_READY_MESSAGE: Final = "all jobs are ready"
 # RestartingJobSet=False because the JobSet failed.
 JOBSET_FAILED_REASON: Final = "JobSetFailed"
-# Message for JobSetFailed.
 JOBSET_FAILED_MESSAGE: Final = "jobset failed"
 # RestartingJobSet=False because the JobSet completed (message ALL_JOBS_COMPLETED_MESSAGE).
 JOBSET_COMPLETED_REASON: Final = "JobSetCompleted"
@@ -176,11 +166,9 @@ JOBSET_COMPLETED_REASON: Final = "JobSetCompleted"
 JOBSET_SUSPENDED_REASON: Final = "JobSetSuspended"
 # StartupPolicyInProgress=True.
 IN_ORDER_STARTUP_IN_PROGRESS_REASON: Final = "InOrderStartupPolicyInProgress"
-# Message for InOrderStartupPolicyInProgress.
 IN_ORDER_STARTUP_IN_PROGRESS_MESSAGE: Final = "in order startup policy is in progress"
 # StartupPolicyCompleted=True.
 IN_ORDER_STARTUP_COMPLETED_REASON: Final = "InOrderStartupPolicyCompleted"
-# Message for InOrderStartupPolicyCompleted.
 IN_ORDER_STARTUP_COMPLETED_MESSAGE: Final = "in order startup policy has completed"
 
 # --- Event reasons (besides condition reasons, which are also emitted as events) ---------------
@@ -214,7 +202,6 @@ POD_EVENT_SOURCE: Final = "pod"
 
 # Warning: a RestartJob* rule matched while the RestartJob gate is off (webhook-less setups).
 RESTART_JOB_GATE_DISABLED_EVENT: Final = "RestartJobFeatureGateDisabled"
-# Message for RESTART_JOB_GATE_DISABLED_EVENT.
 RESTART_JOB_GATE_DISABLED_MESSAGE: Final = (
     "failure policy rule uses a RestartJob action but the controller's RestartJob feature gate "
     "is off; the JobSet was restarted instead (enable the gate or use RestartJobSet)"
@@ -225,14 +212,12 @@ CONDITION_INVALID_SPEC: Final = "InvalidSpec"
 INVALID_SPEC_REASON: Final = "InvalidJobSetSpec"
 # InvalidSpec=False reason once the object parses again.
 VALID_SPEC_REASON: Final = "ValidJobSetSpec"
-# Message for VALID_SPEC_REASON.
 VALID_SPEC_MESSAGE: Final = "jobset spec is valid"
 
 # --- Enum values -------------------------------------------------------------------------------
 
 # Job completionMode the webhook defaults to.
 COMPLETION_MODE_INDEXED: Final = "Indexed"
-# The other Job completionMode.
 COMPLETION_MODE_NON_INDEXED: Final = "NonIndexed"
 # Pod restartPolicy the webhook defaults to.
 RESTART_POLICY_ON_FAILURE: Final = "OnFailure"
@@ -242,13 +227,9 @@ DEFAULT_GROUP_NAME: Final = "default"
 DEFAULT_RULE_NAME_PREFIX: Final = "failurePolicyRule"
 # Job failure reasons a failure-policy rule may match (onJobFailureReasons).
 JOB_REASON_BACKOFF_LIMIT_EXCEEDED: Final = "BackoffLimitExceeded"
-# Job failed by activeDeadlineSeconds.
 JOB_REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
-# Job failed because of failed indexes (backoffLimitPerIndex).
 JOB_REASON_FAILED_INDEXES: Final = "FailedIndexes"
-# Job failed by maxFailedIndexes.
 JOB_REASON_MAX_FAILED_INDEXES_EXCEEDED: Final = "MaxFailedIndexesExceeded"
-# Job failed by its podFailurePolicy.
 JOB_REASON_POD_FAILURE_POLICY: Final = "PodFailurePolicy"
 # The set of allowed onJobFailureReasons, in upstream's order.
 VALID_JOB_FAILURE_REASONS: Final = (
@@ -267,11 +248,9 @@ MAX_REPLICAS_WITH_RESTART_JOB: Final = 1024
 MAX_VOLUME_CLAIM_POLICIES: Final = 50
 # Max items of replicatedJobs[].dependsOn.
 MAX_DEPENDS_ON: Final = 5
-# Failure-policy rule name length bounds and pattern.
+# Failure-policy rule name: length bounds and the pattern it must match.
 RULE_NAME_MIN_LENGTH: Final = 1
-# Maximum length of a failure-policy rule name.
 RULE_NAME_MAX_LENGTH: Final = 128
-# Regex a failure-policy rule name must match.
 RULE_NAME_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 # Max parallel Job creates/deletes per reconcile.
 MAX_PARALLELISM: Final = 50
@@ -284,19 +263,15 @@ MAX_INT32: Final = 2_147_483_647
 FIRST_RJOB_DEPENDS_ON_MESSAGE: Final = "DependsOn can't be set for the first ReplicatedJob"
 # A dependsOn target that is not a previously listed rjob; format rjob and dep.
 DEPENDS_ON_ORDER_MESSAGE: Final = "replicatedJob: {rjob} cannot depend on replicatedJob: {dep}"
-# Subdomain too long.
 SUBDOMAIN_TOO_LONG_MESSAGE: Final = (
     ".spec.network.subdomain is too long, must be less than 63 characters"
 )
-# groupName too long.
 GROUP_NAME_TOO_LONG_MESSAGE: Final = (
     ".spec.replicatedJob[].groupName is too long, must be less than 63 characters"
 )
-# Generated Job names would be too long.
 JOB_NAME_TOO_LONG_MESSAGE: Final = (
     "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
 )
-# Generated Pod names would be too long.
 POD_NAME_TOO_LONG_MESSAGE: Final = (
     "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
 )
@@ -308,7 +283,6 @@ UNKNOWN_TARGET_MESSAGE: Final = (
 DUPLICATE_RULE_NAMES_MESSAGE: Final = (
     "rule names are not unique, rules with indices {indices} all have the same name '{name}'"
 )
-# Invalid coordinator label value.
 COORDINATOR_LABEL_MESSAGE: Final = (
     "spec will lead to invalid label value {value} (long JobSet / ReplicatedJob / SubDomain name?)"
 )
@@ -375,58 +349,43 @@ POD_NAME_INDEX: Final = "podName"
 LEADER_ELECTION_ID: Final = "6d4f6a47.jobset.x-k8s.io"
 # apiVersion and kind of the controller manager's config file (api/config/v1alpha1).
 CONFIG_API_VERSION: Final = "config.jobset.x-k8s.io/v1alpha1"
-# Kind of the controller manager's config file.
 CONFIG_KIND: Final = "Configuration"
 # Controller name label of controller-runtime metrics.
 CONTROLLER_NAME: Final = "jobset"
 
 # --- Metrics -----------------------------------------------------------------------------------
+# Upstream's jobset_* counters (labels jobset_name, namespace); controller-runtime's reconcile
+# metrics (label controller; reconcile_total also result); client-go's workqueue_* (labels name,
+# controller) and rest_client_* (code/method or verb, host); leader_election_master_status (name).
 
-# Counter of JobSets that failed, labels jobset_name, namespace.
 METRIC_FAILED_TOTAL: Final = "jobset_failed_total"
-# Counter of JobSets that completed, labels jobset_name, namespace.
 METRIC_COMPLETED_TOTAL: Final = "jobset_completed_total"
-# controller-runtime: reconcile errors, label controller.
 METRIC_RECONCILE_ERRORS_TOTAL: Final = "controller_runtime_reconcile_errors_total"
-# controller-runtime: reconcile duration histogram, label controller.
 METRIC_RECONCILE_TIME_SECONDS: Final = "controller_runtime_reconcile_time_seconds"
-# controller-runtime: reconciles by result, labels controller, result.
 METRIC_RECONCILE_TOTAL: Final = "controller_runtime_reconcile_total"
 # controller-runtime: reconciles that panicked (raised), label controller.
 METRIC_RECONCILE_PANICS_TOTAL: Final = "controller_runtime_reconcile_panics_total"
-# controller-runtime: configured workers, label controller.
 METRIC_MAX_CONCURRENT_RECONCILES: Final = "controller_runtime_max_concurrent_reconciles"
-# controller-runtime: workers busy now, label controller.
 METRIC_ACTIVE_WORKERS: Final = "controller_runtime_active_workers"
-# client-go workqueue metrics (labels name, controller), as controller-runtime exports them.
 METRIC_WORKQUEUE_DEPTH: Final = "workqueue_depth"
-# Workqueue: adds.
 METRIC_WORKQUEUE_ADDS_TOTAL: Final = "workqueue_adds_total"
 # Workqueue: time an item waited before a worker took it.
 METRIC_WORKQUEUE_QUEUE_DURATION_SECONDS: Final = "workqueue_queue_duration_seconds"
-# Workqueue: time a worker spent on an item.
 METRIC_WORKQUEUE_WORK_DURATION_SECONDS: Final = "workqueue_work_duration_seconds"
 # Workqueue: seconds of work in progress not yet observed by work_duration.
 METRIC_WORKQUEUE_UNFINISHED_WORK_SECONDS: Final = "workqueue_unfinished_work_seconds"
 # Workqueue: age of the longest-running item.
 METRIC_WORKQUEUE_LONGEST_RUNNING_SECONDS: Final = "workqueue_longest_running_processor_seconds"
-# Workqueue: rate-limited re-adds.
 METRIC_WORKQUEUE_RETRIES_TOTAL: Final = "workqueue_retries_total"
-# client-go REST client: requests by code, method, host.
 METRIC_REST_REQUESTS_TOTAL: Final = "rest_client_requests_total"
-# REST client: request latency by verb, host.
 METRIC_REST_REQUEST_DURATION_SECONDS: Final = "rest_client_request_duration_seconds"
 # REST client: time spent waiting for the client-side rate limiter.
 METRIC_REST_RATE_LIMITER_DURATION_SECONDS: Final = "rest_client_rate_limiter_duration_seconds"
-# REST client: retried requests by code, verb, host.
 METRIC_REST_REQUEST_RETRIES_TOTAL: Final = "rest_client_request_retries_total"
-# Leader election: 1 on the Lease holder, label name (the Lease name).
 METRIC_LEADER_ELECTION_MASTER_STATUS: Final = "leader_election_master_status"
 # jobset-infra: reconciles that went ahead because create/delete expectations timed out.
 METRIC_EXPECTATIONS_EXPIRED_TOTAL: Final = "jobset_controller_expectations_expired_total"
-# Label of jobset_* metrics carrying the JobSet name.
 METRIC_LABEL_JOBSET_NAME: Final = "jobset_name"
-# Label of jobset_* metrics carrying the namespace.
 METRIC_LABEL_NAMESPACE: Final = "namespace"
 
 # --- Kueue (upstream kubernetes-sigs/kueue; the platform's queues and its JobSet integration) ----
@@ -460,26 +419,22 @@ GKE_RESIZE_REQUEST_NAME_DETAIL: Final = "ResizeRequestName"
 DNS_LABEL_MAX_LENGTH: Final = 63
 # Maximum length of a DNS-1123 subdomain.
 DNS_SUBDOMAIN_MAX_LENGTH: Final = 253
-# DNS-1035 label format error.
 DNS1035_LABEL_MESSAGE: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
-# DNS-1123 subdomain format error.
 DNS1123_SUBDOMAIN_MESSAGE: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
-# Label value format error.
 LABEL_VALUE_MESSAGE: Final = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
     "'my_value',  or '12345', regex used for validation is "
     "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
-# Domain-prefixed path format error.
 DOMAIN_PREFIXED_PATH_MESSAGE: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
 # Length error; format with the limit.
 MAX_LENGTH_MESSAGE: Final = "must be no more than {limit} characters"

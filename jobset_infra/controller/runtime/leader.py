@@ -116,13 +116,16 @@ class LeaderElector:
         while True:
             await asyncio.sleep(self.timings.retry_period)
             # Like client-go, one renewal (with the client's retries) may not outlast the deadline.
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
+            # arrives as the renewal completes, and the elector then renewed forever after stop().
             remaining = self.timings.renew_deadline - (self._clock() - last_renew)
-            try:
-                renewed = remaining > 0 and await asyncio.wait_for(
-                    self._try_acquire_or_renew(), remaining
-                )
-            except TimeoutError:
-                renewed = False
+            renewed = False
+            if remaining > 0:
+                try:
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
+                except TimeoutError:
+                    renewed = False
             if renewed:
                 last_renew = self._clock()
             elif self._clock() - last_renew >= self.timings.renew_deadline:

@@ -250,6 +250,8 @@ async def test_client_qps_paces_a_large_fan_out(api: Any) -> None:
     outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(300))))
     elapsed = time.monotonic() - started
     assert outcome.writes == 300
-    # burst 100 immediately, then 200 more at 500/s: at least 0.4 s; generous upper bound.
-    assert 0.38 <= elapsed < 5.0, elapsed
+    # burst 100 immediately, then 200 more at 500/s: at least 0.4 s whatever the machine's load.
+    # No upper bound here (a loaded 2-core CI machine took 11 s); that the limiter never waits
+    # longer than its rate asks is test_kube_client.py::test_qps_limits_request_rate (no clock).
+    assert elapsed >= 0.38, elapsed
     await run.client.close()

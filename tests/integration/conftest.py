@@ -79,6 +79,37 @@ async def eventually(
     return last
 
 
+async def quiescent(cluster: Cluster, ctl: RunningController, name: str = "js") -> bool:
+    """The controller has caught up with JobSet `name`: its caches hold the server's latest
+    JobSet and Jobs (our own writes' watch events included) and no key is queued, delayed or
+    being processed. Tests wait on this instead of sleeping "long enough"."""
+    js = await cluster.jobset(name)
+    controller = ctl.controller
+    cached = controller.jobsets.get(f"{cluster.namespace}/{name}")
+    if js is None or cached is None:
+        return False
+    if cached["metadata"].get("resourceVersion") != js["metadata"]["resourceVersion"]:
+        return False
+    for job in (await cluster.api.list(JOBS, cluster.namespace))["items"]:
+        entry = controller.jobs.store.get(f"{cluster.namespace}/{job['metadata']['name']}")
+        if entry is None or entry.child.resource_version != job["metadata"]["resourceVersion"]:
+            return False
+    queue = controller.queue
+    return len(queue) == 0 and not queue.processing and queue.pending_delayed() == 0
+
+
+async def reconciled(ctl: RunningController, key: str, times: int = 1) -> None:
+    """Queue `key` and wait until the controller has finished `times` more reconciles."""
+    for _ in range(times):
+        before = ctl.controller.reconciles
+        ctl.controller.queue.add(key)
+
+        async def done(before: int = before) -> bool:
+            return ctl.controller.reconciles > before
+
+        await eventually(done, what=f"a reconcile of {key}")
+
+
 def manifest(builder: JobSetBuilder) -> dict[str, Any]:
     """The JobSet as a user submits it, after upstream's defaulting (our CRD + defaults)."""
     dumped: dict[str, Any] = default(builder.model()).model_dump(

@@ -6,7 +6,6 @@ envtest binaries are present) on a real kube-apiserver.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -16,7 +15,13 @@ from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBSETS, PVCS, SERVICES
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, fast_config
+from tests.integration.conftest import (
+    Cluster,
+    eventually,
+    fast_config,
+    quiescent,
+    reconciled,
+)
 
 
 def labels(job: dict[str, Any]) -> dict[str, str]:
@@ -365,14 +370,12 @@ async def test_volume_claim_policy_creates_its_pvc_once(
     jobs = await cluster.jobs()
     volumes = jobs[0]["spec"]["template"]["spec"]["volumes"]
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-js"}} in volumes
-    await asyncio.sleep(0.3)
+    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
     before = controller.metrics.sample(
         "rest_client_requests_total",
         {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},
     )
-    for _ in range(3):
-        controller.controller.queue.add(f"{cluster.namespace}/js")
-        await asyncio.sleep(0.05)
+    await reconciled(controller, f"{cluster.namespace}/js", times=3)
     after = controller.metrics.sample(
         "rest_client_requests_total",
         {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},

@@ -11,7 +11,7 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually
+from tests.integration.conftest import Cluster, eventually, reconciled
 
 JOBS = 12
 
@@ -80,9 +80,7 @@ async def test_a_stale_job_cache_never_repeats_creates(cluster: Cluster) -> None
         return len(await cluster.jobs()) == 5
 
     await eventually(created, what="5 jobs at the API server")
-    for _ in range(5):  # reconcile again and again on the stale cache
-        ctl.controller.queue.add(f"{cluster.namespace}/js")
-        await asyncio.sleep(0.05)
+    await reconciled(ctl, f"{cluster.namespace}/js", times=5)  # again and again, stale cache
     assert cluster.sim.stats.count("create", "jobs") == 5, "no create was repeated"
     assert ctl.controller.expectations.pending_count(f"{cluster.namespace}/js") == (5, 0)
 

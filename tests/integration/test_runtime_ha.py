@@ -12,9 +12,10 @@ from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, fast_config
+from tests.integration.conftest import Cluster, eventually, fast_config, quiescent
 
 LEASE = 1.0  # seconds; short so the failover test is quick (production: 15 s / 10 s / 2 s)
+RETRY = 0.2
 
 
 def ha_config(cluster: Cluster) -> ControllerConfig:
@@ -26,7 +27,7 @@ def ha_config(cluster: Cluster) -> ControllerConfig:
             "resourceNamespace": cluster.namespace,
             "leaseDuration": f"{LEASE}s",
             "renewDeadline": "800ms",
-            "retryPeriod": "200ms",
+            "retryPeriod": f"{RETRY * 1000:g}ms",
         },
     )
 
@@ -64,10 +65,12 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
     assert second.controller.synced(), "the standby's caches are warm"
     assert not second.is_leader
 
+    creates_at_start = cluster_creates(cluster)
     await cluster.create_jobset(
         make_jobset("js").replicated_job("w", replicas=3).failure_policy(max_restarts=2)
     )
     await eventually(lambda: jobs_at(cluster, 3), what="3 jobs from the leader")
+    await eventually(lambda: quiescent(cluster, first), what="the leader caught up")
     assert writes_by(first) >= 3
     assert writes_by(second) == 0, "a standby never writes"
     assert first.metrics.sample("leader_election_master_status", {"name": "jobset-ha-test"}) == 1
@@ -77,11 +80,16 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
     first.kill()
     await second.wait_leader(LEASE * 4)
     handover = time.monotonic() - killed_at
-    # lease expiry as the standby observes it, plus one retry period and a re-list; slack for
-    # a loaded CI machine (measured 1.0-1.25 s)
-    assert handover <= LEASE + 1.0, f"handover took {handover:.2f}s"
+    # Never before the lease could have expired (the last renewal was at most one retry period
+    # before the kill); at most lease expiry as the standby observes it, one retry period and a
+    # re-list later, plus slack for a loaded CI machine (measured 1.0-1.25 s).
+    assert handover >= LEASE - RETRY, f"a live lease was taken after {handover:.2f}s"
+    assert handover <= LEASE + RETRY + 1.0, f"handover took {handover:.2f}s"
+    await eventually(lambda: quiescent(cluster, second), what="the new leader caught up")
 
     creates_before = cluster_creates(cluster)
+    if creates_at_start is not None and creates_before is not None:
+        assert creates_before - creates_at_start == 3, "the new leader re-created nothing"
     await cluster.set_job_status("js-w-1", "failed")
 
     async def restarted() -> bool:
@@ -132,7 +140,12 @@ async def test_a_leader_that_cannot_renew_stops_working(cluster: Cluster) -> Non
         )
         writes = writes_by(leader)
         await cluster.create_jobset(make_jobset("js").replicated_job("w"))
-        await asyncio.sleep(0.5)
+
+        async def seen() -> bool:  # its caches still run: it knows the JobSet, and does nothing
+            return leader.controller.jobsets.get(f"{cluster.namespace}/js") is not None
+
+        await eventually(seen, what="the JobSet in the old leader's cache")
+        await asyncio.sleep(0.3)  # a window in which a still-working replica would create Jobs
         assert await cluster.jobs() == [], "a replica that lost its lease makes no writes"
         assert writes_by(leader) == writes
     finally:

@@ -9,7 +9,7 @@ from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBS
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually
+from tests.integration.conftest import Cluster, eventually, quiescent, reconciled
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -35,15 +35,13 @@ async def test_converged_jobset_makes_no_writes(
 ) -> None:
     await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=3))
     await eventually(lambda: converged(cluster, 3), what="convergence")
-    await asyncio.sleep(0.3)  # our own status write comes back once as a watch event
+    # Our own status write comes back once as a watch event: wait until the caches show it.
+    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
     before = client_writes(controller)
     server_before = cluster.sim.stats.writes if cluster.sim is not None else None
-    reconciles_before = controller.controller.reconciles
-    for _ in range(5):  # forced resyncs: reconcile the same state again and again
-        controller.controller.queue.add(f"{cluster.namespace}/js")
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(0.5)
-    assert controller.controller.reconciles >= reconciles_before + 5
+    # Forced resyncs: reconcile the same state again and again, each one finished.
+    await reconciled(controller, f"{cluster.namespace}/js", times=5)
+    await asyncio.sleep(0.5)  # the quiet period itself: nothing may be written in it
     assert client_writes(controller) == before, "a converged JobSet must not be written"
     if server_before is not None:
         assert cluster.sim.stats.writes == server_before, "the sim saw writes"
@@ -54,7 +52,7 @@ async def test_a_burst_of_job_status_changes_is_coalesced(
 ) -> None:
     await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=10))
     await eventually(lambda: converged(cluster, 10), what="convergence")
-    await asyncio.sleep(0.2)
+    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
     names = [j["metadata"]["name"] for j in await cluster.jobs()]
     reconciles_before = controller.controller.reconciles
     changes = [(name, round_) for round_ in range(100) for name in names]
@@ -72,7 +70,8 @@ async def test_a_burst_of_job_status_changes_is_coalesced(
 
     for start in range(0, len(changes), 25):
         await asyncio.gather(*(change(n, r) for n, r in changes[start : start + 25]))
-    await asyncio.sleep(0.3)
+    # Count once every change has reached the cache and every queued reconcile has run.
+    await eventually(lambda: quiescent(cluster, controller), what="the burst was handled")
     reconciles = controller.controller.reconciles - reconciles_before
     assert len(changes) == 1000
     assert 1 <= reconciles < 200, f"{reconciles} reconciles for 1,000 Job status changes"

@@ -4,7 +4,9 @@ controller-runtime's names, graceful SIGTERM, config errors, and exec-plugin kub
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import signal
 import socket
 import subprocess
@@ -185,3 +187,82 @@ async def test_kubeconfig_with_an_exec_credential_plugin(tmp_path: Path) -> None
                 )
                 >= 3
             )
+
+
+async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    from jobset_infra.controller.runtime.logs import JsonFormatter
+
+    caplog.set_level(logging.INFO, logger="jobset_infra.controller.runtime.controller")
+    ctl = await cluster.start_controller()
+    await ctl.wait_leader(5)
+    await cluster.create_jobset(make_jobset("js").replicated_job("a", replicas=2))
+
+    async def reconcile_logs() -> list[dict[str, Any]]:
+        return [
+            json.loads(JsonFormatter().format(r))
+            for r in caplog.records
+            if r.name.endswith("runtime.controller") and r.getMessage() == "reconciled"
+        ]
+
+    entries = await eventually(reconcile_logs, what="a 'reconciled' log record")
+    entry = entries[0]
+    assert {"ts", "level", "logger", "msg"} <= set(entry)
+    assert (entry["controller"], entry["namespace"], entry["name"]) == (
+        "jobset",
+        cluster.namespace,
+        "js",
+    )
+    assert entry["writes"] >= 1
+    assert len(entry["reconcileID"]) == 32
+    ids = [e["reconcileID"] for e in entries]
+    assert len(set(ids)) == len(ids), "each reconcile has its own id"
+
+
+async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
+    """`jobset-controller` exits (code 1, so the Deployment restarts it as a standby) when its
+    Lease cannot be renewed within renewDeadline."""
+    from jobset_infra.controller.runtime.main import EXIT_LOST_LEASE, serve
+    from jobset_infra.controller.runtime.resources import LEASES
+    from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+
+    if cluster.sim is None:
+        pytest.skip("needs the sim's fault injection")
+    config = fast_config(
+        controller={"watchNamespace": cluster.namespace},
+        leaderElection={
+            "leaderElect": True,
+            "resourceName": "exit-test",
+            "resourceNamespace": cluster.namespace,
+            "leaseDuration": "1s",
+            "renewDeadline": "800ms",
+            "retryPeriod": "200ms",
+        },
+    )
+    loop = asyncio.get_running_loop()
+    serving = asyncio.create_task(serve(config, url=cluster.sim.url))
+    broken = FaultInjector(
+        rules=(FaultRule(Fault.ERROR, code=503, resources=frozenset({"leases"})),)
+    )
+    try:
+
+        async def held() -> bool:
+            try:
+                lease = await cluster.api.get(LEASES, "exit-test", cluster.namespace)
+            except Exception:
+                return False
+            return bool((lease.get("spec") or {}).get("holderIdentity"))
+
+        await eventually(held, what="the controller holds its Lease")
+        assert not serving.done()
+        cluster.sim.sim.add_hook(broken)
+        assert await asyncio.wait_for(serving, 15) == EXIT_LOST_LEASE
+    finally:
+        with contextlib.suppress(ValueError):  # not added if the Lease was never held
+            cluster.sim.sim.remove_hook(broken)
+        if not serving.done():
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+        for sig in (signal.SIGTERM, signal.SIGINT):  # serve() installed handlers on this loop
+            loop.remove_signal_handler(sig)

@@ -6,7 +6,11 @@ v5e-dev GKE stack under Pulumi's mocks), not on one builder in isolation:
 - no registry password or other credential is passed in plain text to any resource (images are
   pulled and pushed through Workload Identity / the node service account, so there is none);
 - the controller Deployment as rendered by the program meets the "restricted" Pod Security
-  Standard, and its namespace enforces that standard.
+  Standard, and its namespace enforces that standard;
+- every GKE node the program creates (system pool and TPU slice pools) runs as a dedicated service
+  account with GKE's minimal scopes behind the GKE metadata server, on a cluster with Workload
+  Identity, shielded nodes, no legacy ABAC and no client certificate (pinned as literals here, so
+  widening the shared constants fails this test too).
 
 Unit-level pins live beside their modules: GKE secure defaults in
 tests/components/test_gke_cluster.py, the restricted rules in tests/manifests/test_pod_security.py,
@@ -20,9 +24,11 @@ import contextlib
 import functools
 import io
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from jobset_infra.cli import main
@@ -37,6 +43,21 @@ STACK = "v5e-dev"
 CREDENTIAL_MARKERS = (MOCK_CA_B64, "certificate-authority-data", "gke-gcloud-auth-plugin")
 SECRET_WORDS = ("password", "token", "secret", "credential", "privatekey", "private_key")
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
+# GKE's "gke-default" node scopes. `cloud-platform` here would hand every pod on the node the
+# node service account's whole IAM reach; workloads get Google APIs through Workload Identity.
+MINIMAL_NODE_SCOPES = frozenset(
+    f"https://www.googleapis.com/auth/{scope}"
+    for scope in (
+        "devstorage.read_only",
+        "logging.write",
+        "monitoring",
+        "service.management.readonly",
+        "servicecontrol",
+        "trace.append",
+    )
+)
+GKE_CLUSTER = "gcp:container/cluster:Cluster"
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -117,3 +138,40 @@ def test_the_plan_command_prints_and_writes_no_credential(tmp_path: Path) -> Non
     written = "".join(p.read_text() for p in sorted(tmp_path.rglob("*.yaml")))
     assert written, "plan wrote the objects"
     assert leaks(out.getvalue() + err.getvalue() + written) == []
+
+
+def test_the_stack_exports_the_kubeconfig_only_as_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    exported: dict[str, Any] = {}
+    monkeypatch.setattr(pulumi, "export", exported.__setitem__)
+
+    def program() -> None:
+        runpy.run_path(str(ROOT / "stacks" / "__main__.py"), run_name="__main__")
+        # A probe resource takes the outputs as inputs, so the recorder shows which are secret.
+        pulumi.CustomResource("audit:index:Exports", "exports", dict(exported))
+
+    config = stack_config(ROOT / "stacks" / f"Pulumi.{STACK}.yaml")
+    run = run_offline(program, stack=STACK, config=config)
+    [probe] = run.of_type("audit:index:Exports")
+    outputs = dict(probe.inputs)
+    assert is_secret(outputs["kubeconfig"]), "the kubeconfig stack output is a Pulumi secret"
+    shown = {key: value for key, value in outputs.items() if not is_secret(value)}
+    assert leaks(json.dumps(shown, default=str)) == []
+
+
+def test_every_gke_node_is_least_privilege_on_a_hardened_cluster() -> None:
+    run = offline_run()
+    [cluster] = run.of_type(GKE_CLUSTER)
+    pools = run.of_type(GKE_NODE_POOL)
+    assert len(pools) >= 2, "the system pool and the TPU slice pools"
+    settings = dict(cluster.inputs)
+    assert settings["workloadIdentityConfig"]["workloadPool"].endswith(".svc.id.goog")
+    assert settings["enableShieldedNodes"] is True
+    assert settings["enableLegacyAbac"] is False
+    assert settings["masterAuth"] == {"clientCertificateConfig": {"issueClientCertificate": False}}
+    for node in [cluster, *pools]:
+        config = node.inputs["nodeConfig"]
+        where = f"{node.type} {node.name}"
+        # Omitted, GKE would run the node as the Compute Engine default account (project Editor).
+        assert config.get("serviceAccount") is not None, f"{where}: no dedicated service account"
+        assert set(config["oauthScopes"]) == MINIMAL_NODE_SCOPES, where
+        assert config["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}, where

@@ -23,6 +23,7 @@ from jobset_infra.api.crdgen import generate_crd
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.models import JobSet, field_errors
+from jobset_infra.api.names import dns1123_subdomain
 from jobset_infra.api.validation import validate
 
 __all__ = ["CheckResult", "check_jobset", "jobset_crd_schema"]
@@ -57,7 +58,7 @@ def check_jobset(
     """Every problem of a JobSet manifest (an update of `old` when given)."""
     if not isinstance(manifest, dict):
         return CheckResult([FieldError("", "a JobSet manifest must be a mapping (YAML object)")])
-    type_errors = _type_meta(manifest)
+    type_errors = _type_meta(manifest) or _object_meta(manifest, creating=old is None)
     if type_errors:
         return CheckResult(type_errors)
     errors = _Errors()
@@ -99,6 +100,26 @@ def _type_meta(manifest: Mapping[str, Any]) -> list[FieldError]:
             f"got {api_version!r} / {kind!r}",
         )
     ]
+
+
+def _object_meta(manifest: Mapping[str, Any], *, creating: bool) -> list[FieldError]:
+    """ObjectMeta as the API server checks it before the schema: a string name that is a DNS-1123
+    subdomain, and on create a name or a generateName."""
+    meta = manifest.get("metadata")
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return [FieldError("metadata", f"Invalid value: {meta!r}: must be an object")]
+    for key in ("name", "generateName"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            return [FieldError(f"metadata.{key}", f"Invalid value: {value!r}: must be a string")]
+    name = meta.get("name")
+    if not name:
+        missing = creating and not meta.get("generateName")
+        return [FieldError("metadata.name", c.NAME_REQUIRED_MESSAGE)] if missing else []
+    return [FieldError("metadata.name", f'Invalid value: "{name}": {problem}')
+            for problem in dns1123_subdomain(name)]
 
 
 class _Errors:

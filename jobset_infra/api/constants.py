@@ -438,3 +438,5 @@ LABEL_VALUE_MESSAGE: Final = (
 DOMAIN_PREFIXED_PATH_MESSAGE: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
 # Length error; format with the limit.
 MAX_LENGTH_MESSAGE: Final = "must be no more than {limit} characters"
+# ObjectMeta on create without a name (apimachinery ValidateObjectMeta).
+NAME_REQUIRED_MESSAGE: Final = "Required value: name or generateName is required"

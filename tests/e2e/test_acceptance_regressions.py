@@ -133,3 +133,29 @@ def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
             subprocess.run([BIN / "kubectl", f"--kubeconfig={kubeconfig}",
                             *command.group(1).split()], capture_output=True, timeout=3,
                            check=True)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        pytest.param({}, "metadata.name: Required value: name or generateName is required",
+                     id="a JobSet without a name is refused as the API server refuses it"),
+        pytest.param({"name": "Bad_Name"}, 'metadata.name: Invalid value: "Bad_Name": a lowercase'
+                     " RFC 1123 subdomain", id="a name that is no DNS subdomain is refused"),
+        pytest.param({"name": 5}, "metadata.name: Invalid value: 5: must be a string",
+                     id="a number as name is one error, not CEL overload noise"),
+        pytest.param({"generateName": "train-"}, None, id="generateName alone is enough"),
+    ],
+)
+def test_validate_checks_the_name_as_the_api_server_does(
+    metadata: dict[str, object], problem: str | None
+) -> None:
+    from jobset_infra.api.check import check_jobset
+
+    manifest = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                "metadata": metadata, "spec": {}}
+    errors = [str(e) for e in check_jobset(manifest).errors]
+    if problem is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and errors[0].startswith(problem), errors

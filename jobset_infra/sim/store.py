@@ -180,6 +180,7 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
+        obj = updates.decoded_body(obj)
         ns = updates.namespace_of(info, namespace, obj)
         suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
         obj = updates.prepare_create(info, obj, ns, uid=updates.new_uid(self.rng), now=self.now(),
@@ -210,7 +211,8 @@ class Store:
     ) -> JsonObj:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
         info = self.info(gvr)
-        meta = obj.get("metadata") or {}
+        obj = updates.decoded_body(obj)
+        meta = obj["metadata"]
         ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
         updates.check_put_version(info, old, meta)

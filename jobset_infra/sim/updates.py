@@ -43,6 +43,33 @@ def content(obj: JsonObj, has_status: bool) -> JsonObj:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
+def decoded_body(obj: object) -> JsonObj:
+    """The body as the API server's JSON decoder leaves it: an object whose `metadata` is an
+    object (null decodes to empty) with string maps for labels and annotations; 400 otherwise,
+    worded as the decoder words it."""
+    if not isinstance(obj, dict):
+        raise bad_request("the body of the request was in an unknown format: "
+                          f"cannot unmarshal {type(obj).__name__} into an object")
+    meta = obj.get("metadata")
+    if meta is None:
+        return {**obj, "metadata": {}}
+    if not isinstance(meta, dict):
+        raise bad_request(f"json: cannot unmarshal {type(meta).__name__} into Go struct field "
+                          ".metadata of type v1.ObjectMeta")
+    for key in ("name", "generateName", "namespace", "resourceVersion", "uid"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise bad_request(f"json: cannot unmarshal {type(meta[key]).__name__} into Go struct "
+                              f"field ObjectMeta.metadata.{key} of type string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+        ):
+            raise bad_request("json: cannot unmarshal into Go struct field "
+                              f"ObjectMeta.metadata.{key} of type map[string]string")
+    return obj
+
+
 def namespace_of(info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:
     """The namespace a request addresses ("" for cluster-scoped): the URL's or the body's,
     400 when they differ or a namespaced resource has none."""

@@ -8,7 +8,8 @@ the module (tests/e2e/conftest.py); each case runs in its own namespace and is d
 
 Left out on purpose: empty-scaffold.yaml (no replicated jobs, nothing runs) and
 workload-aware-scheduling.yaml (its gang semantics need a PodGroup-aware scheduler the sim does not
-have: it would "pass" only because the sim ignores `schedulingGroup`).
+have: it would "pass" only because the sim ignores `schedulingGroup`). The two in-place-restart
+fixtures are only run to success: their agent-driven in-place restart is not exercised here.
 """
 
 from __future__ import annotations

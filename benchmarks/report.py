@@ -128,9 +128,11 @@ def scale_section(runs: Sequence[ScaleRun]) -> list[str]:
             f"{spread(r.sim_cpu_s for r in group).text()} "
             f"({spread(r.sim_gc_s for r in group).text()}) |"
         )
-    slowest = max(runs, key=lambda r: r.recovery_ratio)
+    largest = groups[max(groups)]
+    slowest = max(largest, key=lambda r: r.recovery_ratio)
     served = ", ".join(f"{name} {count}" for name, count in slowest.recovery_requests)
-    lines += ["", f"Requests the sim served during the slowest recovery (N={slowest.jobs}, "
+    lines += ["", f"Requests the sim served during the slowest recovery at the largest N "
+              f"(N={slowest.jobs}, "
               f"{slowest.recovery_s:.1f} s, ratio {slowest.recovery_ratio:.2f}): {served}."]
     return lines
 

@@ -139,7 +139,8 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
         + ("its fake Job controller (one Pod per Job, Running and Ready at once)"
            if args.pods == "on" else "no Job controller and no Pods (the benchmark writes the "
            "Job status changes and the failed Job's status itself, in-process)")
-        + " and garbage collector; the "
+        + " and garbage collector, with this process's cyclic GC made rarer "
+        "(`cluster.tune_collector`; the controller keeps Python's defaults); the "
         "real `jobset-controller` in a child process with its defaults (QPS 500, burst 500, 4 "
         "workers, 50 parallel writes). One JobSet per run: one replicated job of N one-Pod "
         "Jobs, `maxRestarts: 3`, in a fresh namespace. "

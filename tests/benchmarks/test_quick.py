@@ -60,6 +60,9 @@ def test_report_lists_the_run_and_keeps_other_sections(smallest: ScaleRun) -> No
     again = report.merge(merged, "new block")
     assert "new block" in again and "| 16 | 0.032 |" not in again
     assert again.endswith("## Reconcile (pure core)\n\nkept\n")
+    both = report.merge(again, "no pods", variant=" --pods off")
+    assert both.index("new block") < both.index("no pods") < both.index("## Reconcile")
+    assert report.merge(both, "no pods 2", variant=" --pods off").count("no pods") == 1
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,8 @@ def check_jobset(
     defaulted = default(js)
     old_defaulted = default(old_js) if old_js is not None else None
     gates, pvcs = feature_gates, existing_pvcs
-    errors.extend(validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs))
+    rules = validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs)
+    errors.extend_unless_restated(rules)
     return CheckResult(errors.items, defaulted)
 
 
@@ -144,6 +145,14 @@ class _Errors:
         """Add errors at paths (or below paths) not reported yet: one wording per problem."""
         for error in errors:
             if not any(_under(error.path, p) for p in self._paths):
+                self.add(error)
+
+
+    def extend_unless_restated(self, errors: list[FieldError]) -> None:
+        """Add errors, except one whose message an error at its path already says (the CRD's
+        CEL rule and the webhook both word `field is immutable`): one line per problem."""
+        for error in errors:
+            if not any(e.path == error.path and error.message in e.message for e in self.items):
                 self.add(error)
 
 

@@ -39,6 +39,14 @@ def test_update_rules_apply_with_an_old_object() -> None:
     assert check_jobset(old, old).ok
 
 
+def test_an_immutable_field_found_by_the_cel_rule_and_the_webhook_is_reported_once() -> None:
+    old = make_jobset("js").replicated_job("w").obj()
+    new = make_jobset("js").replicated_job("w", replicas=2).obj()
+    at_path = [e for e in check_jobset(new, old).errors if e.path == "spec.replicatedJobs"]
+    assert len(at_path) == 1
+    assert c.FIELD_IMMUTABLE_MESSAGE in at_path[0].message
+
+
 def test_an_invalid_old_object_is_reported_as_such() -> None:
     new = make_jobset("js").replicated_job("w").obj()
     old = make_jobset("js").replicated_job("w").spec_field("suspend", "yes").obj()

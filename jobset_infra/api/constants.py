@@ -424,6 +424,11 @@ DNS1035_LABEL_MESSAGE: Final = (
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
+DNS1123_LABEL_MESSAGE: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 DNS1123_SUBDOMAIN_MESSAGE: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "

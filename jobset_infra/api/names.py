@@ -33,6 +33,16 @@ def dns1035_label(value: str) -> list[str]:
     return errors
 
 
+def dns1123_label(value: str) -> list[str]:
+    """Problems of `value` as a DNS-1123 label (Namespace names)."""
+    errors = []
+    if len(value) > c.DNS_LABEL_MAX_LENGTH:
+        errors.append(_too_long(c.DNS_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL.fullmatch(value):
+        errors.append(c.DNS1123_LABEL_MESSAGE)
+    return errors
+
+
 def dns1123_subdomain(value: str) -> list[str]:
     """Problems of `value` as a DNS-1123 subdomain (most object names)."""
     errors = []

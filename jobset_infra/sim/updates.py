@@ -20,6 +20,7 @@ from jobset_infra.sim.errors import (
     stale,
     unsupported_media_type,
 )
+from jobset_infra.sim.object_names import name_causes
 from jobset_infra.sim.resources import ResourceInfo
 
 JsonObj = dict[str, Any]
@@ -116,6 +117,9 @@ def prepare_create(
         raise invalid(info.gvr.group, info.kind, "", [field_cause(
             "FieldValueRequired", "metadata.name",
             "Required value: name or generateName is required")])
+    causes = name_causes(info.gvr.group, info.kind, meta)
+    if causes:
+        raise invalid(info.gvr.group, info.kind, meta["name"], causes)
     if info.namespaced:
         meta["namespace"] = ns
     else:

@@ -38,6 +38,7 @@ from jobset_infra.sim.errors import (
     already_exists,
     not_found,
 )
+from jobset_infra.sim.event_views import CORE_EVENTS, EVENTS_V1, to_core, to_events_v1
 from jobset_infra.sim.listing import ListResult
 from jobset_infra.sim.objects import ObjectIndex, Ref
 from jobset_infra.sim.pruning import prune_builtin
@@ -321,6 +322,8 @@ class Store:
         self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj | None, kind: str
     ) -> None:
         """Stamp a new resourceVersion, store `obj`, index owners and publish the event."""
+        if info.gvr == EVENTS_V1:  # one collection: stored as core/v1 (event_views)
+            info, obj, old = self.info(CORE_EVENTS), to_core(obj), old and to_core(old)
         self._rv += 1
         self.writes += 1
         meta = obj["metadata"]
@@ -333,6 +336,9 @@ class Store:
     ) -> JsonObj:
         """Remove an object for good (finalizers already empty) and publish DELETED; `final` is
         its last state when the write that released it changed it too."""
+        if info.gvr == EVENTS_V1:
+            core = self.drop(self.info(CORE_EVENTS), ns, name, final and to_core(final))
+            return to_events_v1(core)
         stored = self.index.pop((info.gvr, ns, name))
         old = final if final is not None else stored
         self._rv += 1
@@ -344,8 +350,21 @@ class Store:
 
     def _publish(self, info: ResourceInfo, event: Event) -> None:
         self.log(info.gvr).append(event)
+        if info.gvr == CORE_EVENTS:
+            self._publish_events_v1(event)
         for observer in self.observers:
             observer(self, event.type, info, event.obj)
+
+    def _publish_events_v1(self, event: Event) -> None:
+        """Keep the events.k8s.io/v1 view of a stored core/v1 Event: same uid, same version."""
+        view = to_events_v1(event.obj)
+        by_name = self.index.data.setdefault(EVENTS_V1, {}).setdefault(event.namespace, {})
+        if event.type == "DELETED":
+            by_name.pop(view["metadata"]["name"], None)
+        else:
+            by_name[view["metadata"]["name"]] = view
+        old = event.old and to_events_v1(event.old)
+        self.log(EVENTS_V1).append(Event(event.rv, event.type, view, old, event.namespace))
 
     def put_raw(self, info: ResourceInfo, ns: str, obj: JsonObj, old: JsonObj) -> None:
         """Store an already-prepared update (used by the garbage collector)."""

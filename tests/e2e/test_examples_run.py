@@ -140,6 +140,8 @@ async def workers_only(w: World, ns: str, name: str) -> None:
 CASES = [
     pytest.param(EXAMPLES / "pytorch-ddp/jobset.yaml", run_to_success, COMPLETED,
                  id="pytorch-ddp completes when its three ranks exit 0"),
+    pytest.param(EXAMPLES / "tpu-multislice/jobset.yaml", run_to_success, COMPLETED,
+                 id="tpu-multislice completes when the pods of its 4 v5e 2x4 slices exit 0"),
     pytest.param(EXAMPLES / "depends-on/jobset.yaml", workers_only, COMPLETED,
                  id="depends-on completes when the workers finish while the driver still serves"),
     pytest.param(EXAMPLES / "failure-policy/jobset.yaml", preempted_then_succeed,
@@ -250,6 +252,8 @@ def with_tpu_toleration(manifest: dict[str, Any]) -> None:
     [
         pytest.param(FIXTURES / "exclusive-placement.yaml", None,
                      id="exclusive-placement puts each of its 3 Jobs on its own CPU node pool"),
+        pytest.param(EXAMPLES / "tpu-multislice/jobset.yaml", None,
+                     id="the tpu-multislice example puts each slice Job on its own v5e 2x4 pool"),
         pytest.param(FIXTURES / "tpu-multislice.yaml", with_tpu_toleration,
                      id="tpu-multislice puts each slice Job on its own v5e 4x4 slice pool"),
     ],

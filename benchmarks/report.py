@@ -87,6 +87,8 @@ def _time_table(
 
 
 def scale_section(runs: Sequence[ScaleRun]) -> list[str]:
+    if not runs:
+        return []
     groups = by_jobs(runs)
     lines = ["### 1. Start: JobSet created → all N Jobs exist (floor N/QPS)", ""]
     lines += _time_table(groups, lambda r: r.start_s, 1)

@@ -136,14 +136,15 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
         "",
         "Setup: `jobset_infra.sim` API server in the benchmark process with a fixed 5 ms "
         "latency on every request (`FaultInjector.fixed_latency(0.005)`), "
-        + ("its fake Job controller (one Pod per Job, Running and Ready at once)"
-           if args.pods == "on" else "no Job controller and no Pods (the benchmark writes the "
-           "Job status changes and the failed Job's status itself, in-process)")
-        + " and garbage collector, with this process's cyclic GC made rarer "
+        + ("its fake Job controller (one Pod per Job, Running and Ready at once) and garbage "
+           "collector" if args.pods == "on" else "its garbage collector and no Job controller "
+           "(no Pods: the benchmark writes the Job status changes and the failed Job's status "
+           "itself, in-process)")
+        + ", with this process's cyclic GC made rarer "
         "(`cluster.tune_collector`; the controller keeps Python's defaults); the "
         "real `jobset-controller` in a child process with its defaults (QPS 500, burst 500, 4 "
-        "workers, 50 parallel writes). One JobSet per run: one replicated job of N one-Pod "
-        "Jobs, `maxRestarts: 3`, in a fresh namespace. "
+        "workers, 50 parallel writes). One JobSet per run: one replicated job of N Jobs "
+        "(parallelism 1), `maxRestarts: 3`, in a fresh namespace. "
         f"{args.runs} run(s) per N; times are medians with (min-max). The bucket starts full, "
         f"so the first {report.BURST} writes cost no wait: the \"burst floor\" "
         "(writes - 500)/QPS is the tighter bound at these sizes.",

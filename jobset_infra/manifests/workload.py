@@ -190,6 +190,24 @@ def child_job_names(manifest: Mapping[str, Any]) -> tuple[str, ...]:
 # --- checks before building ---------------------------------------------------------------------
 
 
+_POLICY_FIELDS = (
+    ("failure_policy", FailurePolicy),
+    ("success_policy", SuccessPolicy),
+    ("network", Network),
+    ("coordinator", Coordinator),
+)
+
+
+def _policy_type_problems(spec: WorkloadSpec) -> list[str]:
+    """A policy that is neither its api model nor a mapping (e.g. a list) is named, not a crash."""
+    return [
+        f"{name}: {type(value).__name__} is not a {model.__name__}; pass an api {model.__name__} "
+        "or its manifest mapping"
+        for name, model in _POLICY_FIELDS
+        if (value := getattr(spec, name)) is not None and not isinstance(value, model | Mapping)
+    ]
+
+
 def _spec_problems(spec: WorkloadSpec) -> list[str]:
     problems: list[str] = []
     try:
@@ -206,6 +224,7 @@ def _spec_problems(spec: WorkloadSpec) -> list[str]:
                 f"replicated_jobs[{index}]: {type(job).__name__} is not a replicated job; pass "
                 "tpu_job(...), an api ReplicatedJob or its manifest mapping"
             )
+    problems += _policy_type_problems(spec)
     problems += _capacity_problems(spec)
     if spec.queue is None and spec.priority_class is not None:
         problems.append(

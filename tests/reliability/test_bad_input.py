@@ -16,6 +16,7 @@ drawn by hypothesis under the fixed-seed "ci" profile:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import io
 import json
@@ -186,3 +187,19 @@ def test_a_replicated_job_of_the_wrong_type_is_named(job: Any) -> None:
     with pytest.raises(WorkloadError) as caught:
         plan_workload(WorkloadSpec(name="train", namespace="team-a", replicated_jobs=[job]))
     assert caught.value.problems[0].startswith("replicated_jobs[0]: ")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param("success_policy", [], id="a success policy given as a list is named"),
+        pytest.param("failure_policy", "3", id="a failure policy given as text is named"),
+        pytest.param("network", 1, id="a network given as a number is named"),
+    ],
+)
+def test_a_policy_of_the_wrong_type_is_named(field: str, value: Any) -> None:
+    job = {"name": "w", "template": {"spec": {"template": {"spec": {"containers": []}}}}}
+    spec = WorkloadSpec(name="train", namespace="team-a", replicated_jobs=[job])
+    with pytest.raises(WorkloadError) as caught:
+        plan_workload(dataclasses.replace(spec, **{field: value}))
+    assert [p for p in caught.value.problems if p.startswith(f"{field}: ")], caught.value.problems

@@ -136,7 +136,11 @@ def merge_subresource(
     """The next stored object: a status write changes only status; a write to the main resource
     keeps the stored status (with the subresource) and the server-owned metadata."""
     if subresource == "status":
-        new: JsonObj = clone(old)
+        # Stored objects are immutable snapshots, so the new one shares everything but its
+        # metadata (resourceVersion, managedFields are set on it) and status; a whole-object
+        # copy here was the largest item of the sim's profile (every Job/Pod status write).
+        new: JsonObj = dict(old)
+        new["metadata"] = dict(old["metadata"])
         if "status" in obj:
             new["status"] = clone(obj["status"])
         else:

@@ -213,11 +213,28 @@ class Replicas:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ctl.recorder.flush(), timeout)
 
+    async def idle(self, timeout: float = 15.0) -> None:
+        """Wait (bounded) until a leader holds the Lease and has nothing queued, delayed or in
+        progress: a write retried after a fault's backoff, or a new leader's first pass after
+        the last crash, is still work; the quiet window starts once the controller has none.
+        A hot loop never gets here and shows up in the quiet window all the same."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leaders = [c for c in self.running if c.is_leader]
+            if leaders and all(_drained(c) for c in leaders):
+                return
+            await asyncio.sleep(0.05)
+
     async def stop(self) -> None:
         async with self._lock:
             for ctl in self.running:
                 await ctl.stop()
             self.running.clear()
+
+
+def _drained(ctl: RunningController) -> bool:
+    queue = ctl.controller.queue
+    return len(queue) == 0 and not queue.processing and queue.pending_delayed() == 0
 
 
 async def _killer(replicas: Replicas, chaos: Chaos) -> None:
@@ -282,6 +299,7 @@ async def run(chaos: Chaos) -> Outcome:
             with contextlib.suppress(asyncio.CancelledError):
                 await killer
             await replicas.flush_events()  # events go out asynchronously, retried on faults
+            await replicas.idle()
             quiet = await _quiet_writes(recorder)
         terminal = _terminal(sim)
         violations = invariants.violations + invariants.attempt_gaps(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -71,27 +70,39 @@ def _tabulate(store: Store, gvr: GVR, include: str) -> Tabulate:
 
 async def _pump(response: web.StreamResponse, stream: Watch, timeout: float | None,
                 bookmarks: bool, tabulate: Tabulate | None) -> None:
-    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            try:
-                kind, obj = await asyncio.wait_for(anext(stream), remaining)
-            except (StopAsyncIteration, TimeoutError):
-                break
-            if kind == "BOOKMARK" and not bookmarks:
-                continue
-            if tabulate is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
-                obj = tabulate(obj)
-            await _send(response, kind, obj)
-    except (ConnectionResetError, asyncio.CancelledError):
+        if timeout is not None and timeout <= 0:
+            return
+        # one deadline for the whole watch (not a wait_for, i.e. a Task and a timer, per event)
+        async with asyncio.timeout(timeout):
+            while True:
+                try:
+                    first = await anext(stream)
+                except StopAsyncIteration:
+                    break
+                # what queued meanwhile goes out in the same write (one send, not one per event)
+                ready, ended = stream.take_ready()
+                data = b"".join(_line(kind, obj, bookmarks, tabulate)
+                                for kind, obj in (first, *ready))
+                if data:
+                    await response.write(data)
+                if ended:
+                    break
+    except (ConnectionResetError, asyncio.CancelledError, TimeoutError):
         pass
     finally:
         stream.close()
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await response.write_eof()
+
+
+def _line(kind: str, obj: JsonObj, bookmarks: bool, tabulate: Tabulate | None) -> bytes:
+    """One event as a line of the stream (nothing for a bookmark the client did not ask for)."""
+    if kind == "BOOKMARK" and not bookmarks:
+        return b""
+    if tabulate is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+        obj = tabulate(obj)
+    return dumps({"type": kind, "object": obj}) + b"\n"
 
 
 async def _send(response: web.StreamResponse, kind: str, obj: JsonObj) -> None:

@@ -158,7 +158,8 @@ class Watch:
 
     async def __anext__(self) -> tuple[str, JsonObj]:
         try:
-            if self._bookmark_interval is None:
+            if self._bookmark_interval is None or not self._queue.empty():
+                # wait_for costs a Task and a timer even when an event is already queued
                 item = await self._queue.get()
             else:
                 item = await asyncio.wait_for(self._queue.get(), self._bookmark_interval)
@@ -167,10 +168,23 @@ class Watch:
             return "BOOKMARK", _bookmark(self._api_version, self._kind, rv)
         if item is None:
             raise StopAsyncIteration
-        kind, obj = item
+        return self._seen(item)
+
+    def take_ready(self) -> tuple[list[tuple[str, JsonObj]], bool]:
+        """The events already queued, without waiting, and whether the stream ended after them
+        (so a server can write a burst of events at once)."""
+        items: list[tuple[str, JsonObj]] = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is None:
+                return items, True
+            items.append(self._seen(item))
+        return items, False
+
+    def _seen(self, item: tuple[str, JsonObj]) -> tuple[str, JsonObj]:
         with contextlib.suppress(KeyError, ValueError):
-            self.last_rv = int(obj["metadata"]["resourceVersion"])
-        return kind, obj
+            self.last_rv = int(item[1]["metadata"]["resourceVersion"])
+        return item
 
 
 class History:

@@ -57,7 +57,8 @@ async def serve(
     stopped = asyncio.create_task(stop.wait())
     # A signal while the caches sync (API server unreachable, RBAC missing) must still stop us
     # at once, not after the cache-sync timeout: the kubelet's grace period is shorter.
-    starting = asyncio.create_task(start_controller(config, kubeconfig=kubeconfig, url=url))
+    starting = asyncio.create_task(start_controller(config, kubeconfig=kubeconfig, url=url,
+                                                    freeze_gc=True))
     await asyncio.wait({stopped, starting}, return_when=asyncio.FIRST_COMPLETED)
     if not starting.done():
         starting.cancel()

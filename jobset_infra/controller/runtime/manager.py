@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -137,7 +138,17 @@ async def start_controller(
     access: auth.ClusterAccess | None = None,
     identity: str | None = None,
     decide: Decide | None = None,
+    freeze_gc: bool = False,
 ) -> RunningController:
+    """Start informers, endpoints and the election; return once the caches synced.
+
+    `freeze_gc` (the controller's own process, not tests sharing one interpreter): move every
+    object alive after the initial sync (modules, the synced caches) out of the cyclic
+    collector's reach, so full collections stop rescanning them (see gc.freeze). Measured with
+    the N=2048 benchmark (sync of an empty namespace, so mostly modules): the controller's time
+    in cyclic GC went 0.20 -> 0.11 s and 0.15 -> 0.08 s in A/B pairs (of about 5 s of CPU); the
+    gain grows with the objects cached at sync time.
+    """
     if access is None:
         access = auth.for_url(url) if url else await auth.load(kubeconfig)
     metrics = Metrics()
@@ -161,6 +172,8 @@ async def start_controller(
     try:
         await endpoints.start(config.health.health_probe_bind_address, config.metrics.bind_address)
         await _wait_synced(controller, config.controller.cache_sync_timeout)
+        if freeze_gc:
+            gc.freeze()
     except BaseException:
         await ctl.stop(release=False)
         raise

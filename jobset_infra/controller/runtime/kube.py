@@ -339,7 +339,8 @@ class KubeClient:
         refresh: bool,
     ) -> dict[str, Any]:
         waited = await self.bucket.wait()
-        self.metrics.rest_rate_limiter.labels(verb=method, host=self.host).observe(waited)
+        self.metrics.child(self.metrics.rest_rate_limiter, verb=method, host=self.host).observe(
+            waited)
         headers = await self._headers(refresh, content_type if data is not None else None)
         started = self._clock()
         try:
@@ -360,7 +361,7 @@ class KubeClient:
             self._count(0, method)
             raise _TransportError(0, "TransportError", str(err) or type(err).__name__) from err
         finally:
-            self.metrics.rest_duration.labels(verb=method, host=self.host).observe(
+            self.metrics.child(self.metrics.rest_duration, verb=method, host=self.host).observe(
                 self._clock() - started
             )
 

@@ -54,6 +54,7 @@ class Metrics:
         self._client_families()
         self._jobset_families()
         self._rest_children: dict[tuple[str, str, str], Any] = {}
+        self._children: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 
     def _reconcile_families(self) -> None:
         r = self.registry
@@ -220,6 +221,16 @@ class Metrics:
                 code=code, method=method, host=host
             )
         child.inc()
+
+    def child(self, family: Any, **labels: str) -> Any:
+        """`family.labels(**labels)`, cached: the per-request and per-item families (request
+        duration, rate-limiter wait, work-queue adds and durations) would otherwise validate
+        and look up their labels on every call."""
+        key = (id(family), tuple(labels.items()))
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = family.labels(**labels)
+        return found
 
     def exposition(self) -> bytes:
         """The text exposition format of this registry (what /metrics serves)."""

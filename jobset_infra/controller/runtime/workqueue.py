@@ -55,7 +55,7 @@ class WorkQueue:
         self._dirty.add(key)
         self._added_at.setdefault(key, self._clock())
         if self._metrics:
-            self._metrics.wq_adds.labels(**self._labels).inc()
+            self._metrics.child(self._metrics.wq_adds, **self._labels).inc()
         if key not in self._processing:
             self._queue.append(key)
             self._ready.set()
@@ -82,7 +82,7 @@ class WorkQueue:
         """Re-add after a failure; returns the delay chosen."""
         delay = max(self._backoff.when(key), self._bucket.reserve())
         if self._metrics:
-            self._metrics.wq_retries.labels(**self._labels).inc()
+            self._metrics.child(self._metrics.wq_retries, **self._labels).inc()
         self.add_after(key, delay)
         return delay
 
@@ -112,14 +112,16 @@ class WorkQueue:
         self._dirty.discard(key)
         added = self._added_at.pop(key, now)
         if self._metrics:
-            self._metrics.wq_queue_duration.labels(**self._labels).observe(now - added)
+            duration = self._metrics.child(self._metrics.wq_queue_duration, **self._labels)
+            duration.observe(now - added)
         self._report_depth()
         return key
 
     def done(self, key: Hashable) -> None:
         started = self._processing.pop(key, None)
         if started is not None and self._metrics:
-            self._metrics.wq_work_duration.labels(**self._labels).observe(self._clock() - started)
+            work = self._metrics.child(self._metrics.wq_work_duration, **self._labels)
+            work.observe(self._clock() - started)
         if key in self._dirty:
             self._queue.append(key)
             self._ready.set()
@@ -152,9 +154,9 @@ class WorkQueue:
             return
         now = self._clock()
         ages = [now - start for start in self._processing.values()]
-        self._metrics.wq_unfinished.labels(**self._labels).set(sum(ages))
-        self._metrics.wq_longest.labels(**self._labels).set(max(ages, default=0.0))
+        self._metrics.child(self._metrics.wq_unfinished, **self._labels).set(sum(ages))
+        self._metrics.child(self._metrics.wq_longest, **self._labels).set(max(ages, default=0.0))
 
     def _report_depth(self) -> None:
         if self._metrics:
-            self._metrics.wq_depth.labels(**self._labels).set(len(self._queue))
+            self._metrics.child(self._metrics.wq_depth, **self._labels).set(len(self._queue))

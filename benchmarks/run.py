@@ -131,8 +131,8 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
         f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {results.seconds:.0f} s "
         f"with `{command}`{' (quick mode: fewer sizes and runs)' if args.quick else ''}.",
         f"Machine: {report.machine()}. Load average (1/5/15 min) at start → end: {loads}. "
-        "The machine was shared with other engineers' test suites while this ran, so wall "
-        "times carry noise; every ratio below comes from this one invocation.",
+        "Wall times on a 2-core machine carry noise from whatever else runs (the load "
+        "average says how much); every ratio below comes from this one invocation.",
         "",
         "Setup: `jobset_infra.sim` API server in the benchmark process with a fixed 5 ms "
         "latency on every request (`FaultInjector.fixed_latency(0.005)`), "

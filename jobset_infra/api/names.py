@@ -19,48 +19,36 @@ _LABEL_VALUE: Final = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _HTTP_PATH: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 
 
-def _too_long(limit: int) -> str:
-    return c.MAX_LENGTH_MESSAGE.format(limit=limit)
+def _problems(value: str, limit: int, pattern: re.Pattern[str], message: str) -> list[str]:
+    """Problems of `value` against one name rule: a length limit, then a pattern."""
+    errors = []
+    if len(value) > limit:
+        errors.append(c.MAX_LENGTH_MESSAGE.format(limit=limit))
+    if not pattern.fullmatch(value):
+        errors.append(message)
+    return errors
 
 
 def dns1035_label(value: str) -> list[str]:
     """Problems of `value` as a DNS-1035 label (Service and Job names)."""
-    errors = []
-    if len(value) > c.DNS_LABEL_MAX_LENGTH:
-        errors.append(_too_long(c.DNS_LABEL_MAX_LENGTH))
-    if not _DNS1035_LABEL.fullmatch(value):
-        errors.append(c.DNS1035_LABEL_MESSAGE)
-    return errors
+    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _DNS1035_LABEL, c.DNS1035_LABEL_MESSAGE)
 
 
 def dns1123_label(value: str) -> list[str]:
     """Problems of `value` as a DNS-1123 label (Namespace names)."""
-    errors = []
-    if len(value) > c.DNS_LABEL_MAX_LENGTH:
-        errors.append(_too_long(c.DNS_LABEL_MAX_LENGTH))
-    if not _DNS1123_LABEL.fullmatch(value):
-        errors.append(c.DNS1123_LABEL_MESSAGE)
-    return errors
+    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _DNS1123_LABEL, c.DNS1123_LABEL_MESSAGE)
 
 
 def dns1123_subdomain(value: str) -> list[str]:
     """Problems of `value` as a DNS-1123 subdomain (most object names)."""
-    errors = []
-    if len(value) > c.DNS_SUBDOMAIN_MAX_LENGTH:
-        errors.append(_too_long(c.DNS_SUBDOMAIN_MAX_LENGTH))
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        errors.append(c.DNS1123_SUBDOMAIN_MESSAGE)
-    return errors
+    return _problems(
+        value, c.DNS_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN, c.DNS1123_SUBDOMAIN_MESSAGE
+    )
 
 
 def label_value(value: str) -> list[str]:
     """Problems of `value` as a label value."""
-    errors = []
-    if len(value) > c.DNS_LABEL_MAX_LENGTH:
-        errors.append(_too_long(c.DNS_LABEL_MAX_LENGTH))
-    if not _LABEL_VALUE.fullmatch(value):
-        errors.append(c.LABEL_VALUE_MESSAGE)
-    return errors
+    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _LABEL_VALUE, c.LABEL_VALUE_MESSAGE)
 
 
 def domain_prefixed_path(value: str) -> list[str]:

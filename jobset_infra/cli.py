@@ -24,7 +24,7 @@ class _Command(Protocol):
 
 COMMANDS: dict[str, str] = {
     "validate": "jobset_infra.api.validate_command",
-    "crd": "jobset_infra.api.crd_command",
+    "crd": "jobset_infra.api.crd.command",
     "plan": "jobset_infra.plan_command",
     "sim": "jobset_infra.sim.command",
     "cluster": "jobset_infra.cluster.command",

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.crd_schema import CrdSchema
-from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.crd.generate import generate_crd
+from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.models import JobSet, field_errors

@@ -6,9 +6,9 @@ without explicit nulls: serialisation keeps exactly the fields that were set, so
 (upstream's effective defaults) never leak into a manifest that did not have them.
 
 CRD-only facts (schema defaults, list types, CEL rules) ride along as `json_schema_extra` keys that
-`crdgen` turns into the CustomResourceDefinition. The child Job template stays a plain dict but is
-checked against the pinned Kubernetes OpenAPI (`k8s_openapi`), so `containerz:` or `image: 5` is
-an error naming its path.
+`crd.generate` turns into the CustomResourceDefinition. The child Job template stays a plain
+dict but is checked against the pinned Kubernetes OpenAPI (`k8s_openapi`), so `containerz:` or
+`image: 5` is an error naming its path.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from jobset_infra.testing.jobsets import JobSetBuilder
 from tests.integration import envtest
 
 T = TypeVar("T")
-CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
 CRDS = Resource(
     "apiextensions.k8s.io",
     "v1",
@@ -235,8 +235,8 @@ def envtest_server() -> Iterator[envtest.EnvTest]:
 def shared_sim() -> Iterator[Any]:
     """One sim for the session (registering the CRD compiles its schema: ~1 s); tests are
     isolated by namespace. It runs on its own thread; tests reach it over HTTP only."""
+    from jobset_infra.sim.apiserver.server import SimThread
     from jobset_infra.sim.command import register_crd
-    from jobset_infra.sim.server import SimThread
 
     with SimThread(port=0) as sim:
         sim.call(register_crd)

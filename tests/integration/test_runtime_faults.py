@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from jobset_infra.api import constants as c
-from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import Cluster, eventually, reconciled
 

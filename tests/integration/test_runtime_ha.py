@@ -10,7 +10,7 @@ import pytest
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController
-from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import Cluster, eventually, fast_config, quiescent
 

@@ -27,13 +27,6 @@ from jobset_infra.controller.core import (
     reconcile_malformed,
 )
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
-from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
-from jobset_infra.controller.placement.inputs import (
-    PlacementInputs,
-    needs_exclusive_placement,
-    placement_inputs,
-)
-from jobset_infra.controller.placement.nodes import SlimNode, slim_node_from_manifest
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -58,6 +51,13 @@ from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
+from jobset_infra.placement import JobPlacementView, job_view_from_manifest
+from jobset_infra.placement.inputs import (
+    PlacementInputs,
+    needs_exclusive_placement,
+    placement_inputs,
+)
+from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 
 log = logging.getLogger(__name__)
 

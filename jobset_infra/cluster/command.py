@@ -57,7 +57,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from jobset_infra.cluster.binaries import MissingBinaryError
     from jobset_infra.cluster.processes import ComponentError
-    from jobset_infra.sim.nodes import NodeSpecError
+    from jobset_infra.sim.cluster.nodes import NodeSpecError
 
     try:
         if args.action == "up":

@@ -80,6 +80,12 @@ GROUPS: tuple[Group, ...] = (
         Binary("kube-scheduler", _K8S + "kube-scheduler", _kube_stamps()),
     )),
     Group("kwok", (Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok"),)),
+    Group("kueue", (Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue", (
+        ("sigs.k8s.io/kueue/pkg/version.GitVersion", "{sigs.k8s.io/kueue}"),
+    )),)),
+    Group("jobset", (Binary("jobset-manager", "sigs.k8s.io/jobset", (
+        ("sigs.k8s.io/jobset/pkg/version.GitVersion", "{sigs.k8s.io/jobset}"),
+    )),)),
 )
 
 

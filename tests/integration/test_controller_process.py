@@ -220,6 +220,7 @@ async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
     assert len(set(ids)) == len(ids), "each reconcile has its own id"
 
 
+@pytest.mark.sim_only("needs the sim's fault injection")
 async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
     """`jobset-controller` exits (code 1, so the Deployment restarts it as a standby) when its
     Lease cannot be renewed within renewDeadline."""
@@ -227,8 +228,6 @@ async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
     from jobset_infra.controller.runtime.resources import LEASES
     from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 
-    if cluster.sim is None:
-        pytest.skip("needs the sim's fault injection")
     config = fast_config(
         controller={"watchNamespace": cluster.namespace},
         leaderElection={

@@ -25,6 +25,18 @@ KWOK_NODE_VALUE: Final = "fake"
 # than the defaults (20 and 50 QPS) assume, and benchmarks should time controllers, not these.
 COMPONENT_QPS: Final = 500
 COMPONENT_BURST: Final = 1000
+CONCURRENT_JOB_SYNCS: Final = 20
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What a benchmark may turn (`ClusterOptions.tuning`); the defaults are what `cluster up`
+    runs. `apiserver_args` are appended to kube-apiserver's flags (an audit policy, say)."""
+
+    component_qps: int = COMPONENT_QPS
+    component_burst: int = COMPONENT_BURST
+    concurrent_job_syncs: int = CONCURRENT_JOB_SYNCS
+    apiserver_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,12 +101,14 @@ class ProcessSpec:
     health_url: str  # answers 200 when the component is up (https urls use the cluster CA)
 
 
-def plan_processes(layout: Layout, tools: Tools) -> Sequence[ProcessSpec]:
+def plan_processes(layout: Layout, tools: Tools, tuning: Tuning = Tuning()) -> Sequence[
+    ProcessSpec
+]:
     """etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: start order."""
     return (
         _etcd(layout, tools),
-        _apiserver(layout, tools),
-        _controller_manager(layout, tools),
+        _apiserver(layout, tools, tuning),
+        _controller_manager(layout, tools, tuning),
         _scheduler(layout, tools),
         _kwok(layout, tools),
     )
@@ -113,7 +127,7 @@ def _etcd(layout: Layout, tools: Tools) -> ProcessSpec:
     ), f"{client}/health")
 
 
-def _apiserver(layout: Layout, tools: Tools) -> ProcessSpec:
+def _apiserver(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:
     p = layout.pki
     return ProcessSpec("kube-apiserver", (
         str(tools.kube_apiserver),
@@ -130,11 +144,11 @@ def _apiserver(layout: Layout, tools: Tools) -> ProcessSpec:
         # The endpoint reconciler refuses a loopback address; no Pod dials the Service here.
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true", "--profiling=false",
-        "--enable-admission-plugins=NodeRestriction", "--v=1",
+        "--enable-admission-plugins=NodeRestriction", "--v=1", *tuning.apiserver_args,
     ), f"{layout.url}/readyz")
 
 
-def _controller_manager(layout: Layout, tools: Tools) -> ProcessSpec:
+def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:
     p, kubeconfig = layout.pki, layout.component_kubeconfig(certs.CONTROLLER_MANAGER)
     return ProcessSpec("kube-controller-manager", (
         str(tools.kube_controller_manager),
@@ -146,8 +160,9 @@ def _controller_manager(layout: Layout, tools: Tools) -> ProcessSpec:
         f"--root-ca-file={p.ca_cert}",
         f"--cluster-signing-cert-file={p.ca_cert}", f"--cluster-signing-key-file={p.ca_key}",
         f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={SERVICE_CIDR}",
-        f"--kube-api-qps={COMPONENT_QPS}", f"--kube-api-burst={COMPONENT_BURST}",
-        "--concurrent-job-syncs=20", "--concurrent-gc-syncs=50", "--profiling=false", "--v=1",
+        f"--kube-api-qps={tuning.component_qps}", f"--kube-api-burst={tuning.component_burst}",
+        f"--concurrent-job-syncs={tuning.concurrent_job_syncs}", "--concurrent-gc-syncs=50",
+        "--profiling=false", "--v=1",
     ), f"https://127.0.0.1:{layout.ports.controller_manager}/healthz")
 
 
@@ -170,14 +185,14 @@ def _kwok(layout: Layout, tools: Tools) -> ProcessSpec:
     ), f"http://127.0.0.1:{layout.ports.kwok}/healthz")
 
 
-def scheduler_config(layout: Layout) -> dict[str, object]:
+def scheduler_config(layout: Layout, tuning: Tuning = Tuning()) -> dict[str, object]:
     """The KubeSchedulerConfiguration: no leader election, client limits as above."""
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {
             "kubeconfig": str(layout.component_kubeconfig(certs.SCHEDULER)),
-            "qps": COMPONENT_QPS, "burst": COMPONENT_BURST,
+            "qps": tuning.component_qps, "burst": tuning.component_burst,
         },
         "leaderElection": {"leaderElect": False},
     }

@@ -32,6 +32,7 @@ from jobset_infra.cluster.layout import (
     Layout,
     Ports,
     ProcessSpec,
+    Tuning,
     kubeconfig,
     plan_processes,
     scheduler_config,
@@ -65,6 +66,9 @@ class ClusterOptions:
     # envtest's shape: etcd and kube-apiserver only (no Job controller, no garbage collector,
     # no scheduler, no Nodes), for tests that set Job status by hand as upstream's do.
     apiserver_only: bool = False
+    # Client limits of the controller-manager and scheduler, Job syncs, extra apiserver flags
+    # (benchmarks/real lifts the limits and adds an audit policy); defaults as `cluster up`.
+    tuning: Tuning = field(default_factory=Tuning)
 
 
 @dataclass
@@ -122,7 +126,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
     cluster = RunningCluster(layout, [], pools)
     started_at = time.monotonic()
     try:
-        specs = plan_processes(layout, tools)
+        specs = plan_processes(layout, tools, options.tuning)
         for spec in specs[:2] if options.apiserver_only else specs:
             progress(f"starting {spec.name}")
             started = start(spec, layout.log(spec.name))
@@ -180,7 +184,7 @@ def _write_files(layout: Layout, options: ClusterOptions) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(kubeconfig(layout, who)))
     layout.kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, pki.ADMIN)))
-    layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout)))
+    layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout, options.tuning)))
     layout.kwok_config.write_text(
         yaml.safe_dump_all(kwok_stages.stages(options.auto_complete_seconds), sort_keys=False))
 

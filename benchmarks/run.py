@@ -43,6 +43,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.splitlines()[0]
     )
+    parser.add_argument("--real", action="store_true",
+                        help="ours beside upstream JobSet on the real local control plane "
+                        "(benchmarks/real; its own options: --real --help)")
     parser.add_argument("--quick", action="store_true", help="CI smoke mode, under a minute")
     parser.add_argument("--out", type=Path, default=None, help="Markdown file to update")
     parser.add_argument("--sizes", default=None, help="comma-separated N, e.g. 16,2048")
@@ -162,6 +165,10 @@ def markdown(args: argparse.Namespace, argv: list[str], results: Results) -> str
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--real" in argv:
+        from benchmarks.real.run import main as real
+
+        return real([a for a in argv if a != "--real"])
     args = parse(argv)
     results = measure(args)
     if args.out is not None:

@@ -1,0 +1,278 @@
+"""The scenarios, each one run of one controller on its own fresh `Testbed`.
+
+- `scale`: one JobSet of N one-Pod Jobs on CPU Nodes. Start: created → all N Jobs exist → all
+  N Pods Running → the JobSet's status counts N ready. Then the quiet window. Recovery: one Pod
+  exits 1 (kwok, through the exit-code annotation), its Job fails (backoffLimit 0), the JobSet
+  restarts: timed to all N Jobs of attempt 1 existing and all their Pods Running.
+- `placement`: a multislice JobSet of S v5e 4x4 slices (4 Pods each) with exclusive placement
+  per node pool, on exactly S pools; start as above plus the scheduling rate and the Pods with
+  inter-pod affinity; recovery (when asked) as above.
+- `footprint`: J Jobs in J/1000 JobSets; RSS of the idle controller with all of them cached.
+
+Writes are the controller's own requests in the API server's audit log. "Settled" is the first
+moment the controller has sent no write for `SETTLE_QUIET` seconds after convergence; the quiet
+window that follows counts every write (target 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from benchmarks.real import audit
+from benchmarks.real.observe import PODS, Observer
+from benchmarks.real.testbed import Testbed, pick
+from benchmarks.real.workloads import (
+    EXIT_CODE,
+    HOSTS_PER_SLICE,
+    first_job_prefix,
+    multislice_jobset,
+    scale_jobset,
+)
+from jobset_infra.controller.runtime.kube import MERGE_PATCH
+from jobset_infra.controller.runtime.resources import JOBSETS
+
+SETTLE_QUIET: Final = 1.0
+SETTLE_TIMEOUT: Final = 30.0
+MIB: Final = 1024 * 1024
+NAMESPACE: Final = "bench"
+
+
+@dataclass
+class Phase:
+    """Start or recovery: seconds from its trigger to each milestone, and what it cost."""
+
+    jobs_s: float
+    running_s: float
+    ready_s: float
+    settled_s: float
+    writes: int
+    write_kinds: dict[str, int]
+    reads: int
+    pods: int = 0
+    pods_per_s: float = 0.0  # Pods / (last bound - first created): the scheduling rate
+    # The controller's own share, from the audit log: trigger -> its first write, and the
+    # first-to-last request of its burst of Job creates (and of deletes, in a recovery)
+    reaction_s: float = 0.0
+    creates_s: float = 0.0
+    deletes_s: float = 0.0
+
+
+def _span(requests: list[audit.Request], key: str) -> float:
+    times = [r.at for r in requests if r.key == key]
+    return max(times) - min(times) if times else 0.0
+
+
+@dataclass
+class Run:
+    scenario: str
+    controller: str
+    size: int
+    limits: str
+    round: int
+    start: Phase | None = None
+    recovery: Phase | None = None
+    quiet_window_s: float = 0.0
+    quiet_writes: int = 0
+    quiet_write_kinds: dict[str, int] = field(default_factory=dict)
+    affinity_pods: int = 0
+    pods: int = 0
+    jobs_created: int = 0
+    cpu_s: float = 0.0
+    peak_rss_mib: float = 0.0
+    rss_mib: float = 0.0
+    baseline_rss_mib: float = 0.0
+    reconciles: float = 0.0
+    scheduler: dict[str, float] = field(default_factory=dict)
+    webhooks: dict[str, float] = field(default_factory=dict)
+    load: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    wall_s: float = 0.0
+
+    @property
+    def writes(self) -> int:
+        return sum(p.writes for p in (self.start, self.recovery) if p) + self.quiet_writes
+
+    @property
+    def cpu_ms_per_write(self) -> float:
+        return self.cpu_s * 1000 / self.writes if self.writes else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"writes": self.writes, "cpu_ms_per_write": self.cpu_ms_per_write}
+
+
+async def settle(bed: Testbed, after: float) -> float:
+    """The first moment (wall clock, ≥ `after`) from which the controller sent no write for
+    SETTLE_QUIET seconds; SETTLE_TIMEOUT bounds the wait (then: now)."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while time.monotonic() < deadline:
+        last = max(after, bed.audit.last_write(bed.peer.user) or after)
+        if time.time() - last >= SETTLE_QUIET:
+            return last
+        await asyncio.sleep(0.1)
+    return time.time()
+
+
+async def fail_one_pod(bed: Testbed, obs: Observer, attempt: str = "0") -> None:
+    """Make the first Pod of Job 0 exit 1 (kwok's exit-code stage), as a crashed worker."""
+    prefix = first_job_prefix()
+    for key in sorted(obs.attempt(attempt).running):
+        namespace, name = key.split("/", 1)
+        if name.startswith(prefix):
+            patch = {"metadata": {"annotations": {EXIT_CODE: "1"}}}
+            await bed.api.patch(PODS, name, patch, namespace=namespace,
+                                content_type=MERGE_PATCH)
+            return
+    raise RuntimeError(f"no running Pod {prefix}* of attempt {attempt} to fail")
+
+
+def expect(obs: Observer, attempt: str, jobs: int, pods: int) -> None:
+    obs.expect(f"jobs:{attempt}", "jobs", attempt, jobs)
+    obs.expect(f"running:{attempt}", "running", attempt, pods)
+    obs.expect(f"ready:{attempt}", "ready", attempt, jobs)
+
+
+async def phase(bed: Testbed, obs: Observer, attempt: str, began: float,
+                timeout: float) -> Phase:
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    jobs_at = await obs.wait(f"jobs:{attempt}", left())
+    running_at = await obs.wait(f"running:{attempt}", left())
+    ready_at = await obs.wait(f"ready:{attempt}", left())
+    settled = await settle(bed, ready_at)
+    requests = bed.audit.between(bed.peer.user, began, settled)
+    seen = obs.attempt(attempt)
+    binds = seen.bind_times()
+    first = seen.first_created()
+    rate = len(binds) / (binds[-1] - first) if binds and first and binds[-1] > first else 0.0
+    return Phase(
+        jobs_s=jobs_at - began, running_s=running_at - began, ready_s=ready_at - began,
+        settled_s=settled - began, writes=sum(1 for r in requests if r.write),
+        write_kinds=dict(audit.writes(requests)), reads=sum(1 for r in requests if not r.write),
+        pods=len(seen.pods), pods_per_s=rate,
+        reaction_s=min((r.at for r in requests if r.write), default=began) - began,
+        creates_s=_span(requests, "create jobs"), deletes_s=_span(requests, "delete jobs"),
+    )
+
+
+async def quiet(bed: Testbed, window: float, run: Run) -> None:
+    began = time.time()
+    await asyncio.sleep(window)  # a window is a duration: what happens in it is the figure
+    requests = [r for r in bed.audit.between(bed.peer.user, began, time.time()) if r.write]
+    run.quiet_window_s += window
+    run.quiet_writes += len(requests)
+    for key, count in audit.writes(requests).items():
+        run.quiet_write_kinds[key] = run.quiet_write_kinds.get(key, 0) + count
+
+
+Samples = tuple[tuple[str, str, dict[str, str]], ...]
+SCHEDULER_SAMPLES: Final[Samples] = (
+    ("scheduled", "scheduler_schedule_attempts", {"result": "scheduled"}),
+    ("unschedulable", "scheduler_schedule_attempts", {"result": "unschedulable"}),
+    ("attempt_seconds", "scheduler_scheduling_attempt_duration_seconds_sum", {}),
+    ("attempts", "scheduler_scheduling_attempt_duration_seconds_count", {}),
+)
+WEBHOOK_SAMPLES: Final[Samples] = (
+    ("calls", "apiserver_admission_webhook_admission_duration_seconds_count", {}),
+    ("seconds", "apiserver_admission_webhook_admission_duration_seconds_sum", {}),
+    ("rejections", "apiserver_admission_webhook_rejection_count", {}),
+)
+
+
+async def scheduler_counts(bed: Testbed) -> dict[str, float]:
+    return pick(await bed.scheduler_metrics(), SCHEDULER_SAMPLES)
+
+
+async def webhook_counts(bed: Testbed) -> dict[str, float]:
+    return pick(await bed.apiserver_metrics(), WEBHOOK_SAMPLES)
+
+
+def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+async def job_run(bed: Testbed, run: Run, manifest: dict[str, Any], jobs: int, pods: int, *,
+                  quiet_window: float, recover: bool) -> Run:
+    """Start (and recovery) of one JobSet: what `scale` and `placement` share."""
+    started = time.monotonic()
+    run.load = os.getloadavg()
+    await bed.create_namespace(NAMESPACE)
+    obs = Observer(bed.api, [NAMESPACE])
+    await obs.start()
+    expect(obs, "0", jobs, pods)
+    expect(obs, "1", jobs, pods)
+    timeout = 180 + jobs * 0.3 + pods * 0.1
+    cpu, sched, hooks = bed.controller.cpu_seconds(), await scheduler_counts(bed), \
+        await webhook_counts(bed)
+    reconciles = await bed.controller.counter(bed.session, "controller_runtime_reconcile")
+    try:
+        began = time.time()
+        await bed.api.create(JOBSETS, manifest)
+        run.start = await phase(bed, obs, "0", began, timeout)
+        run.affinity_pods = obs.attempt("0").affinity_pods()
+        run.scheduler = _delta(await scheduler_counts(bed), sched)
+        await quiet(bed, quiet_window, run)
+        if recover:
+            began = time.time()
+            await fail_one_pod(bed, obs)
+            run.recovery = await phase(bed, obs, "1", began, timeout)
+            run.affinity_pods += obs.attempt("1").affinity_pods()
+            await quiet(bed, quiet_window, run)
+    finally:
+        await obs.stop()
+    run.pods = sum(len(a.pods) for a in obs.attempts.values())
+    run.jobs_created = sum(len(a.jobs) for a in obs.attempts.values())
+    run.webhooks = _delta(await webhook_counts(bed), hooks)
+    run.reconciles = await bed.controller.counter(
+        bed.session, "controller_runtime_reconcile") - reconciles
+    run.cpu_s = bed.controller.cpu_seconds() - cpu
+    run.rss_mib = bed.controller.rss_bytes() / MIB
+    run.peak_rss_mib = bed.controller.peak_rss_bytes() / MIB
+    run.wall_s = time.monotonic() - started
+    return run
+
+
+async def scale(bed: Testbed, run: Run, *, quiet_window: float) -> Run:
+    return await job_run(bed, run, scale_jobset(NAMESPACE, run.size), run.size, run.size,
+                         quiet_window=quiet_window, recover=True)
+
+
+async def placement(bed: Testbed, run: Run, *, quiet_window: float, recover: bool) -> Run:
+    pods = run.size * HOSTS_PER_SLICE
+    return await job_run(bed, run, multislice_jobset(NAMESPACE, run.size), run.size, pods,
+                         quiet_window=quiet_window, recover=recover)
+
+
+async def footprint(bed: Testbed, run: Run, *, per_jobset: int = 1000) -> Run:
+    """RSS of the idle controller with `run.size` Jobs (and their Pods) in the cluster."""
+    started = time.monotonic()
+    run.load = os.getloadavg()
+    count = max(1, run.size // per_jobset)
+    namespaces = [f"fp-{i}" for i in range(count)]
+    for namespace in namespaces:
+        await bed.create_namespace(namespace)
+    obs = Observer(bed.api, namespaces)
+    await obs.start()
+    per = run.size // count
+    expect(obs, "0", per * count, per * count)
+    run.baseline_rss_mib = bed.controller.rss_bytes() / MIB
+    cpu = bed.controller.cpu_seconds()
+    try:
+        began = time.time()
+        await asyncio.gather(*(bed.api.create(JOBSETS, scale_jobset(ns, per))
+                               for ns in namespaces))
+        run.start = await phase(bed, obs, "0", began, 300 + run.size * 0.2)
+    finally:
+        await obs.stop()
+    run.jobs_created = len(obs.attempt("0").jobs)
+    run.pods = len(obs.attempt("0").pods)
+    run.cpu_s = bed.controller.cpu_seconds() - cpu
+    run.rss_mib = bed.controller.rss_bytes() / MIB
+    run.peak_rss_mib = bed.controller.peak_rss_bytes() / MIB
+    run.wall_s = time.monotonic() - started
+    return run

@@ -1,0 +1,171 @@
+"""The pure parts of the real-cluster benchmark: audit parsing, upstream's files, the report.
+
+No cluster here: upstream's module folder is replaced by a small one of our own making, shaped
+like the parts `benchmarks.real.upstream` reads (kustomization with JSON-patch replaces).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.real import audit, report, upstream
+from benchmarks.real.observe import attempt_of, has_affinity
+from benchmarks.real.scenarios import Phase, Run
+from benchmarks.real.testbed import pick
+from benchmarks.real.workloads import cpu_nodes, multislice_jobset, scale_jobset
+from jobset_infra.api.models import JobSet
+from jobset_infra.cluster.layout import Tuning, scheduler_config
+from jobset_infra.cluster.pki import SCHEDULER
+
+
+def audit_line(user: str, verb: str, resource: str, code: int = 201, *,
+               subresource: str | None = None, at: str = "2026-12-01T10:00:00.250000Z") -> str:
+    ref = {"resource": resource, **({"subresource": subresource} if subresource else {})}
+    return json.dumps({"kind": "Event", "verb": verb, "user": {"username": user},
+                       "objectRef": ref, "responseStatus": {"code": code},
+                       "requestReceivedTimestamp": at})
+
+
+def test_an_audit_line_becomes_a_request_with_its_refusal_in_the_key() -> None:
+    ok = audit.parse_line(audit_line("u", "create", "jobs"))
+    refused = audit.parse_line(audit_line("u", "update", "jobsets", 409, subresource="status"))
+    assert ok is not None and refused is not None
+    assert (ok.key, ok.write) == ("create jobs", True)
+    assert refused.key == "update jobsets/status (409)"
+    assert ok.at == pytest.approx(1796119200.25)
+    assert audit.parse_line("not json") is None
+
+
+def test_the_audit_log_is_read_incrementally_across_a_partial_line(tmp_path: Path) -> None:
+    path = tmp_path / "audit.log"
+    first, second = audit_line("a", "create", "jobs"), audit_line("b", "list", "jobs", 200)
+    path.write_text(first + "\n" + second[:20])
+    log = audit.AuditLog(path)
+    assert [r.user for r in log.read()] == ["a"]
+    with path.open("a") as f:
+        f.write(second[20:] + "\n")
+    assert [r.verb for r in log.read()] == ["list"]
+    assert log.last_write("a") == pytest.approx(log.requests[0].at)
+    assert log.last_write("b") is None  # a list is not a write
+    assert audit.writes(log.requests) == {"create jobs": 1}
+
+
+def test_the_audit_policy_records_only_the_named_users() -> None:
+    rules = audit.policy(["x", "y"])["rules"]
+    assert rules == [{"level": "Metadata", "users": ["x", "y"]}, {"level": "None"}]
+
+
+def fake_module(folder: Path) -> Path:
+    hooks = folder / upstream.WEBHOOK_DIR
+    (hooks / "patches").mkdir(parents=True)
+    (folder / upstream.CRD_FILE).parent.mkdir(parents=True)
+    (folder / upstream.CRD_FILE).write_text("kind: CustomResourceDefinition\n")
+    base = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+             "metadata": {"name": name},
+             "webhooks": [{"name": f"{name}-a", "clientConfig": {"service": {
+                 "name": "svc", "namespace": "system", "path": f"/{name}/a"}}},
+                          {"name": f"{name}-b", "clientConfig": {"service": {
+                              "name": "svc", "namespace": "system", "path": f"/{name}/b"}}}]}
+            for kind, name in (("MutatingWebhookConfiguration", "m"),
+                               ("ValidatingWebhookConfiguration", "v"))]
+    (hooks / "manifests.yaml").write_text(yaml.safe_dump_all(base))
+    replaced = {"name": "m-b", "objectSelector": {"matchLabels": {"k": "v"}},
+                "clientConfig": {"service": {"name": "svc", "path": "/m/b"}}}
+    (hooks / "patches" / "m.yaml").write_text(yaml.safe_dump(
+        [{"op": "replace", "path": "/webhooks/1", "value": replaced}]))
+    (hooks / "kustomization.yaml").write_text(yaml.safe_dump({"patches": [
+        {"path": "patches/m.yaml", "target": {"kind": "MutatingWebhookConfiguration",
+                                              "name": "m"}}]}))
+    return folder
+
+
+def test_upstream_webhooks_point_at_loopback_with_the_patches_applied(tmp_path: Path) -> None:
+    docs = upstream.webhook_configurations(fake_module(tmp_path), 9443, b"PEM")
+    mutating, validating = docs
+    assert mutating["metadata"]["name"] == upstream.NAME_PREFIX + "m"
+    assert mutating["webhooks"][1]["objectSelector"] == {"matchLabels": {"k": "v"}}
+    assert "objectSelector" not in validating["webhooks"][1]
+    for doc in docs:
+        for hook in doc["webhooks"]:
+            assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:9443/")
+            assert base64.b64decode(hook["clientConfig"]["caBundle"]) == b"PEM"
+            assert "service" not in hook["clientConfig"]
+
+
+def test_a_json_patch_op_other_than_replace_is_refused() -> None:
+    with pytest.raises(upstream.UpstreamError, match="only replace"):
+        upstream.apply_replace({"a": [1]}, [{"op": "add", "path": "/a/1", "value": 2}])
+
+
+def test_the_pinned_upstream_version_comes_from_the_tools_group(tmp_path: Path) -> None:
+    go_mod = tmp_path / "go.mod"
+    go_mod.write_text("module x\n\nrequire (\n\tsigs.k8s.io/jobset v0.12.0\n)\n")
+    assert upstream.pinned_version(go_mod) == "v0.12.0"
+    go_mod.write_text("module x\n")
+    with pytest.raises(upstream.UpstreamError, match="does not require"):
+        upstream.pinned_version(go_mod)
+
+
+def test_affinity_counts_only_inter_pod_terms() -> None:
+    assert has_affinity({"spec": {"affinity": {"podAntiAffinity": {"x": 1}}}})
+    assert not has_affinity({"spec": {"affinity": {"nodeAffinity": {"x": 1}}}})
+    assert not has_affinity({"spec": {}})
+    assert attempt_of({"metadata": {"labels": {
+        "jobset.sigs.k8s.io/restart-attempt": "2"}}}) == "2"
+
+
+def test_the_workloads_are_valid_jobsets_both_controllers_accept() -> None:
+    multislice = JobSet.model_validate(multislice_jobset("ns", 4))
+    rjob = multislice.spec.replicated_jobs[0]
+    assert rjob.replicas == 4
+    assert rjob.template["spec"]["parallelism"] == 4
+    assert rjob.template["spec"]["backoffLimit"] == 0
+    assert JobSet.model_validate(scale_jobset("ns", 16)).spec.replicated_jobs[0].replicas == 16
+    assert cpu_nodes(2048) == "cpu:21"
+
+
+def test_tuning_reaches_the_controller_manager_scheduler_and_apiserver() -> None:
+    from jobset_infra.cluster.binaries import Tools
+    from jobset_infra.cluster.layout import Layout, Ports, plan_processes
+
+    layout = Layout(Path("/tmp/x"), Ports(1, 2, 3, 4, 5, 6), "t")
+    tools = Tools(*(Path(f"/bin/{n}") for n in Tools.names()))
+    tuning = Tuning(component_qps=9, component_burst=10, concurrent_job_syncs=3,
+                    apiserver_args=("--audit-log-path=/a",))
+    _, apiserver, kcm, *_ = plan_processes(layout, tools, tuning)
+    assert apiserver.argv[-1] == "--audit-log-path=/a"
+    assert {"--kube-api-qps=9", "--kube-api-burst=10", "--concurrent-job-syncs=3"} <= set(
+        kcm.argv)
+    assert scheduler_config(layout, tuning)["clientConnection"] == {
+        "kubeconfig": str(layout.component_kubeconfig(SCHEDULER)), "qps": 9, "burst": 10}
+    default_kcm = plan_processes(layout, tools)[2]
+    assert "--kube-api-qps=500" in default_kcm.argv
+
+
+def test_metric_samples_are_summed_by_name_and_labels() -> None:
+    text = ('# TYPE a counter\na_total{result="ok"} 2\na_total{result="no"} 3\n'
+            'b_sum 1.5\nb_count 4\nother 9\n')
+    wanted = (("ok", "a", {"result": "ok"}), ("all", "a", {}), ("s", "b_sum", {}),
+              ("n", "b_count", {}))
+    assert pick(text, wanted) == {"ok": 2, "all": 5, "s": 1.5, "n": 4}
+
+
+def phase(seconds: float) -> Phase:
+    return Phase(jobs_s=seconds, running_s=2 * seconds, ready_s=2 * seconds,
+                 settled_s=2 * seconds, writes=10, write_kinds={"create jobs": 10}, reads=0)
+
+
+def test_ratios_are_taken_within_each_round_pair() -> None:
+    runs = [Run("scale", who, 16, "500/500", rnd, start=phase(s))
+            for who, rnd, s in (("ours", 0, 1.0), ("upstream", 0, 2.0), ("ours", 1, 3.0),
+                                ("upstream", 1, 3.0), ("ours", 2, 9.0))]  # round 2 unpaired
+    assert report.ratios(runs, lambda r: r.start.jobs_s if r.start else None) == [0.5, 1.0]
+    text = "\n".join(report.targets(runs))
+    assert "N=16 at 500/500, start, Jobs: 0.75 — met" in text
+    tables = "\n".join(report.scale_tables(runs))
+    assert "| 16 | 500/500 | 3.00 (1.00-9.00) | 2.50 (2.00-3.00) | 0.75 (0.50-1.00) |" in tables

@@ -3,8 +3,8 @@
 `start_testbed(peer, nodes, limits, folder)` starts the cluster (`jobset_infra.cluster.local`)
 with kube-apiserver auditing the two controllers' users, installs the peer's CRD (and
 webhooks), starts the controller and yields a `Testbed`; on the way out it stops both and
-removes the folder (kept when the run failed, for its logs). A fresh cluster per run means no run sees
-another's objects, watch history or garbage collection backlog.
+removes the folder (kept when the run failed, for its logs). A fresh cluster per run means no
+run sees another's objects, watch history or garbage collection backlog.
 """
 
 from __future__ import annotations

@@ -191,3 +191,20 @@ async def test_qps_limits_request_rate(server: Any) -> None:
         for i in range(4):
             await kube.create(JOBS, {"metadata": {"name": f"j{i}", "namespace": "ns"}})
     assert slept == pytest.approx([0.1, 0.2]), "beyond the burst of 2, one token per 1/qps s"
+
+
+async def test_idle_connections_outlive_a_quiet_spell_but_not_the_servers_idle_timeout(
+    server: Any,
+) -> None:
+    # kube-apiserver drops a connection idle for 90 s; aiohttp's own default (15 s) made every
+    # burst after a quiet spell open and handshake one connection per parallel lane again.
+    from jobset_infra.controller.runtime.kube import KEEPALIVE_SECONDS
+
+    url, script, _ = server
+    script.append(ok({"kind": "Status"}))
+    api = client(url)
+    await api.request("GET", "/version")
+    connector = api._http().connector
+    assert connector is not None
+    assert 15 < connector._keepalive_timeout == KEEPALIVE_SECONDS < 90
+    await api.close()

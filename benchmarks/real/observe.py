@@ -103,12 +103,19 @@ class Observer:
                     obj = event.get("object") or {}
                     version = (obj.get("metadata") or {}).get("resourceVersion", version)
                     if event.get("type") != "BOOKMARK":
-                        handle(event["type"], obj)
+                        self._handle(handle, event, res)
             except GoneError:
                 version = await self._list(res, namespace, handle)
             except ApiError as err:
                 self.errors.append(f"watch {res.plural} in {namespace}: {err}")
                 await asyncio.sleep(0.2)
+
+    def _handle(self, handle: Any, event: JsonObj, res: Resource) -> None:
+        """One event; a malformed one is recorded, never the end of the watch."""
+        try:
+            handle(event["type"], event.get("object") or {})
+        except (KeyError, TypeError, ValueError) as err:
+            self.errors.append(f"{res.plural} event {event.get('type')}: {err!r}")
 
     # --- handlers ----------------------------------------------------------------------------
 
@@ -116,8 +123,9 @@ class Observer:
         return self.attempts.setdefault(name, Attempt())
 
     def _job(self, kind: str, job: JsonObj) -> None:
-        if kind == "ADDED":
-            self.attempt(attempt_of(job)).jobs.add(job["metadata"]["name"])
+        if kind == "ADDED":  # names repeat across namespaces (every footprint JobSet is "ms")
+            meta = job["metadata"]
+            self.attempt(attempt_of(job)).jobs.add(f"{meta.get('namespace')}/{meta['name']}")
             self._check()
 
     def _pod(self, kind: str, pod: JsonObj) -> None:
@@ -163,9 +171,9 @@ class Observer:
             return len(self.attempt(attempt).jobs)
         if kind == "running":
             return len(self.attempt(attempt).running)
-        if kind == "ready":  # what the JobSets' status says, summed over every JobSet
+        if kind in ("ready", "suspended"):  # the JobSets' status, summed over every JobSet
             return sum(
-                r.get("ready", 0)
+                r.get(kind, 0)
                 for js in self.jobsets.values()
                 if str((js.get("status") or {}).get("restarts", 0)) == (attempt or "0")
                 for r in (js.get("status") or {}).get("replicatedJobsStatus") or []

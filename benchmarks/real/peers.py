@@ -26,7 +26,6 @@ from typing import Any, Final, Protocol
 import aiohttp
 import psutil  # type: ignore[import-untyped]
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.real import certs, upstream
 from jobset_infra.cluster import install
@@ -89,19 +88,6 @@ class ControllerProcess:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
         return self.rss_bytes()
-
-    async def counter(self, session: aiohttp.ClientSession, name: str,
-                      labels: Mapping[str, str] | None = None) -> float:
-        """Sum of counter `name` over samples whose labels include `labels`."""
-        text = await self.metrics(session)
-        return sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            if family.name == name
-            for sample in family.samples
-            if sample.name in (name, f"{name}_total")
-            and all(sample.labels.get(k) == v for k, v in (labels or {}).items())
-        )
 
     def alive(self) -> bool:
         return self.popen.poll() is None

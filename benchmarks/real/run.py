@@ -7,7 +7,8 @@ upstream first in odd ones, each on a fresh cluster:
 - scale: N in {16, 256, 2048} one-Pod Jobs, at the client limit 500/500 and lifted (100000);
 - placement: S in {16, 64, 256} v5e 4x4 slices of 4 Pods with exclusive placement, and the
   recovery of the 64-slice one;
-- footprint: 10,000 Jobs (10 JobSets of 1,000, one Pod each).
+- footprint: 10,000 Jobs (10 suspended JobSets of 1,000), every round; and once (first round,
+  `--footprint-pods-rounds`) with their 10,000 Pods running.
 
 `--quick` (about 2 minutes): scale N=16 at 500/500 (start and recovery) and placement S=8
 (start), one round, a 1 s quiet window, no footprint. Every run is printed as a JSON line;
@@ -24,6 +25,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -54,7 +56,7 @@ class Case:
     def nodes(self) -> str:
         if self.scenario == "placement":
             return tpu_nodes(self.size)
-        return cpu_nodes(self.size)
+        return cpu_nodes(0 if self.scenario == "footprint" else self.size)  # suspended: no Pods
 
     @property
     def label(self) -> str:
@@ -100,6 +102,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         help="S whose recovery is measured (default 64, quick none)")
     parser.add_argument("--footprint", type=int, default=None,
                         help="Jobs for the footprint (default 10000, quick 0 skips)")
+    parser.add_argument("--footprint-pods-rounds", type=int, default=None,
+                        help="rounds that also run the footprint with every Pod running "
+                        "(default 1, quick 0)")
     parser.add_argument("--controllers", default="ours,upstream")
     parser.add_argument("--quiet-window", type=float, default=None,
                         help="seconds counted after convergence (default 10, quick 1)")
@@ -114,6 +119,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     args.placement_recovery = set(_ints(args.placement_recovery, "placement-recovery", parser,
                                         () if quick else (64,)))
     args.footprint = (0 if quick else 10_000) if args.footprint is None else args.footprint
+    if args.footprint_pods_rounds is None:
+        args.footprint_pods_rounds = 0 if quick else 1
     args.quiet_window = args.quiet_window or (1.0 if quick else 10.0)
     names = {"default": DEFAULT, "lifted": LIFTED}
     chosen = (args.limits or ("default" if quick else "default,lifted")).split(",")
@@ -135,6 +142,12 @@ def cases(args: argparse.Namespace) -> list[Case]:
     return out
 
 
+def pod_footprints(args: argparse.Namespace) -> list[Case]:
+    """The footprint with every Job's Pod running: slow (10,000 Pods through the control
+    plane), so run in the first `--footprint-pods-rounds` rounds only."""
+    return [Case("footprint-pods", args.footprint, DEFAULT, False)] if args.footprint else []
+
+
 def emit(data: dict[str, object], raw: list[str]) -> None:
     line = json.dumps(data, default=str)
     raw.append(line)
@@ -151,20 +164,25 @@ async def one(peer: Peer, case: Case, round_: int, args: argparse.Namespace,
         if case.scenario == "placement":
             return await placement(bed, run, quiet_window=args.quiet_window,
                                    recover=case.recover)
-        return await footprint(bed, run)
+        return await footprint(bed, run)  # "footprint" and "footprint-pods"
 
 
 async def measure(args: argparse.Namespace, raw: list[str],
                   peers: dict[str, Peer] | None = None) -> Results:
     """Every case for every peer (`args.controllers` unless `peers` are given), alternating."""
     results = Results()
+    # SIGTERM (a timeout, a CI cancel) cancels the run: every cluster and controller stops
+    this = asyncio.current_task()
+    if this is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this.cancel)
     peers = peers or {name: PEERS[name]() for name in args.controllers}
     results.versions = report.versions(peers.values())
     scratch = Path(tempfile.mkdtemp(prefix="jobset-real-bench-"))
     results.load.append(os.getloadavg())
     started = time.monotonic()
     for round_ in range(args.rounds):
-        for case in cases(args):
+        extra = pod_footprints(args) if round_ < args.footprint_pods_rounds else []
+        for case in cases(args) + extra:
             order = list(peers.values())
             if round_ % 2:
                 order.reverse()
@@ -193,7 +211,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     raw: list[str] = []
-    results = asyncio.run(measure(args, raw))
+    try:
+        results = asyncio.run(measure(args, raw))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        print("interrupted: every cluster and controller of the run was stopped",
+              file=sys.stderr)
+        return 130
     if args.out is not None:
         command = shlex.join([".venv/bin/python", "-m", "benchmarks", "--real", *argv])
         text = report.markdown(results, command=command, quick=args.quick,

@@ -102,6 +102,19 @@ def tuning(limits: Limits, audit_dir: Path) -> Tuning:
                   apiserver_args=args)
 
 
+async def _started(options: ClusterOptions) -> RunningCluster:
+    """start_cluster in a thread; cancelled meanwhile (SIGTERM), the cluster it was starting
+    is stopped once up rather than left running."""
+    starting = asyncio.ensure_future(asyncio.to_thread(start_cluster, options, lambda _: None))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            cluster = await starting
+            await asyncio.to_thread(cluster.stop, True)
+        raise
+
+
 @contextlib.asynccontextmanager
 async def start_testbed(peer: Peer, nodes: str, limits: Limits, folder: Path, *,
                   profile: Path | None = None) -> AsyncIterator[Testbed]:
@@ -110,7 +123,7 @@ async def start_testbed(peer: Peer, nodes: str, limits: Limits, folder: Path, *,
     audit_dir.mkdir(exist_ok=True)
     options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
                              tuning=tuning(limits, audit_dir), start_timeout=180.0)
-    cluster = await asyncio.to_thread(start_cluster, options, lambda _line: None)
+    cluster = await _started(options)
     failed = True
     controller: ControllerProcess | None = None
     try:

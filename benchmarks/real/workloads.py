@@ -42,9 +42,12 @@ def _base(name: str, namespace: str, replicas: int, parallelism: int) -> Any:
     )
 
 
-def scale_jobset(namespace: str, jobs: int, name: str = JOBSET) -> dict[str, Any]:
-    """One replicated job of `jobs` one-Pod Jobs on the CPU pool."""
+def scale_jobset(namespace: str, jobs: int, name: str = JOBSET, *,
+                 suspend: bool = False) -> dict[str, Any]:
+    """One replicated job of `jobs` one-Pod Jobs on the CPU pool (suspended: no Pods)."""
     manifest: dict[str, Any] = _base(name, namespace, jobs, 1).obj()
+    if suspend:
+        manifest["spec"]["suspend"] = True
     return manifest
 
 

@@ -169,3 +169,40 @@ def test_ratios_are_taken_within_each_round_pair() -> None:
     assert "N=16 at 500/500, start, Jobs: 0.75 — met" in text
     tables = "\n".join(report.scale_tables(runs))
     assert "| 16 | 500/500 | 3.00 (1.00-9.00) | 2.50 (2.00-3.00) | 0.75 (0.50-1.00) |" in tables
+
+
+def test_a_milestone_a_run_gave_up_on_is_shown_as_a_bound() -> None:
+    slow = phase(100.0)
+    slow.missed = ["running_s"]
+    runs = [Run("placement", "ours", 256, "500/500", 0, start=phase(10.0)),
+            Run("placement", "upstream", 256, "500/500", 0, start=slow)]
+    ours, theirs, ratio = report.side_by_side(runs, report.PhaseMetric("start", "running_s"))
+    assert (ours, theirs, ratio) == ("20.00", "≥200.00", "≤0.10")
+    # a milestone reached before the give-up is exact
+    assert report.side_by_side(runs, report.PhaseMetric("start", "jobs_s"))[1] == "100.00"
+
+
+def observed(kind: str, namespace: str, name: str, attempt: str = "0",
+             **status: object) -> dict[str, object]:
+    return {"kind": kind, "metadata": {
+        "namespace": namespace, "name": name,
+        "labels": {"jobset.sigs.k8s.io/restart-attempt": attempt}}, "status": dict(status)}
+
+
+async def test_milestones_count_jobs_and_pods_per_namespace_and_attempt() -> None:
+    from benchmarks.real.observe import Observer
+
+    obs = Observer(None, ["a", "b"])  # type: ignore[arg-type]  # handlers only, no watches
+    obs.expect("jobs:0", "jobs", "0", 2)
+    obs.expect("running:0", "running", "0", 2)
+    for namespace in ("a", "b"):  # the same Job name in two namespaces is two Jobs
+        obs._job("ADDED", observed("Job", namespace, "ms-slice-0"))
+    obs._job("ADDED", observed("Job", "a", "ms-slice-0", attempt="1"))
+    assert "jobs:0" in obs.when and obs.count("jobs", "1") == 1
+    obs._pod("ADDED", observed("Pod", "a", "p", phase="Running"))
+    obs._pod("MODIFIED", observed("Pod", "a", "p", phase="Failed"))  # no longer running
+    obs._pod("ADDED", observed("Pod", "b", "p", phase="Running"))
+    assert "running:0" not in obs.when and obs.count("running", "0") == 1
+    obs._pod("ADDED", observed("Pod", "a", "q", phase="Running"))
+    assert "running:0" in obs.when
+    assert obs.attempt("0").pods["a/p"].running is not None

@@ -12,7 +12,7 @@ venv: ## create .venv and install the package with its test extra
 	$(BIN)/pip install -q -e '.[test,bench]'
 
 ##@ Develop
-.PHONY: demo check test test-integration verify generate bench bench-quick
+.PHONY: demo check test test-integration verify generate bench bench-quick bench-real bench-real-quick
 demo: ## run a multislice JobSet end to end on the simulated cluster (no cloud)
 	$(BIN)/jobset-infra sim --demo
 
@@ -37,3 +37,9 @@ bench: ## the full benchmark run (minutes); results in benchmarks/RESULTS.md
 
 bench-quick: ## the benchmark smoke run (under a minute)
 	$(BIN)/python -m benchmarks --quick
+
+bench-real: ## ours beside upstream JobSet on the real local control plane (hours); needs make tools
+	$(BIN)/python -m benchmarks --real --keep-going --out benchmarks/RESULTS.md
+
+bench-real-quick: ## the real-cluster benchmark's smoke run (about 2 minutes)
+	$(BIN)/python -m benchmarks --real --quick

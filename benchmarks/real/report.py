@@ -11,14 +11,13 @@ import platform
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchmarks.real.scenarios import Run
-from benchmarks.report import Spread, spread
+from benchmarks.report import spread
 from jobset_infra.cluster.binaries import find_tools
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
     from benchmarks.real.peers import Peer
     from benchmarks.real.run import Results
@@ -106,11 +105,11 @@ def side_by_side(runs: list[Run], metric: Metric, fmt: str = "{:.2f}") -> list[s
             cell(ratios(runs, metric), prefix=ratio)]
 
 
-def _start(attr: str) -> PhaseMetric:
+def start_of(attr: str) -> PhaseMetric:
     return PhaseMetric("start", attr)
 
 
-def _recovery(attr: str) -> PhaseMetric:
+def recovery_of(attr: str) -> PhaseMetric:
     return PhaseMetric("recovery", attr)
 
 
@@ -119,8 +118,8 @@ def scale_tables(runs: Sequence[Run]) -> list[str]:
     if not grouped:
         return []
     lines = []
-    for title, pick in (("Start: JobSet created →", _start),
-                        ("Recovery: one Pod exits 1 →", _recovery)):
+    for title, pick in (("Start: JobSet created →", start_of),
+                        ("Recovery: one Pod exits 1 →", recovery_of)):
         lines += [f"#### {title} all N Jobs exist / all N Pods Running (seconds; ratio "
                   "ours/upstream per pair)", "",
                   "| N | client limit | ours: Jobs | upstream: Jobs | ratio | ours: Running "
@@ -151,7 +150,7 @@ def placement_tables(runs: Sequence[Run]) -> list[str]:
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (s, _), group in grouped.items():
-        rate = side_by_side(group, _start("pods_per_s"), "{:.1f}")
+        rate = side_by_side(group, start_of("pods_per_s"), "{:.1f}")
         affinity = (f"{cell(values(group, OURS, lambda r: r.affinity_pods), '{:.0f}')} / "
                     f"{cell(values(group, UPSTREAM, lambda r: r.affinity_pods), '{:.0f}')}")
         attempt = (f"{cell(values(group, OURS, _mean_attempt_ms), '{:.1f}')} / "
@@ -160,7 +159,7 @@ def placement_tables(runs: Sequence[Run]) -> list[str]:
         rejected = values(group, UPSTREAM, lambda r: r.webhooks.get("rejections"))
         hooks = f"{cell(calls, '{:.0f}')} ({cell(rejected, '{:.0f}')})"
         lines.append("| " + " | ".join([str(s), str(s * 4),
-                                         *side_by_side(group, _start("running_s")), *rate,
+                                         *side_by_side(group, start_of("running_s")), *rate,
                                          affinity, attempt, hooks]) + " |")
     recovered = {k: g for k, g in grouped.items() if any(r.recovery for r in g)}
     if recovered:
@@ -170,9 +169,9 @@ def placement_tables(runs: Sequence[Run]) -> list[str]:
                   "Running | ratio | ours Pods/s | upstream Pods/s |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for (s, _), group in recovered.items():
-            row = [str(s), *side_by_side(group, _recovery("jobs_s")),
-                   *side_by_side(group, _recovery("running_s")),
-                   *side_by_side(group, _recovery("pods_per_s"), "{:.1f}")[:2]]
+            row = [str(s), *side_by_side(group, recovery_of("jobs_s")),
+                   *side_by_side(group, recovery_of("running_s")),
+                   *side_by_side(group, recovery_of("pods_per_s"), "{:.1f}")[:2]]
             lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     return lines
@@ -274,9 +273,9 @@ def _footprint(runs: Sequence[Run], scenario: str, what: str) -> list[str]:
                 ("CPU s until the JobSets' status counted every Job and the controller "
                  "settled", lambda r: r.cpu_s, "{:.1f}"),
                 ("CPU ms per write", lambda r: r.cpu_ms_per_write, "{:.2f}"),
-                ("created → all Jobs exist, s", _start("jobs_s"), "{:.1f}"),
+                ("created → all Jobs exist, s", start_of("jobs_s"), "{:.1f}"),
                 ("created → status counts every Job (ready, or suspended), s",
-                 _start("ready_s"), "{:.1f}")):
+                 start_of("ready_s"), "{:.1f}")):
             lines.append(f"| {label} | " + " | ".join(side_by_side(group, metric, fmt)) + " |")
         lines.append("")
     return lines
@@ -299,18 +298,18 @@ def targets(runs: Sequence[Run]) -> list[str]:
     lines = ["#### Targets (medians of per-pair ratios ours/upstream)", ""]
     for (n, limits), group in groups(runs, "scale").items():
         limit = 1.0 if limits == "500/500" else 0.7
-        for label, metric in (("start, Jobs", _start("jobs_s")),
-                              ("start, Running", _start("running_s")),
-                              ("recovery, Jobs", _recovery("jobs_s")),
-                              ("recovery, Running", _recovery("running_s"))):
+        for label, metric in (("start, Jobs", start_of("jobs_s")),
+                              ("start, Running", start_of("running_s")),
+                              ("recovery, Jobs", recovery_of("jobs_s")),
+                              ("recovery, Running", recovery_of("running_s"))):
             lines.append(_ratio_check(f"N={n} at {limits}, {label}", group, metric, limit))
     for (s, _), group in groups(runs, "placement").items():
         lines.append(_ratio_check(f"placement S={s}, created → Running", group,
-                                  _start("running_s"), 1.0))
+                                  start_of("running_s"), 1.0))
         if any(r.recovery for r in group):
             lines.append(_ratio_check(f"placement S={s}, recovery → Running", group,
-                                      _recovery("running_s"), 1.0))
-        rate = median(ratios(group, _start("pods_per_s")))
+                                      recovery_of("running_s"), 1.0))
+        rate = median(ratios(group, start_of("pods_per_s")))
         if rate is not None and s == max(k[0] for k in groups(runs, "placement")):
             lines.append(f"- Pods/s at S={s}: {rate:.2f}x upstream's — "
                          f"{'met' if rate >= 3 else 'missed'} (≥ 3x).")
@@ -370,49 +369,3 @@ def markdown(results: Results, *, command: str, quick: bool, machine: str, plot:
     if results.failures:
         lines += ["Failed runs (not in the tables): " + "; ".join(results.failures), ""]
     return "\n".join(lines)
-
-
-def plot(runs: Sequence[Run], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
-    colors = {OURS: "tab:blue", UPSTREAM: "tab:orange"}
-    for (limits, style) in (("500/500", "-"), ("100000/100000", ":")):
-        for who in (OURS, UPSTREAM):
-            for label, pick, marker in (("start", _start("running_s"), "o"),
-                                        ("recovery", _recovery("running_s"), "s")):
-                points = [(n, spread(vs)) for (n, lim), g in groups(runs, "scale").items()
-                          if lim == limits and (vs := values(g, who, pick))]
-                if points:
-                    _errorbar(left, points, colors[who], style, marker=marker,
-                              label=f"{who} {label} ({limits})")
-    for who in (OURS, UPSTREAM):
-        points = [(s, spread(vs)) for (s, _), g in groups(runs, "placement").items()
-                  if (vs := values(g, who, _start("running_s")))]
-        if points:
-            _errorbar(right, points, colors[who], "-", marker="o", label=who)
-    left.set_title("One JobSet of N one-Pod Jobs: → all Pods Running")
-    left.set_xlabel("N Jobs")
-    right.set_title("Multislice, exclusive placement: → all 4S Pods Running")
-    right.set_xlabel("S slices (v5e 4x4, 4 Pods each)")
-    for ax in (left, right):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_ylabel("seconds (median, min-max)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def _errorbar(ax: Any, points: list[tuple[int, Spread]], color: str, style: str, *,
-              marker: str, label: str) -> None:
-    xs = [x for x, _ in points]
-    ys = [s.median for _, s in points]
-    err = [[s.median - s.low for _, s in points], [s.high - s.median for _, s in points]]
-    ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker=marker, capsize=3,
-                label=label)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import report as sim_report
-from benchmarks.real import report
+from benchmarks.real import plot, report
 from benchmarks.real.peers import PEERS, Limits, Peer
 from benchmarks.real.scenarios import Run, footprint, placement, scale
 from benchmarks.real.testbed import DEFAULT, LIFTED, start_testbed
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         existing = args.out.read_text() if args.out.exists() else ""
         args.out.write_text(sim_report.merge(existing, text, variant=VARIANT))
         png = args.out.parent / "real.png"
-        report.plot(results.runs, png)
+        plot.plot(results.runs, png)
         stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H%M}"
         raw_file = args.out.parent / "runs" / f"{stamp}-real{'-quick' if args.quick else ''}.jsonl"
         raw_file.parent.mkdir(exist_ok=True)

@@ -24,6 +24,7 @@ from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.models import JobSet, field_errors
 from jobset_infra.api.names import dns1123_subdomain
+from jobset_infra.api.object_meta import metadata_errors
 from jobset_infra.api.validation import validate
 
 __all__ = ["CheckResult", "check_jobset", "jobset_crd_schema"]
@@ -62,6 +63,7 @@ def check_jobset(
     if type_errors:
         return CheckResult(type_errors)
     errors = _Errors()
+    errors.extend(metadata_errors(manifest.get("metadata"), builtin=False))
     schema = jobset_crd_schema()
     admitted_old = schema.admit(old)[0] if isinstance(old, dict) else None
     for path in schema.pruned_fields(manifest):

@@ -170,6 +170,7 @@ def _errors(document: Any, options: Options) -> list[Any]:
     from jobset_infra.api.check import check_jobset
     from jobset_infra.api.errors import FieldError
     from jobset_infra.api.k8s_openapi import K8S_VERSION, validate_builtin
+    from jobset_infra.api.object_meta import metadata_errors
 
     if not isinstance(document, dict):
         return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
@@ -186,4 +187,4 @@ def _errors(document: Any, options: Options) -> list[Any]:
                 "built-in kind",
             )
         ]
-    return errors
+    return metadata_errors(document.get("metadata"), builtin=True) + errors

@@ -22,6 +22,7 @@ from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.api.crdgen import generate_crd
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import JobSet, field_errors
 from jobset_infra.api.names import dns1123_subdomain
 from jobset_infra.api.object_meta import metadata_errors
@@ -89,6 +90,7 @@ def check_jobset(
     gates, pvcs = feature_gates, existing_pvcs
     rules = validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs)
     errors.extend_unless_restated(rules)
+    errors.extend(child_job_errors(manifest))
     return CheckResult(errors.items, defaulted)
 
 

@@ -177,8 +177,9 @@ class StartupPolicy(ApiModel):
 class Coordinator(ApiModel):
     """The pod whose stable endpoint is published to every Job as a label."""
 
-    replicated_job: str
-    """Replicated job of the coordinator pod."""
+    replicated_job: str = Field(json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
+    """Replicated job of the coordinator pod (a replicated job's name, so at most 63 bytes; the
+    bound also keeps the CEL rule that looks it up within the API server's cost budget)."""
     job_index: int = Field(default=0, ge=0, le=c.MAX_INT32)
     """Job index within that replicated job."""
     pod_index: int = Field(default=0, ge=0, le=c.MAX_INT32)

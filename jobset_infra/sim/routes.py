@@ -6,24 +6,22 @@ content negotiation and discovery; resource verbs live in `verbs`, watches in `s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from jobset_infra.sim import discovery, openapi
+from jobset_infra.sim import bodies, discovery, openapi
 from jobset_infra.sim.errors import (
     StatusError,
-    bad_request,
     internal,
     method_not_allowed,
     not_acceptable,
     unsupported_media_type,
 )
 from jobset_infra.sim.hooks import ApiRequest, InterceptLike, RequestHook, Stats
+from jobset_infra.sim.resources import GVR
 from jobset_infra.sim.responses import JSON, dumps, error_response, json_response
 from jobset_infra.sim.store import Store
 from jobset_infra.sim.streaming import serve_watch
@@ -66,20 +64,16 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
-async def read_body(request: web.Request) -> Any:
-    """JSON or YAML; protobuf and CBOR bodies are 415 (this server speaks JSON only)."""
+async def read_body(request: web.Request, kind: str = "Object") -> Any:
+    """JSON or YAML within the API server's bounds (`bodies`); protobuf and CBOR bodies are 415
+    (this server speaks JSON only). `kind` is the type the body should be, for refusals."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
-    raw = await request.read()
+    raw = await bodies.read_capped(request)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
         raise unsupported_media_type(content_type)
     if not raw:
         return None
-    try:
-        if "yaml" in content_type:
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"error decoding the request body: {exc}") from None
+    return await bodies.decode(raw, content_type, kind)
 
 
 def _check_accept(accept: str) -> None:
@@ -145,8 +139,12 @@ class ApiHandler:
         handler = VERBS.get(api.verb)
         if handler is None:
             raise method_not_allowed(f"{request.method} is not supported")
-        body = None if api.verb in ("get", "list") else await read_body(request)
+        body = None if api.verb in ("get", "list") else await read_body(request, self._kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))
+
+    def _kind(self, api: ApiRequest) -> str:
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource or ""))
+        return info.kind if info is not None else "Object"
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")

@@ -239,6 +239,7 @@ class Store:
         updates.check_preconditions(info, old, obj)
         new = updates.merge_subresource(info, old, obj, subresource)
         updates.check_finalizers(info, old, new)
+        updates.check_metadata(info, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         new = self._admit(info, new, old)

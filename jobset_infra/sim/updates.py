@@ -20,6 +20,7 @@ from jobset_infra.sim.errors import (
     stale,
     unsupported_media_type,
 )
+from jobset_infra.sim.metadata import metadata_causes
 from jobset_infra.sim.object_names import name_causes
 from jobset_infra.sim.resources import ResourceInfo
 
@@ -117,7 +118,7 @@ def prepare_create(
         raise invalid(info.gvr.group, info.kind, "", [field_cause(
             "FieldValueRequired", "metadata.name",
             "Required value: name or generateName is required")])
-    causes = name_causes(info.gvr.group, info.kind, meta)
+    causes = name_causes(info.gvr.group, info.kind, meta) + metadata_causes(info, meta)
     if causes:
         raise invalid(info.gvr.group, info.kind, meta["name"], causes)
     if info.namespaced:
@@ -184,6 +185,13 @@ def check_preconditions(info: ResourceInfo, old: JsonObj, obj: JsonObj) -> None:
     if meta.get("uid") and meta["uid"] != old_meta["uid"]:
         raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
                             f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
+
+
+def check_metadata(info: ResourceInfo, new: JsonObj) -> None:
+    """422 when an update leaves labels, annotations or finalizers the API server refuses."""
+    causes = metadata_causes(info, new["metadata"])
+    if causes:
+        raise invalid(info.gvr.group, info.kind, new["metadata"].get("name", ""), causes)
 
 
 def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:

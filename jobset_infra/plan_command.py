@@ -60,11 +60,24 @@ def available_stacks(stack_dir: Path) -> list[str]:
 
 
 def stack_config(stack_file: Path, project: str = PROJECT) -> dict[str, str]:
-    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string."""
+    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string.
+
+    The file is read like any manifest (`api.input_limits`: at most 8 MiB, bounded YAML), and
+    anything that is not one YAML mapping in UTF-8 is a PlanError naming the file.
+    """
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
     try:
-        document = yaml.safe_load(stack_file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{stack_file}: not valid YAML: {exc}") from exc
+        with stack_file.open("rb") as handle:
+            documents = load_documents(read_bounded(handle, MANIFEST_LIMITS))
+    except OSError as exc:
+        raise PlanError(f"{stack_file}: cannot read: {exc.strerror or exc}") from None
+    except (YamlError, LimitError) as exc:
+        raise PlanError(f"{stack_file}: {exc}") from None
+    if len(documents) > 1:
+        raise PlanError(f"{stack_file}: {len(documents)} YAML documents; a stack file has one")
+    document = documents[0] if documents else {}
     if not isinstance(document, dict):
         raise PlanError(f"{stack_file}: expected a mapping with a `config:` key")
     config = document.get("config") or {}

@@ -99,6 +99,25 @@ def test_broken_stack_yaml_is_a_clear_error(
     assert "not valid YAML" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b"config:\n  x: \xff\xfe\n", "not UTF-8 text", id="not UTF-8"),
+        pytest.param(b"config: &a [*a]\n", "refers to a node that contains it",
+                     id="a recursive alias"),
+        pytest.param(b"a: 1\n---\nb: 2\n", "2 YAML documents", id="two documents"),
+    ],
+)
+def test_an_unreadable_stack_file_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+) -> None:
+    project = _project(tmp_path, "")
+    (project / "stacks" / "Pulumi.demo.yaml").write_bytes(content)
+    assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and expected in err and "Pulumi.demo.yaml" in err
+
+
 # --- the real stacks ------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]

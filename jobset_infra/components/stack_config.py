@@ -10,17 +10,27 @@ reports every config mistake at once. Keys of other namespaces (`gcp:`, `kuberne
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from jobset_infra.api.quantity import parse_quantity_text
 from jobset_infra.manifests.controller_spec import parse_install
 from jobset_infra.manifests.kueue_spec import parse_kueue_install, parse_queue_spec
 from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
-from jobset_infra.tpu.parse import parse_cluster_spec, parse_slice_pools_spec
+from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
@@ -37,6 +47,8 @@ __all__ = [
 
 NAMESPACE = "jobset-infra"
 """The project's config namespace: keys are `jobset-infra:<field>`."""
+PROVIDER_NAMESPACES = ("gcp", "kubernetes", "pulumi", "docker", "docker-build", "command")
+"""Namespaces of the providers a stack may configure; a near miss of these or of ours is a typo."""
 
 
 class StackConfigError(ValueError):
@@ -49,6 +61,15 @@ class StackConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_int(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads `true` as 1 where an int is wanted: `slices: true` would be one slice.
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and bool_for_int(field.annotation, value):
+            raise ValueError(f"expected an integer, got {str(value).lower()}")
+        return value
 
 
 class ControllerBuild(_Strict):
@@ -109,6 +130,16 @@ class WorkloadSettings(_Strict):
     """Submit through Kueue; None = yes on GKE (TPU queue), no on local (no TPU queue)."""
     priority_class: str | None = None
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        amount = parse_quantity_text(value)
+        if amount is None:
+            raise ValueError(f"{value!r} is not a Kubernetes quantity; use e.g. 500m, 2 or 4Gi")
+        if amount < 0:
+            raise ValueError(f"{value!r} is negative; a request is 0 or more")
+        return value
 
 
 class StackConfig(_Strict):
@@ -232,6 +263,9 @@ def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for key, value in raw.items():
         namespace, _, name = str(key).rpartition(":")
         if namespace and namespace != NAMESPACE:
+            if near := _misspelt_namespace(namespace):
+                problems.append(f"{key}: unknown config namespace {namespace!r}; did you mean "
+                                f"{near}:{name}?")
             continue
         decoded = _decoded(value)
         if name not in StackConfig.model_fields:
@@ -241,6 +275,15 @@ def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             values[name] = decoded
     return values, problems
+
+
+def _misspelt_namespace(namespace: str) -> str | None:
+    """The known namespace `namespace` is a near miss of (`jobset-infr` -> `jobset-infra`)."""
+    if namespace in PROVIDER_NAMESPACES:
+        return None
+    near = difflib.get_close_matches(namespace, [NAMESPACE, *PROVIDER_NAMESPACES], n=1,
+                                     cutoff=0.8)
+    return near[0] if near else None
 
 
 class _Undecodable:

@@ -54,6 +54,7 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
     {
         ("jobset_infra.sim.command", "controller.runtime"),  # `jobset-infra sim --controller`
         ("jobset_infra.plan_command", "components"),  # `jobset-infra plan` runs the program
+        ("jobset_infra.plan_command", "api"),  # the stack file is read with the bounded reader
         ("jobset_infra.cli", "api"),  # subcommands are loaded by name
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),

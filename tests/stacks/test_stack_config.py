@@ -147,11 +147,40 @@ SLICES = {
             f"{NS}:workload.queued: the local stack has no TPU pools",
             id="queued workload on local",
         ),
+        pytest.param(
+            "v5e-multislice", {"slices": {**SLICES, "slices": True}},
+            f"{NS}:slices.slices: expected an integer, got true",
+            id="a boolean slice count is not one slice",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "slices": True}},
+            f"{NS}:workload.slices: expected an integer, got true",
+            id="a boolean workload slice count",
+        ),
+        pytest.param(
+            "local", {"workload": {"image": "python:3.11", "command": ["python"], "cpu": "lots"}},
+            f"{NS}:workload.cpu: 'lots' is not a Kubernetes quantity",
+            id="a cpu that is not a quantity",
+        ),
+        pytest.param(
+            "local",
+            {"workload": {"image": "python:3.11", "command": ["python"], "memory": "-1Gi"}},
+            f"{NS}:workload.memory: '-1Gi' is negative",
+            id="a negative memory request",
+        ),
     ],
 )
 def test_bad_config_names_the_key(stack: str, changes: dict[str, Any], expected: str) -> None:
     problems = _problems(_with(stack, **changes))
     assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_misspelt_namespace_is_refused_with_the_key_it_meant() -> None:
+    config = committed_config("v5e-multislice")
+    config["jobset-infr:slices"] = config.pop(f"{NS}:slices")
+    expected = "unknown config namespace 'jobset-infr'; did you mean jobset-infra:slices?"
+    assert f"jobset-infr:slices: {expected}" in _problems(config)
 
 
 def test_every_problem_is_one_line() -> None:

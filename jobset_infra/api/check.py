@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.cluster_bounds import size_errors
 from jobset_infra.api.crd_schema import CrdSchema
 from jobset_infra.api.crdgen import generate_crd
 from jobset_infra.api.defaults import default
@@ -90,6 +91,7 @@ def check_jobset(
     gates, pvcs = feature_gates, existing_pvcs
     rules = validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs)
     errors.extend_unless_restated(rules)
+    errors.extend(size_errors(defaulted))
     errors.extend(child_job_errors(manifest))
     return CheckResult(errors.items, defaulted)
 

@@ -256,3 +256,6 @@ class CoreConfig:
     """Assign exclusive-topology domains in the controller (no webhooks); off = annotation only."""
     controller_name: str = c.JOBSET_CONTROLLER_NAME
     """The spec.managedBy value this controller answers to (nil managedBy also means us)."""
+    max_creates_per_pass: int = 500
+    """Job manifests one pass may build and create; the rest wait for the next pass, which the
+    created Jobs' watch events bring (so memory is bounded and other JobSets get their turn)."""

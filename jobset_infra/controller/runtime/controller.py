@@ -20,12 +20,7 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
-from jobset_infra.controller.core import (
-    MalformedJobSetError,
-    observe,
-    reconcile,
-    reconcile_malformed,
-)
+from jobset_infra.controller.core import Observed, observe, reconcile
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
 from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.controller.placement.inputs import (
@@ -57,6 +52,7 @@ from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
+from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -85,17 +81,19 @@ def core_config(config: ControllerConfig) -> CoreConfig:
     )
 
 
-def core_decider(config: CoreConfig) -> Decide:
-    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
+def core_decider(config: CoreConfig, verdicts: SpecVerdicts | None = None) -> Decide:
+    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan, with the
+    spec's full check and a malformed report remembered per generation (`spec_verdicts`)."""
+    verdicts = verdicts if verdicts is not None else SpecVerdicts()
 
     def decide(seen: Snapshot, now: datetime.datetime) -> Plan:
-        try:
-            observed = observe(
-                seen.jobset, seen.jobs, seen.service_exists, seen.placement, seen.pvc_names
-            )
-        except MalformedJobSetError as err:
-            return reconcile_malformed(seen.jobset, err, now, config)
-        return reconcile(observed, now, config)
+        def observed(check_templates: bool) -> Observed:
+            return observe(seen.jobset, seen.jobs, seen.service_exists, seen.placement,
+                           seen.pvc_names, check_templates=check_templates)
+
+        return verdicts.decide(
+            seen.jobset, observed, lambda o: reconcile(o, now, config), now, config
+        )
 
     return decide
 
@@ -126,7 +124,8 @@ class JobSetController:
         tuning = config.controller
         self.config = config
         self.metrics = metrics
-        self.decide = decide or core_decider(core_config(config))
+        self.verdicts = SpecVerdicts()
+        self.decide = decide or core_decider(core_config(config), self.verdicts)
         self._clock = clock
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
@@ -203,6 +202,8 @@ class JobSetController:
             self.nodes.add_handler(self._on_node)
 
     def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "delete" and old is not None:
+            self.verdicts.forget(jobset_uid(old))
         if kind == "update" and same_but_bookkeeping(old, new):
             return
         self.queue.add(object_key(new if new is not None else old))

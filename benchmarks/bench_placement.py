@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobset_infra.api import constants as c
-from jobset_infra.controller.placement import (
+from jobset_infra.placement import (
     Occupancy,
     SlimNode,
     Taint,
@@ -31,9 +31,9 @@ from jobset_infra.controller.placement import (
     job_view_from_manifest,
     request_from_job_manifest,
 )
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.cluster.scheduler import Scheduler
 
 POOL = "cloud.google.com/gke-nodepool"
 TPU = "google.com/tpu"
@@ -152,14 +152,14 @@ async def bench_end_to_end(slices: int, hosts: int, mode: str) -> float:
 
     from jobset_infra.api.controller_config import ControllerConfig
     from jobset_infra.controller.runtime.manager import run_controller
-    from jobset_infra.sim.job_controller import JobController
-    from jobset_infra.sim.server import Sim
+    from jobset_infra.sim.apiserver.server import Sim
+    from jobset_infra.sim.cluster.job_controller import JobController
 
     sim = Sim(port=0)
     sim.add_component(JobController(sim.store, wait_for_binding=True))
     sim.add_component(Scheduler(sim.store))
     async with sim:
-        with open("jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml") as f:
+        with open("jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml") as f:
             sim.store.create(
                 GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions"), yaml.safe_load(f)
             )

@@ -33,12 +33,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import gc_probe
 from jobset_infra.api import constants as c
+from jobset_infra.sim.apiserver.faults import FaultInjector
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import NAMESPACES
+from jobset_infra.sim.cluster.job_controller import JobController
 from jobset_infra.sim.command import register_crd
-from jobset_infra.sim.faults import FaultInjector
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.server import Sim
-from jobset_infra.sim.store import NAMESPACES
 
 JOBSETS = GVR(c.GROUP, c.VERSION, "jobsets")
 JOBS = GVR("batch", "v1", "jobs")

@@ -24,8 +24,8 @@ from typing import Any
 
 from benchmarks.cluster import JOBS, JOBSETS, PODS, Bench, jobset_manifest, self_cpu_seconds
 from jobset_infra.api import constants as c
-from jobset_infra.sim.store import clone
-from jobset_infra.sim.watch import Watch
+from jobset_infra.sim.apiserver.store import clone
+from jobset_infra.sim.apiserver.watch import Watch
 
 JOBSET_NAME = "ms"
 RJOB = "slice"

@@ -1,4 +1,4 @@
-"""`jobset-infra`: validate | crd | plan | sim.
+"""`jobset-infra`: validate | crd | plan | sim | cluster.
 
 Each subcommand lives in the module that owns its logic; this file only wires them to argparse.
 A subcommand module exposes `add_arguments(parser)` and `run(args) -> int` and keeps heavy imports
@@ -24,9 +24,10 @@ class _Command(Protocol):
 
 COMMANDS: dict[str, str] = {
     "validate": "jobset_infra.api.validate_command",
-    "crd": "jobset_infra.api.crd_command",
+    "crd": "jobset_infra.api.crd.command",
     "plan": "jobset_infra.plan_command",
     "sim": "jobset_infra.sim.command",
+    "cluster": "jobset_infra.cluster.command",
 }
 
 

@@ -126,7 +126,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _admitted(obj: dict[str, object]) -> list[str]:
     """Check one written object independently of plan's own validation."""
     from jobset_infra.api import constants as k
-    from jobset_infra.api.crd_schema import CrdSchema
+    from jobset_infra.api.crd.schema import CrdSchema
     from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
     from jobset_infra.manifests.crd import jobset_crd
     from jobset_infra.manifests.kueue_schema import kueue_errors

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.cluster_bounds import size_errors
-from jobset_infra.api.crd_schema import CrdSchema
-from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.crd.generate import generate_crd
+from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.job_template import child_job_errors

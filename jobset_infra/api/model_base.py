@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError, child, show_value
 
-# json_schema_extra keys understood by crdgen.
+# json_schema_extra keys understood by crd.generate.
 CRD_DEFAULT = "x-crd-default"  # structural default in the CRD (the model default may differ)
 K8S_DEFINITION = "x-k8s-definition"  # inline this Kubernetes OpenAPI definition
 EMBEDDED_DEFAULTS = (

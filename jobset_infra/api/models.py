@@ -6,9 +6,9 @@ without explicit nulls: serialisation keeps exactly the fields that were set, so
 (upstream's effective defaults) never leak into a manifest that did not have them.
 
 CRD-only facts (schema defaults, list types, CEL rules) ride along as `json_schema_extra` keys that
-`crdgen` turns into the CustomResourceDefinition. The child Job template stays a plain dict but is
-checked against the pinned Kubernetes OpenAPI (`k8s_openapi`), so `containerz:` or `image: 5` is
-an error naming its path.
+`crd.generate` turns into the CustomResourceDefinition. The child Job template stays a plain
+dict but is checked against the pinned Kubernetes OpenAPI (`k8s_openapi`), so `containerz:` or
+`image: 5` is an error naming its path.
 """
 
 from __future__ import annotations
@@ -177,9 +177,10 @@ class StartupPolicy(ApiModel):
 class Coordinator(ApiModel):
     """The pod whose stable endpoint is published to every Job as a label."""
 
+    # A replicatedJob name, so a DNS label; the bound also keeps the CEL rules that compare it
+    # with every replicatedJob's name within the real API server's cost budget.
     replicated_job: str = Field(json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
-    """Replicated job of the coordinator pod (a replicated job's name, so at most 63 bytes; the
-    bound also keeps the CEL rule that looks it up within the API server's cost budget)."""
+    """Replicated job of the coordinator pod."""
     job_index: int = Field(default=0, ge=0, le=c.MAX_INT32)
     """Job index within that replicated job."""
     pod_index: int = Field(default=0, ge=0, le=c.MAX_INT32)

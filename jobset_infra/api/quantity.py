@@ -1,7 +1,9 @@
 """Kubernetes resource quantities (`500m`, `16Gi`, `1e3`, `-1`) as exact decimals (pure).
 
-The syntax is the one the API server's schemas carry for every quantity field; a value that
-does not match is refused at admission, a negative one by the Pod/Job validation.
+Declared once, here at the bottom layer, for every reader: `validate` (a negative request, a
+request over its limit), the stack config, and through `placement.scheduling_terms` the
+placement allocator and the sim's scheduler (milli-units). The syntax is the one the API
+server's schemas carry for every quantity field.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ def parse_quantity_text(value: object) -> Decimal | None:
     """The amount `value` stands for (ints and floats as they are), None if not a quantity."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        value = str(value)  # JSON 0.25 is "0.25"; inf and nan (JSON 1e999) match no quantity
     if not isinstance(value, str) or len(value) > 64 or not _QUANTITY.match(value):
         return None
     match = re.match(r"^([+-]?[0-9.]+)(.*)$", value)

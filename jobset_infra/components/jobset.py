@@ -17,14 +17,13 @@ and, for a queued JobSet, after Kueue's queues exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from jobset_infra.api.controller_config import PlacementDomain
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
@@ -37,6 +36,7 @@ from jobset_infra.manifests.workload import (
     WorkloadSpec,
     plan_workload,
 )
+from jobset_infra.placement import placement_problems
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.slice import TpuSlice
 
@@ -48,11 +48,6 @@ TTL_WARNING = (
     "`pulumi up` creates it again (running the job again); leave it unset for JobSets Pulumi "
     "manages, or `pulumi refresh` before `pulumi up`"
 )
-
-PlacementCheck = Callable[[Mapping[str, Any], Sequence[PlacementDomain]], list[str]]
-"""Why a JobSet's exclusive Jobs could never fit the declared pools (empty: they fit); e.g.
-`jobset_infra.controller.placement.placement_problems`, passed in so this shell does not reach
-into the controller."""
 
 SliceSource = TpuSlicePools | SlicePoolsPlan | TpuTarget | tuple[TpuSlice, int]
 """Where TPU jobs run: a TpuSlicePools component, its plan, or (a slice shape, a slice count)."""
@@ -109,11 +104,9 @@ class JobSetArgs(WorkloadSpec):
     exist, an unqueued one once Kueue's webhooks serve (they see every JobSet)."""
     pools: Sequence[TpuSlicePools | SlicePoolsPlan] = ()
     """The cluster's slice pools (as declared to the controller): the JobSet's exclusive Jobs
-    must fit them, checked at preview; TpuSlicePools given here are also waited for (and so
-    outlive the JobSet on `pulumi destroy`)."""
-    placement_check: PlacementCheck | None = None
-    """Checks exclusive Jobs against `pools` at preview; `stacks/` passes the controller's
-    `placement_problems`, so the preview verdict is the allocator's own."""
+    must fit them, checked at preview by the allocator the controller places them with
+    (`jobset_infra.placement.placement_problems`); TpuSlicePools given here are also waited for
+    (and so outlive the JobSet on `pulumi destroy`)."""
     depends_on: Sequence[pulumi.Resource] = ()
     """More prerequisites."""
 
@@ -142,9 +135,7 @@ def plan_args(args: JobSetArgs) -> WorkloadPlan:
 
 def _placement_problems(plan: WorkloadPlan, args: JobSetArgs) -> list[str]:
     domains = pool_domains(pool_plans(args.pools))
-    if args.placement_check is None or not domains:
-        return []
-    return args.placement_check(plan.manifest, domains)
+    return placement_problems(plan.manifest, domains) if domains else []
 
 
 class JobSet(pulumi.ComponentResource):

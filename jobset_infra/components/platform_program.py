@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 from pulumi.runtime.config import CONFIG, get_config_env
 
 from jobset_infra.components.gke_cluster import GkeCluster
-from jobset_infra.components.jobset import JobSet, JobSetArgs, PlacementCheck, tpu_job
+from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job
 from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
@@ -50,24 +50,18 @@ def read_config() -> dict[str, Any]:
     return {**get_config_env(), **CONFIG.get()}
 
 
-def run(placement_check: PlacementCheck | None = None) -> Platform:
+def run() -> Platform:
     """Read and validate the stack config, build the platform, export its outputs."""
-    platform = build_platform(load_stack_config(read_config()), placement_check)
+    platform = build_platform(load_stack_config(read_config()))
     _export(platform)
     return platform
 
 
-def build_platform(
-    config: StackConfig, placement_check: PlacementCheck | None = None
-) -> Platform:
-    """Create every resource the config describes.
-
-    `placement_check` (the controller's `placement_problems`) checks the demo JobSet's exclusive
-    Jobs against the slice pools at preview.
-    """
+def build_platform(config: StackConfig) -> Platform:
+    """Create every resource the config describes."""
     if config.platform == "local":
         return _local(config)
-    return _gke(config, placement_check)
+    return _gke(config)
 
 
 def _local(config: StackConfig) -> Platform:
@@ -78,16 +72,14 @@ def _local(config: StackConfig) -> Platform:
     return Platform(provider, system, kueue, workload)
 
 
-def _gke(config: StackConfig, placement_check: PlacementCheck | None) -> Platform:
+def _gke(config: StackConfig) -> Platform:
     cluster = GkeCluster("gke", config.cluster_spec())
     pools = TpuSlicePools(
         "tpu", TpuSlicePoolsArgs.for_cluster(cluster, config.slice_pools_spec())
     )
     system = _system(config, cluster.provider, pools=(pools.plan,))
     kueue = _kueue(config, cluster.provider, pools=(pools.plan,), after=system)
-    workload = _tpu_workload(
-        config, cluster.provider, system, kueue, pools, placement_check=placement_check
-    )
+    workload = _tpu_workload(config, cluster.provider, system, kueue, pools)
     return Platform(cluster.provider, system, kueue, workload, cluster, pools)
 
 
@@ -193,16 +185,12 @@ def _tpu_workload(
     system: JobSetSystem,
     kueue: Kueue | None,
     pools: TpuSlicePools,
-    *,
-    placement_check: PlacementCheck | None,
 ) -> JobSet | None:
     settings = config.workload
     if settings is None or not settings.enabled:
         return None
     jobs = [tpu_job(pools, _container(settings), slices=settings.slices)]
-    return _jobset(
-        config, provider, system, kueue, jobs, pools=[pools], placement_check=placement_check
-    )
+    return _jobset(config, provider, system, kueue, jobs, pools=[pools])
 
 
 def _cpu_workload(
@@ -227,7 +215,7 @@ def _cpu_workload(
             }
         },
     }
-    return _jobset(config, provider, system, kueue, [rjob], pools=[], placement_check=None)
+    return _jobset(config, provider, system, kueue, [rjob], pools=[])
 
 
 def _jobset(
@@ -238,7 +226,6 @@ def _jobset(
     replicated_jobs: list[Any],
     *,
     pools: list[TpuSlicePools],
-    placement_check: PlacementCheck | None,
 ) -> JobSet:
     settings = config.workload
     assert settings is not None
@@ -257,7 +244,6 @@ def _jobset(
             system=system,
             kueue=kueue,
             pools=pools,
-            placement_check=placement_check,
         ),
     )
 

@@ -18,12 +18,12 @@ CRD_FILE = "jobset.x-k8s.io_jobsets.yaml"
 
 @functools.cache
 def _crd_text() -> str:
-    path = importlib.resources.files("jobset_infra.api").joinpath("crds", CRD_FILE)
+    path = importlib.resources.files("jobset_infra.api.crd").joinpath(CRD_FILE)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"jobset_infra/api/crds/{CRD_FILE} is missing: regenerate it with "
+            f"jobset_infra/api/crd/{CRD_FILE} is missing: regenerate it with "
             "`jobset-infra crd`"
         ) from None
 
@@ -34,7 +34,7 @@ def _parsed() -> dict[str, Any]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     crd = yaml.load(_crd_text(), Loader=loader)  # a safe loader either way
     if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
-        raise ValueError(f"jobset_infra/api/crds/{CRD_FILE} is not a CustomResourceDefinition")
+        raise ValueError(f"jobset_infra/api/crd/{CRD_FILE} is not a CustomResourceDefinition")
     return crd
 
 

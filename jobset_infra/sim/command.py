@@ -32,23 +32,29 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
-from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule, FaultSpecError, parse_rule
-from jobset_infra.sim.nodes import NodeSpecError, PoolSpec, create_nodes, parse_nodes
+from jobset_infra.sim.apiserver.faults import (
+    Fault,
+    FaultInjector,
+    FaultRule,
+    FaultSpecError,
+    parse_rule,
+)
+from jobset_infra.sim.cluster.nodes import NodeSpecError, PoolSpec, create_nodes, parse_nodes
 
 if TYPE_CHECKING:  # imported when used: `jobset-infra validate` need not load aiohttp
-    from jobset_infra.sim.job_controller import JobController
-    from jobset_infra.sim.server import Sim
+    from jobset_infra.sim.apiserver.server import Sim
+    from jobset_infra.sim.cluster.job_controller import JobController
 
 HELP: Final = (
     "run a simulated Kubernetes API server on 127.0.0.1 with the JobSet CRD, a fake Job "
     "controller and TPU-like nodes; --demo runs a multislice JobSet end to end"
 )
-CRD_FILE: Final = Path(__file__).resolve().parent.parent / "api" / "crds" / (
+CRD_FILE: Final = Path(__file__).resolve().parent.parent / "api" / "crd" / (
     "jobset.x-k8s.io_jobsets.yaml"
 )
 CRDS: Final = ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 DEFAULT_PORT: Final = 8080
-_SCHEDULER_MODULE: Final = "jobset_infra.sim.scheduler"
+_SCHEDULER_MODULE: Final = "jobset_infra.sim.cluster.scheduler"
 _RUNTIME_MODULE: Final = "jobset_infra.controller.runtime.manager"
 _LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -173,8 +179,8 @@ class Cluster:
 
 async def start_cluster(opts: Options) -> Cluster:
     """Start the sim, register the CRD, create Nodes, and start the requested components."""
-    from jobset_infra.sim.job_controller import JobController
-    from jobset_infra.sim.server import Sim
+    from jobset_infra.sim.apiserver.server import Sim
+    from jobset_infra.sim.cluster.job_controller import JobController
 
     sim = Sim(port=opts.port)
     if opts.faults:
@@ -223,7 +229,7 @@ def _write_kubeconfig(sim: Sim, wanted: Path | None) -> Path:
 
 def register_crd(store: Any) -> dict[str, Any]:
     """Create our JobSet CustomResourceDefinition; the sim serves jobsets at once."""
-    from jobset_infra.sim.resources import GVR
+    from jobset_infra.sim.apiserver.resources import GVR
 
     crd = yaml.safe_load(CRD_FILE.read_text())
     created: dict[str, Any] = store.create(GVR(*CRDS), crd)

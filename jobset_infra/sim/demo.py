@@ -19,9 +19,9 @@ from typing import Any, Final
 import aiohttp
 
 from jobset_infra.api import constants as c
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.cluster.nodes import parse_nodes
 from jobset_infra.sim.command import Cluster, Options, StartError, start_cluster
-from jobset_infra.sim.nodes import parse_nodes
-from jobset_infra.sim.resources import GVR
 from jobset_infra.testing.jobsets import make_jobset
 from jobset_infra.tpu import constants as tpu
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.crd_cel import compile_expression
-from jobset_infra.api.crd_schema import CrdSchema
-from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.crd.cel import compile_expression
+from jobset_infra.api.crd.generate import generate_crd
+from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 
 Build = Callable[[JobSetBuilder], JobSetBuilder]

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import models
-from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.crd.generate import generate_crd
 
 # Upstream's JSON field names per type (reference §1.1).
 UPSTREAM_FIELDS: dict[type[BaseModel], set[str]] = {

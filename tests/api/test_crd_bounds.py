@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.api.crdgen import generate_crd
+from jobset_infra.api.crd.generate import generate_crd
 
 
 def _schema(path: str) -> dict[str, Any]:

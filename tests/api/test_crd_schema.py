@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.api.crd_cel import append_field_path
-from jobset_infra.api.crd_schema import CrdSchema, CrdSchemaError
+from jobset_infra.api.crd.cel import append_field_path
+from jobset_infra.api.crd.schema import CrdSchema, CrdSchemaError
 from jobset_infra.api.errors import FieldError
 
 WIDGET: dict[str, Any] = {

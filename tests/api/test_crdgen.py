@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from jobset_infra.api import constants as c
-from jobset_infra.api import crd_command
-from jobset_infra.api.crdgen import HEADER, generate_crd, render_crd
+from jobset_infra.api.crd import command as crd_command
+from jobset_infra.api.crd.generate import HEADER, generate_crd, render_crd
 
 
 def _schema() -> dict[str, Any]:
@@ -112,7 +112,7 @@ def test_schema_is_structural() -> None:
 
 
 def test_defaults_are_valid_for_their_own_schema() -> None:
-    from jobset_infra.api.crd_schema import CrdSchema
+    from jobset_infra.api.crd.schema import CrdSchema
 
     for path, node in _nodes(_schema()):
         if "default" in node:

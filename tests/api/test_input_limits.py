@@ -145,7 +145,7 @@ def test_validate_of_dev_zero_stops_at_the_file_limit(
 
 
 def test_the_manifest_depth_limit_holds_a_jobset_crd() -> None:
-    crd = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+    crd = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
     (document,) = load_documents(crd.read_bytes())
     check_depth(document, MANIFEST_LIMITS.max_depth)
     assert isinstance(yaml.safe_load(crd.read_text()), dict)

@@ -306,3 +306,20 @@ def metric_name_violations(modules: Iterable[Module]) -> list[Violation]:
                 text = f"{m.path}:{node.lineno}: metric {first.value!r}: use a METRIC_* constant"
                 found.append(Violation(m.name, str(first.value), text))
     return found
+
+
+def declared_once_violations(
+    modules: Iterable[Module], owner: str, markers: frozenset[str]
+) -> list[Violation]:
+    """String literals that only the concept's one declaration spells, found in another module.
+
+    A marker is a literal no other code has a reason to write (a quantity suffix, an operator
+    only node selectors have): seeing it elsewhere means the concept is being declared again.
+    """
+    return [
+        Violation(m.name, text, f"{m.path}:{line}: {text!r} belongs to {owner}; import it")
+        for m in modules
+        if m.name != owner
+        for line, text in string_literals(m)
+        if text in markers
+    ]

@@ -18,10 +18,13 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.manifests": "manifests",
     "jobset_infra.components": "components",
     "jobset_infra.controller.core": "controller.core",
-    "jobset_infra.controller.placement": "controller.placement",
+    "jobset_infra.placement": "placement",
     "jobset_infra.controller.runtime": "controller.runtime",
+    "jobset_infra.sim.apiserver": "sim.apiserver",
+    "jobset_infra.sim.cluster": "sim.cluster",
     "jobset_infra.sim": "sim",
     "jobset_infra.testing": "testing",
+    "jobset_infra.cluster": "cluster",
     "jobset_infra.cli": "entry",
     "jobset_infra.plan_command": "entry",
 }
@@ -34,16 +37,25 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     "api": frozenset({"api"}),
     "tpu": frozenset({"tpu"}),
     "manifests": frozenset({"manifests", "api", "tpu"}),
-    "components": frozenset({"components", "manifests", "api", "tpu"}),
-    "controller.placement": frozenset({"controller.placement", "api", "tpu"}),
-    "controller.core": frozenset({"controller.core", "controller.placement", "api"}),
-    "controller.runtime": frozenset(
-        {"controller.runtime", "controller.core", "controller.placement", "api"}
-    ),
-    # Guideline 6: the fluent builders live in jobset_infra.testing because sim and the
-    # benchmarks use them too; the transitive test keeps sim's closure free of the controller.
-    "sim": frozenset({"sim", "api", "tpu", "testing"}),
+    # Placement is pure, so the JobSet component runs the allocator's own check at preview.
+    "components": frozenset({"components", "manifests", "placement", "api", "tpu"}),
+    "placement": frozenset({"placement", "api", "tpu"}),
+    "controller.core": frozenset({"controller.core", "placement", "api"}),
+    "controller.runtime": frozenset({"controller.runtime", "controller.core", "placement", "api"}),
+    # The sim's three rooms: the API server stands alone; the cluster components run on its
+    # store (the scheduler shares placement's quantities and matchExpressions); the commands
+    # (sim/command.py, sim/demo.py) wire both. Guideline 6: the fluent builders live in
+    # jobset_infra.testing because sim and the benchmarks use them too; the transitive test
+    # keeps sim's closure free of the controller.
+    "sim.apiserver": frozenset({"sim.apiserver", "api"}),
+    "sim.cluster": frozenset({"sim.cluster", "sim.apiserver", "placement", "api", "tpu"}),
+    "sim": frozenset({"sim", "sim.cluster", "sim.apiserver", "api", "tpu", "testing"}),
     "testing": frozenset({"testing", "api", "tpu", "controller.core"}),
+    # The real local cluster is a shell like the sim: it talks to the API server with the
+    # controller's client, installs what `manifests` builds, and shapes kwok Nodes from the
+    # sim's node-pool spec (the same `--nodes` strings).
+    "cluster": frozenset({"cluster", "controller.runtime", "manifests", "sim.cluster",
+                          "sim.apiserver", "api", "tpu"}),
     # Composition roots import what they wire only lazily (see LAZY_ALLOWED).
     "entry": frozenset(),
 }
@@ -53,11 +65,14 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
 LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
     {
         ("jobset_infra.sim.command", "controller.runtime"),  # `jobset-infra sim --controller`
+        # Sim(job_controller=True, scheduler=True) starts those cluster components by name.
+        ("jobset_infra.sim.apiserver.server", "sim.cluster"),
         ("jobset_infra.plan_command", "components"),  # `jobset-infra plan` runs the program
         ("jobset_infra.plan_command", "api"),  # the stack file is read with the bounded reader
         ("jobset_infra.cli", "api"),  # subcommands are loaded by name
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
+        ("jobset_infra.cli", "cluster"),
     }
 )
 
@@ -66,7 +81,12 @@ LAYER_ALLOW_LIST: Final[dict[tuple[str, str], str]] = {
 }
 
 # Layers whose import sim may reach transitively: sim runs without the controller.
-SIM_CLOSURE: Final[frozenset[str]] = frozenset({"sim", "api", "tpu", "testing", "namespace"})
+SIM_CLOSURE: Final[frozenset[str]] = frozenset(
+    {"sim", "sim.apiserver", "sim.cluster", "placement", "api", "tpu", "testing", "namespace"}
+)
+# Importing the sim's API server runs nothing of its cluster (nor the controller, nor tpu).
+SIM_APISERVER_CLOSURE: Final[frozenset[str]] = frozenset({"sim", "sim.apiserver", "api",
+                                                          "namespace"})
 
 # Third-party rules.
 PULUMI_LAYERS: Final[frozenset[str]] = frozenset({"components"})
@@ -76,7 +96,7 @@ PURE_LAYERS: Final[tuple[str, ...]] = (
     "tpu",
     "manifests",
     "controller.core",
-    "controller.placement",
+    "placement",
 )
 # Network, Kubernetes clients, asyncio and process I/O have no place in pure code.
 IO_MODULES: Final[frozenset[str]] = frozenset(
@@ -130,7 +150,7 @@ MAX_MODULE_LINES: Final = 450
 MAX_FUNCTION_LINES: Final = 60
 SHORT_FUNCTION_LAYERS: Final[tuple[str, ...]] = (
     "jobset_infra.controller.core",
-    "jobset_infra.controller.placement",
+    "jobset_infra.placement",
     "jobset_infra.tpu",
     "jobset_infra.manifests",
 )
@@ -141,7 +161,7 @@ EXPORT_PACKAGES: Final[tuple[str, ...]] = (
     "jobset_infra.api",
     "jobset_infra.tpu",
     "jobset_infra.controller.core",
-    "jobset_infra.controller.placement",
+    "jobset_infra.placement",
 )
 EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {}
 
@@ -175,7 +195,7 @@ ID_TEST_FOLDERS: Final[tuple[str, ...]] = (
 # Guideline 8: allocators and planners get hypothesis properties in these test folders.
 PROPERTY_TEST_FOLDERS: Final[tuple[str, ...]] = (
     "tests/tpu",
-    "tests/controller/placement",
+    "tests/placement",
     "tests/controller/core",
     "tests/api",
 )
@@ -191,3 +211,17 @@ METRIC_CLASSES: Final[frozenset[str]] = frozenset(
     {"Counter", "Gauge", "Histogram", "Summary", "Info", "Enum"}
 )
 METRIC_ALLOW_LIST: Final[dict[str, str]] = {}
+
+
+# Concepts declared once (issue 19): concept -> (the module that declares it, literals only that
+# declaration has a reason to spell). A second declaration elsewhere fails the guard test.
+DECLARED_ONCE_LITERALS: Final[dict[str, tuple[str, frozenset[str]]]] = {
+    "Kubernetes quantities": (
+        "jobset_infra.api.quantity",
+        frozenset({"Ei"}),  # a parser's suffix table
+    ),
+    "node selector requirements": (
+        "jobset_infra.placement.scheduling_terms",
+        frozenset({"Gt", "Lt"}),  # node selector operators
+    ),
+}

@@ -54,14 +54,26 @@ def test_sim_runs_without_the_controller() -> None:
     assert [v.text for v in violations] == [], "importing sim must not import the controller"
 
 
+def test_sim_apiserver_runs_without_its_cluster() -> None:
+    violations = checks.closure_violations(
+        "jobset_infra.sim.apiserver", rules.SIM_APISERVER_CLOSURE, _everything(),
+        known_module_names(),
+    )
+    assert [v.text for v in violations] == [], "the sim's API server stands alone"
+
+
 @pytest.mark.parametrize(
     "start, layers",
     [
         pytest.param("jobset_infra.api", {"api"}, id="api imports only api"),
         pytest.param("jobset_infra.tpu", {"tpu"}, id="tpu imports only tpu"),
         pytest.param(
+            "jobset_infra.placement", {"placement", "api", "tpu"},
+            id="placement imports only placement, api and tpu",
+        ),
+        pytest.param(
             "jobset_infra.controller.core",
-            {"controller.core", "controller.placement", "api", "tpu"},
+            {"controller.core", "placement", "api", "tpu"},
             id="the core's closure is core, placement, api",
         ),
     ],
@@ -175,3 +187,13 @@ def test_all_lists_exactly_the_public_names(module: Module) -> None:
     assert unbound == set(), f"{module.path}: __all__ names what the module does not define"
     assert missing - allowed == set(), f"{module.path}: public names missing from __all__"
     assert allowed <= missing, f"{module.path}: stale EXPORT_ALLOW_LIST names {allowed - missing}"
+
+
+@pytest.mark.parametrize(
+    "concept", [pytest.param(c, id=c) for c in rules.DECLARED_ONCE_LITERALS]
+)
+def test_concepts_are_declared_once(concept: str) -> None:
+    owner, markers = rules.DECLARED_ONCE_LITERALS[concept]
+    assert owner in known_module_names(), f"{owner} is gone: update DECLARED_ONCE_LITERALS"
+    violations = checks.declared_once_violations(_everything(), owner, markers)
+    assert [v.text for v in violations] == [], f"{concept} are declared in {owner} only"

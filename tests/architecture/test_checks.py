@@ -21,10 +21,15 @@ KNOWN = frozenset(
         "jobset_infra.controller",
         "jobset_infra.controller.core",
         "jobset_infra.controller.core.types",
-        "jobset_infra.controller.placement",
+        "jobset_infra.placement",
         "jobset_infra.controller.runtime",
         "jobset_infra.controller.runtime.manager",
         "jobset_infra.sim",
+        "jobset_infra.sim.apiserver",
+        "jobset_infra.sim.apiserver.server",
+        "jobset_infra.sim.apiserver.store",
+        "jobset_infra.sim.cluster",
+        "jobset_infra.sim.cluster.scheduler",
         "jobset_infra.sim.command",
         "jobset_infra.sim.demo",
         "jobset_infra.testing",
@@ -50,8 +55,19 @@ def _mod(name: str, source: str) -> Module:
         pytest.param("jobset_infra.controller.core.x",
                      "from jobset_infra.controller.runtime import manager\n", 1,
                      id="core importing runtime points upwards"),
-        pytest.param("jobset_infra.controller.core.x", "from ..placement import x\n", 0,
+        pytest.param("jobset_infra.controller.core.x", "from ...placement import x\n", 0,
                      id="core importing placement relatively is allowed"),
+        pytest.param("jobset_infra.components.x", "from jobset_infra.placement import x\n", 0,
+                     id="components may use the pure placement package"),
+        pytest.param("jobset_infra.sim.apiserver.x",
+                     "from jobset_infra.sim.cluster import scheduler\n", 1,
+                     id="the sim's API server importing its cluster points the wrong way"),
+        pytest.param("jobset_infra.sim.apiserver.server",
+                     "def f():\n    from jobset_infra.sim.cluster import scheduler\n", 0,
+                     id="Sim loading a cluster component lazily is allowed"),
+        pytest.param("jobset_infra.sim.cluster.x",
+                     "from jobset_infra.sim.apiserver.store import Store\n", 0,
+                     id="the sim's cluster runs on its API server's store"),
         pytest.param("jobset_infra.api.x", "from .models import JobSet\n", 0,
                      id="api importing api relatively is allowed"),
         pytest.param("jobset_infra.sim.x",
@@ -228,9 +244,9 @@ def test_allow_list_reports_stale_entries() -> None:
 def test_relative_imports_resolve_against_the_package() -> None:
     init = module_from_source("jobset_infra.controller.core", "from . import types\n",
                               package=True)
-    leaf = _mod("jobset_infra.controller.core.x", "from ..placement import y\n")
+    leaf = _mod("jobset_infra.controller.core.x", "from ...placement import y\n")
     assert [i.target for i in imports_of(init, KNOWN)] == ["jobset_infra.controller.core.types"]
-    assert [i.target for i in imports_of(leaf, KNOWN)] == ["jobset_infra.controller.placement"]
+    assert [i.target for i in imports_of(leaf, KNOWN)] == ["jobset_infra.placement"]
 
 
 @pytest.mark.parametrize(
@@ -263,7 +279,9 @@ def test_async_check(source: str, want_violations: int) -> None:
     [
         pytest.param("jobset_infra.sim.utils", 1, id="utils.py is a grab bag"),
         pytest.param("jobset_infra.controller.core.helpers", 1, id="helpers.py is a grab bag"),
-        pytest.param("jobset_infra.sim.selectors", 0, id="a module named for what it does"),
+        pytest.param(
+            "jobset_infra.sim.apiserver.selectors", 0, id="a module named for what it does"
+        ),
     ],
 )
 def test_grab_bag_check(name: str, want_violations: int) -> None:
@@ -328,3 +346,21 @@ def test_metric_name_check(source: str, want_violations: int) -> None:
 def test_metric_name_check_ignores_collections_counter() -> None:
     source = "from collections import Counter\nX = Counter('aab')\n"
     assert checks.metric_name_violations([_mod("jobset_infra.sim.x", source)]) == []
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.sim.cluster.x", "SUFFIX = {'Ki': 1024}\n", 1,
+                     id="a second quantity table elsewhere"),
+        pytest.param("jobset_infra.owner", "SUFFIX = {'Ki': 1024}\n", 0,
+                     id="the owner spells its own markers"),
+        pytest.param("jobset_infra.sim.cluster.x", "def f():\n    'Ki and Gt in a docstring'\n",
+                     0, id="a docstring may name them"),
+    ],
+)
+def test_declared_once_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.declared_once_violations(
+        [_mod(name, source)], "jobset_infra.owner", frozenset({"Ki"})
+    )
+    assert len(found) == want_violations

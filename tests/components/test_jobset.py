@@ -12,7 +12,6 @@ from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job, tpu_targ
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.offline import ProgramError
-from jobset_infra.controller.placement import placement_problems
 from jobset_infra.manifests.workload import TpuTarget, WorkloadSpec
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
@@ -67,7 +66,7 @@ def test_args_are_the_workload_spec_plus_where_and_after_what() -> None:
         f.name for f in dataclasses.fields(WorkloadSpec)
     }
     assert issubclass(JobSetArgs, WorkloadSpec)
-    assert own == {"provider", "system", "kueue", "pools", "placement_check", "depends_on"}
+    assert own == {"provider", "system", "kueue", "pools", "depends_on"}
 
 
 def test_metadata_name_is_the_spec_name_not_the_logical_name() -> None:
@@ -253,7 +252,6 @@ def test_hand_written_exclusive_jobs_are_checked_against_the_pools(
             name="train",
             replicated_jobs=[rjob],
             pools=[pools()],
-            placement_check=placement_problems,
         )
         return JobSet("train", args)
 

@@ -1,7 +1,7 @@
 """A whole simulated cluster for the end-to-end examples suite, shared by one test module.
 
 The sim API server with the fake Job controller and the scheduler, Nodes shaped like GKE node pools
-(CPU pools and TPU v5e slice pools from `jobset_infra.sim.nodes`), our CRD, and our JobSet
+(CPU pools and TPU v5e slice pools from `jobset_infra.sim.cluster.nodes`), our CRD, and our JobSet
 controller in the same event loop over real HTTP. Each case gets its own namespace; `World` holds
 the small verbs a test uses to drive Pods the way a kubelet, a preemption or a bad config would.
 """
@@ -28,14 +28,14 @@ from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.manager import RunningController, start_controller
 from jobset_infra.controller.runtime.resources import JOBSETS
+from jobset_infra.sim.apiserver.errors import NotFoundError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import NAMESPACES
+from jobset_infra.sim.cluster.job_controller import JobController
+from jobset_infra.sim.cluster.nodes import PoolSpec, create_nodes, parse_nodes
+from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.sim.command import register_crd
-from jobset_infra.sim.errors import NotFoundError
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.nodes import PoolSpec, create_nodes, parse_nodes
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.server import Sim
-from jobset_infra.sim.store import NAMESPACES
 from jobset_infra.tpu import constants as tpu
 from tests.integration.conftest import fast_config
 

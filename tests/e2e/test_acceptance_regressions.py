@@ -89,8 +89,8 @@ async def test_leader_election_in_a_missing_namespace_is_a_warning(
     """`jobset-controller --leader-elect` against a cluster without the Lease namespace used to
     wait silently forever (the failure was logged at debug level only)."""
     from jobset_infra.controller.runtime.manager import start_controller
+    from jobset_infra.sim.apiserver.server import Sim
     from jobset_infra.sim.command import register_crd
-    from jobset_infra.sim.server import Sim
     from tests.e2e.conftest import until
     from tests.integration.conftest import fast_config
 
@@ -119,8 +119,8 @@ def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
     """The demo used to end with `kubectl get jobsets,jobs,pods -w`, which kubectl refuses
     ("you may only specify a single resource type")."""
     from jobset_infra.cli import main
+    from jobset_infra.sim.apiserver.server import SimThread
     from jobset_infra.sim.command import register_crd
-    from jobset_infra.sim.server import SimThread
 
     assert main(["sim", "--demo"]) == 0
     hint = capsys.readouterr().out.strip().splitlines()[-1]

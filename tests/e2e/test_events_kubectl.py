@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobset_infra.sim.event_views import EVENTS_V1
+from jobset_infra.sim.apiserver.event_views import EVENTS_V1
 from tests.e2e.conftest import ROOT, World, until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]

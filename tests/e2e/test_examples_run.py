@@ -25,8 +25,8 @@ import pytest
 from jobset_infra.api import constants as k
 from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.resources import JOBSETS
-from jobset_infra.sim.job_pods import JOB_NAME_LABEL
-from jobset_infra.sim.nodes import NODES
+from jobset_infra.sim.cluster.job_pods import JOB_NAME_LABEL
+from jobset_infra.sim.cluster.nodes import NODES
 from jobset_infra.tpu import constants as tpu
 from tests.e2e.conftest import JOBS, JOBSET_GVR, PODS, PVCS, ROOT, SERVICES, World, until
 

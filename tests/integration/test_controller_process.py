@@ -107,8 +107,8 @@ def test_bad_flag_exits_2_with_the_flag_named(capsys: pytest.CaptureFixture[str]
 
 @pytest.fixture
 def sim_url() -> Iterator[str]:
+    from jobset_infra.sim.apiserver.server import SimThread
     from jobset_infra.sim.command import register_crd
-    from jobset_infra.sim.server import SimThread
 
     with SimThread(port=0) as sim:
         sim.call(register_crd)
@@ -153,8 +153,8 @@ def test_process_serves_probes_and_stops_gracefully_on_sigterm(sim_url: str) -> 
 
 
 async def test_kubeconfig_with_an_exec_credential_plugin(tmp_path: Path) -> None:
+    from jobset_infra.sim.apiserver.server import Sim, write_kubeconfig
     from jobset_infra.sim.command import register_crd
-    from jobset_infra.sim.server import Sim, write_kubeconfig
 
     plugin = tmp_path / "auth-plugin.py"
     plugin.write_text(
@@ -220,15 +220,14 @@ async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
     assert len(set(ids)) == len(ids), "each reconcile has its own id"
 
 
+@pytest.mark.sim_only("needs the sim's fault injection")
 async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
     """`jobset-controller` exits (code 1, so the Deployment restarts it as a standby) when its
     Lease cannot be renewed within renewDeadline."""
     from jobset_infra.controller.runtime.main import EXIT_LOST_LEASE, serve
     from jobset_infra.controller.runtime.resources import LEASES
-    from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
+    from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 
-    if cluster.sim is None:
-        pytest.skip("needs the sim's fault injection")
     config = fast_config(
         controller={"watchNamespace": cluster.namespace},
         leaderElection={

@@ -26,13 +26,13 @@ import yaml
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController, run_controller
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.hooks import ApiRequest, Intercept
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.nodes import create_nodes, parse_nodes
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.cluster.job_controller import JobController
+from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import fast_config
 
@@ -45,7 +45,7 @@ EVENTS = GVR("events.k8s.io", "v1", "events")
 POOL = "cloud.google.com/gke-nodepool"
 TPU = "google.com/tpu"
 NS = "default"
-CRD_FILE = "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+CRD_FILE = "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
 
 pytestmark = pytest.mark.timeout(60)
 

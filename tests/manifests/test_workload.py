@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as k
-from jobset_infra.api.crd_schema import CrdSchema
+from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.workload import (
     TpuJob,

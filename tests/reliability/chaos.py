@@ -26,18 +26,18 @@ import yaml
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController, start_controller
-from jobset_infra.sim.faults import Fault, FaultInjector, FaultRule
-from jobset_infra.sim.hooks import ApiRequest, InterceptLike
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.nodes import create_nodes, parse_nodes
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
+from jobset_infra.sim.apiserver.hooks import ApiRequest, InterceptLike
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.cluster.job_controller import JobController
+from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.scheduler import Scheduler
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import FATES, JOBSETS, NODES, NS, Driver, terminal_state, workload
 
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
 WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 LEASE = "jobset-chaos"
 

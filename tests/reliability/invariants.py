@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobset_infra.api import constants as c
-from jobset_infra.sim.resources import ResourceInfo
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import ResourceInfo
+from jobset_infra.sim.apiserver.store import Store
 from tests.reliability.scenario import POOL_KEY, attempt_of, finished
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.cluster.job_controller import JobController
 from jobset_infra.testing.jobsets import make_jobset
 
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)

@@ -33,9 +33,9 @@ from jobset_infra.api.check import check_jobset
 from jobset_infra.cli import main
 from jobset_infra.components.stack_config import StackConfigError, load_stack_config
 from jobset_infra.manifests.workload import WorkloadError, WorkloadSpec, plan_workload
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import NAMESPACES, Store
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import NAMESPACES, Store
 from tests.api.strategies import jobset_manifests
 from tests.reliability.chaos import CRD_FILE, CRDS
 from tests.reliability.garbage import mutated

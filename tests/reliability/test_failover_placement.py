@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from jobset_infra.controller.runtime.manager import RunningController, start_controller
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.hooks import ApiRequest, Intercept
-from jobset_infra.sim.job_controller import JobController
-from jobset_infra.sim.nodes import create_nodes, parse_nodes
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.cluster.job_controller import JobController
+from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.scheduler import Scheduler
 from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset

@@ -15,9 +15,9 @@ import yaml
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import run_controller
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.server import Sim
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.testing.jobsets import make_jobset
 from tests.reliability.chaos import CRD_FILE, CRDS
 

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from jobset_infra.controller.runtime.manager import start_controller
-from jobset_infra.sim.resources import GVR, ResourceInfo
-from jobset_infra.sim.server import Sim
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import Store
 from tests.reliability.chaos import CRD_FILE, CRDS, LEASE, controller_config
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobset_infra.sim.resources import GVR
+from jobset_infra.sim.apiserver.resources import GVR
 
 JsonObj = dict[str, Any]
 JOBS = GVR("batch", "v1", "jobs")

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.apply import field_paths, fields_v1_of, from_fields_v1, to_fields_v1
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.patch import APPLY_PATCH, MERGE_PATCH
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.apply import field_paths, fields_v1_of, from_fields_v1, to_fields_v1
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.patch import APPLY_PATCH, MERGE_PATCH
+from jobset_infra.sim.apiserver.store import Store
 from tests.sim.kube_objects import CONFIGMAPS, PODS, configmap, pod
 
 

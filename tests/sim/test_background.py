@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from jobset_infra.sim.background import Background, Component
-from jobset_infra.sim.store import Store
-from jobset_infra.sim.watch import Watch
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.apiserver.watch import Watch
+from jobset_infra.sim.cluster.background import Background, Component
 from tests.sim.kube_objects import CONFIGMAPS, configmap
 
 

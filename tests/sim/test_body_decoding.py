@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.sim.errors import BadRequestError, InvalidError
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.errors import BadRequestError, InvalidError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
 
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")

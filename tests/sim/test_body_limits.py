@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from jobset_infra.api.input_limits import APISERVER_REQUEST_BYTES
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.server import Sim
 
 CM_URL = "/api/v1/namespaces/default/configmaps"
 BOMB = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from jobset_infra.sim.event_views import CORE_EVENTS, EVENTS_V1, to_core, to_events_v1
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.event_views import CORE_EVENTS, EVENTS_V1, to_core, to_events_v1
+from jobset_infra.sim.apiserver.store import Store
 
 REF = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js",
        "namespace": "default", "uid": "u-1"}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.faults import (
+from jobset_infra.sim.apiserver.faults import (
     Fault,
     FaultInjector,
     FaultRule,
@@ -20,7 +20,7 @@ from jobset_infra.sim.faults import (
     RequestInfo,
     parse_rule,
 )
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.server import Sim
 
 CREATE_JOB = RequestInfo("create", "jobs", "ns", "j")
 GET_POD = RequestInfo("get", "pods", "ns", "p")

@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
-from jobset_infra.sim import job_pods, job_sync
-from jobset_infra.sim.job_controller import JOBS, PODS, JobController
-from jobset_infra.sim.nodes import create_nodes, parse_nodes
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.server import Sim
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.cluster import job_pods, job_sync
+from jobset_infra.sim.cluster.job_controller import JOBS, PODS, JobController
+from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
 from tests.sim.test_job_sync import make_job
 
 NS = "team"

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.sim.errors import InvalidError
-from jobset_infra.sim.job_status import index_format_error, problems
-from jobset_infra.sim.store import Store, clone
+from jobset_infra.sim.apiserver.errors import InvalidError
+from jobset_infra.sim.apiserver.job_status import index_format_error, problems
+from jobset_infra.sim.apiserver.store import Store, clone
 from tests.sim.kube_objects import JOBS, job
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"

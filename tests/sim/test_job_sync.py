@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
-from jobset_infra.sim import job_pods, job_sync, pod_failure_policy
-from jobset_infra.sim.job_pods import PodView, pod_view
-from jobset_infra.sim.job_sync import JobSync, format_indexes, parse_indexes, sync_job
+from jobset_infra.sim.cluster import job_pods, job_sync, pod_failure_policy
+from jobset_infra.sim.cluster.job_pods import PodView, pod_view
+from jobset_infra.sim.cluster.job_sync import JobSync, format_indexes, parse_indexes, sync_job
 
 T0 = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 

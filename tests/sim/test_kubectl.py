@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobset_infra.sim.server import SimThread
+from jobset_infra.sim.apiserver.server import SimThread
 from jobset_infra.testing.jobsets import make_jobset
 from tests.sim.kube_objects import JOBS, PODS, job, pod
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
-JOBSET_CRD = Path(__file__).parents[2] / "jobset_infra/api/crds/jobset.x-k8s.io_jobsets.yaml"
+JOBSET_CRD = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
 
 
 # What the Job controller writes when a Job completes (Kubernetes 1.31+ refuses less).

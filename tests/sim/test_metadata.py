@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from jobset_infra.sim.apiserver.errors import InvalidError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.command import register_crd
-from jobset_infra.sim.errors import InvalidError
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import Store
 from tests.api.real_server.cases import METADATA_CASES, configmap, jobset
 
 ANSWERS = json.loads(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.nodes import NodeSpecError, PoolSpec, node_manifests, parse_nodes
+from jobset_infra.sim.cluster.nodes import NodeSpecError, PoolSpec, node_manifests, parse_nodes
 from jobset_infra.tpu import SlicePoolsSpec, TpuSlice, plan_slice_pools, resolve_accelerator
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as c
-from jobset_infra.sim.errors import InvalidError
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.errors import InvalidError
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
 from tests.sim.kube_objects import CONFIGMAPS, CRDS, JOBS, NAMESPACES, WIDGETS, widget_crd
 
 SERVICES = GVR("", "v1", "services")

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from jobset_infra.sim.server import SimThread
+from jobset_infra.sim.apiserver.server import SimThread
 from tests.sim.kube_objects import CONFIGMAPS, job, pod, widget, widget_crd
 
 

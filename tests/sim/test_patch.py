@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.patch import json_merge, json_patch, strategic_merge
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.patch import json_merge, json_patch, strategic_merge
 
 leaf = st.one_of(st.integers(), st.text(max_size=3), st.booleans(),
                  st.lists(st.integers(), max_size=2))

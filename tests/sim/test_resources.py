@@ -8,7 +8,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from jobset_infra.sim.resources import GVR, builtin_resources, plural_of
+from jobset_infra.sim.apiserver.resources import GVR, builtin_resources, plural_of
 
 
 def official_client_paths() -> set[str]:

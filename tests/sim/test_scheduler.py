@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.scheduler import Scheduler
-from jobset_infra.sim.scheduling import parse_quantity, pod_requests, tolerated
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.cluster.scheduler import Scheduler
+from jobset_infra.sim.cluster.scheduling import parse_quantity, pod_requests, tolerated
 
 NODES = GVR("", "v1", "nodes")
 PODS = GVR("", "v1", "pods")

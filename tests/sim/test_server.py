@@ -12,9 +12,9 @@ import aiohttp
 import pytest
 import yaml
 
-from jobset_infra.sim.errors import too_many_requests
-from jobset_infra.sim.hooks import ApiRequest, Intercept
-from jobset_infra.sim.server import Sim, SimThread
+from jobset_infra.sim.apiserver.errors import too_many_requests
+from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
+from jobset_infra.sim.apiserver.server import Sim, SimThread
 from tests.sim.kube_objects import configmap, job, widget, widget_crd
 
 JOBS_URL = "/apis/batch/v1/namespaces/default/jobs"

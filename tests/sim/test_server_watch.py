@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from jobset_infra.sim.hooks import ApiRequest, Intercept
-from jobset_infra.sim.server import Sim
+from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
+from jobset_infra.sim.apiserver.server import Sim
 from tests.sim.kube_objects import configmap
 
 CM_URL = "/api/v1/namespaces/default/configmaps"

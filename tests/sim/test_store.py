@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.sim import patch
-from jobset_infra.sim.errors import (
+from jobset_infra.sim.apiserver import patch
+from jobset_infra.sim.apiserver.errors import (
     AlreadyExistsError,
     ConflictError,
     InvalidError,
     NotFoundError,
     StatusError,
 )
-from jobset_infra.sim.resources import GVR
-from jobset_infra.sim.store import Store, clone
-from jobset_infra.sim.watch import Watch
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.store import Store, clone
+from jobset_infra.sim.apiserver.watch import Watch
 from tests.sim.kube_objects import (
     CONFIGMAPS,
     CRDS,
@@ -439,7 +439,7 @@ def test_strategic_merge_is_refused_for_custom_resources(store: Store) -> None:
 
 
 def test_dependents_of_owners_that_do_not_exist_are_collected(store: Store) -> None:
-    from jobset_infra.sim.gc import collect_dangling
+    from jobset_infra.sim.apiserver.gc import collect_dangling
 
     ghost = {"apiVersion": "batch/v1", "kind": "Job",
              "metadata": {"name": "ghost", "uid": "no-such-uid"}}

@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.errors import StatusError
-from jobset_infra.sim.patch import MERGE_PATCH
-from jobset_infra.sim.store import Store
-from jobset_infra.sim.updates import clone
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.patch import MERGE_PATCH
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.apiserver.updates import clone
 from tests.sim.kube_objects import CONFIGMAPS, JOBS, PODS, configmap, job, owner_ref, pod
 
 NAMES = ["a", "b", "c", "d"]

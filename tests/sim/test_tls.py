@@ -9,7 +9,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from jobset_infra.sim.server import SimThread
+from jobset_infra.sim.apiserver.server import SimThread
 
 
 def test_in_cluster_configuration_reaches_the_sim_over_tls(tmp_path: Path) -> None:

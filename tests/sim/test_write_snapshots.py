@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from jobset_infra.sim.store import Store
+from jobset_infra.sim.apiserver.store import Store
 from tests.sim.kube_objects import CONFIGMAPS, PODS, configmap, pod
 
 

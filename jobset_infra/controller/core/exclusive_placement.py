@@ -2,7 +2,7 @@
 
 Pure; no I/O, no clock. Called by reconcile when it is about to create Jobs (`place_new_jobs`) or
 resume suspended ones (`place_resumed_jobs`). Each Job is handled by its strategy (see
-`controller/placement/strategy.py`), dispatched through a table keyed by `Strategy`:
+`placement/strategy.py`), dispatched through a table keyed by `Strategy`:
 
 * DOMAINS: all Jobs of this pass that need a domain get a free, fitting one through
   `nodeSelector[<topology key>] = <domain>`, or none does. Then they are held (not created, or
@@ -24,7 +24,7 @@ from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.suspend_resume import controller_node_selector
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Manifest, Observed
-from jobset_infra.controller.placement import (
+from jobset_infra.placement import (
     Assignment,
     Domain,
     JobPlacementView,
@@ -36,9 +36,9 @@ from jobset_infra.controller.placement import (
     placed_views,
     request_from_job_manifest,
 )
-from jobset_infra.controller.placement.affinity import with_exclusive_affinity
-from jobset_infra.controller.placement.inputs import PlacementInputs
-from jobset_infra.controller.placement.strategy import Strategy, strategy_for
+from jobset_infra.placement.affinity import with_exclusive_affinity
+from jobset_infra.placement.inputs import PlacementInputs
+from jobset_infra.placement.strategy import Strategy, strategy_for
 
 __all__ = [
     "PlacementDecision",

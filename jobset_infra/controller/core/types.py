@@ -28,7 +28,7 @@ from jobset_infra.controller.core.job_view import (
     format_time,
     parse_time,
 )
-from jobset_infra.controller.placement.inputs import PlacementInputs  # placement's inputs
+from jobset_infra.placement.inputs import PlacementInputs  # placement's inputs
 
 __all__ = [
     "Action",

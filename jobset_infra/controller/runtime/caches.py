@@ -12,7 +12,7 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import ChildJob, child_job_from_manifest
-from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
+from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 
 OWNER_UID_INDEX = "owner-uid"
 NAMESPACE_INDEX = "namespace"

@@ -22,13 +22,6 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.controller.core import Observed, observe, reconcile
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
-from jobset_infra.controller.placement import JobPlacementView, job_view_from_manifest
-from jobset_infra.controller.placement.inputs import (
-    PlacementInputs,
-    needs_exclusive_placement,
-    placement_inputs,
-)
-from jobset_infra.controller.placement.nodes import SlimNode, slim_node_from_manifest
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -54,6 +47,13 @@ from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
 from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
+from jobset_infra.placement import JobPlacementView, job_view_from_manifest
+from jobset_infra.placement.inputs import (
+    PlacementInputs,
+    needs_exclusive_placement,
+    placement_inputs,
+)
+from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import pytest
 
 from jobset_infra.controller import core
 
-# exclusive_placement is the placement engineer's step (tested in tests/controller/placement)
+# exclusive_placement is the placement engineer's step (tested in tests/placement)
 MODULES = sorted(
     m.name for m in pkgutil.iter_modules(core.__path__) if m.name != "exclusive_placement"
 )

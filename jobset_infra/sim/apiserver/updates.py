@@ -1,0 +1,226 @@
+"""Pure steps of a write, shared by create, update, patch and apply: copying, server-set
+metadata on create, the status subresource split, finalizer rules, and turning a PATCH body
+into the next object.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from jobset_infra.sim.apiserver import patch
+from jobset_infra.sim.apiserver.errors import (
+    ConflictError,
+    NotFoundError,
+    bad_request,
+    field_cause,
+    forbidden,
+    invalid,
+    not_found,
+    stale,
+    unsupported_media_type,
+)
+from jobset_infra.sim.apiserver.metadata import metadata_causes
+from jobset_infra.sim.apiserver.object_names import name_causes
+from jobset_infra.sim.apiserver.resources import ResourceInfo
+
+JsonObj = dict[str, Any]
+# metadata fields a client cannot change with an update
+SERVER_OWNED_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "generation", "resourceVersion")
+
+
+def clone(value: Any) -> Any:
+    """Deep copy of JSON-like data (several times faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
+def content(obj: JsonObj, has_status: bool) -> JsonObj:
+    """What `generation` counts: everything but metadata (and status, with the subresource)."""
+    skip = ("metadata", "status") if has_status else ("metadata",)
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+def decoded_body(obj: object) -> JsonObj:
+    """The body as the API server's JSON decoder leaves it: an object whose `metadata` is an
+    object (null decodes to empty) with string maps for labels and annotations; 400 otherwise,
+    worded as the decoder words it."""
+    if not isinstance(obj, dict):
+        raise bad_request("the body of the request was in an unknown format: "
+                          f"cannot unmarshal {type(obj).__name__} into an object")
+    meta = obj.get("metadata")
+    if meta is None:
+        return {**obj, "metadata": {}}
+    if not isinstance(meta, dict):
+        raise bad_request(f"json: cannot unmarshal {type(meta).__name__} into Go struct field "
+                          ".metadata of type v1.ObjectMeta")
+    for key in ("name", "generateName", "namespace", "resourceVersion", "uid"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise bad_request(f"json: cannot unmarshal {type(meta[key]).__name__} into Go struct "
+                              f"field ObjectMeta.metadata.{key} of type string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+        ):
+            raise bad_request("json: cannot unmarshal into Go struct field "
+                              f"ObjectMeta.metadata.{key} of type map[string]string")
+    return obj
+
+
+def namespace_of(info: ResourceInfo, namespace: str | None, obj: JsonObj | None = None) -> str:
+    """The namespace a request addresses ("" for cluster-scoped): the URL's or the body's,
+    400 when they differ or a namespaced resource has none."""
+    if not info.namespaced:
+        return ""
+    in_body = (obj or {}).get("metadata", {}).get("namespace")
+    if namespace and in_body and in_body != namespace:
+        raise bad_request("the namespace of the provided object does not match the "
+                          "namespace sent on the request")
+    ns = namespace or in_body
+    if not ns:
+        raise bad_request(f"a namespace is required for {info.gvr.group_resource}")
+    return str(ns)
+
+
+def check_namespace(info: ResourceInfo, namespace: JsonObj | None, ns: str, name: str) -> None:
+    """Creating in a namespace needs it to exist (404) and not be terminating (403)."""
+    if namespace is None:
+        raise not_found("", "namespaces", ns)
+    if namespace["metadata"].get("deletionTimestamp"):
+        raise forbidden(info.gvr.group, info.gvr.resource, name,
+                        f"unable to create new content in namespace {ns} because it is "
+                        "being terminated")
+
+
+def new_uid(rng: random.Random) -> str:
+    """A version-4 UUID drawn from `rng` (seeded in tests for reproducible uids)."""
+    h = f"{rng.getrandbits(128):032x}"
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+
+def prepare_create(
+    info: ResourceInfo, obj: JsonObj, ns: str, *, uid: str, now: str, name_suffix: str
+) -> JsonObj:
+    """A copy of a create body with the server's metadata: name (from generateName plus
+    `name_suffix` when unset), namespace, uid, creationTimestamp, generation 1."""
+    body = clone(obj)  # apiVersion and kind first, as the API server serialises objects
+    obj = {"apiVersion": info.gvr.api_version, "kind": info.kind,
+           **{k: v for k, v in body.items() if k not in ("apiVersion", "kind")}}
+    meta = obj.setdefault("metadata", {})
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = meta["generateName"] + name_suffix
+    if not meta.get("name"):
+        raise invalid(info.gvr.group, info.kind, "", [field_cause(
+            "FieldValueRequired", "metadata.name",
+            "Required value: name or generateName is required")])
+    causes = name_causes(info.gvr.group, info.kind, meta) + metadata_causes(info, meta)
+    if causes:
+        raise invalid(info.gvr.group, info.kind, meta["name"], causes)
+    if info.namespaced:
+        meta["namespace"] = ns
+    else:
+        meta.pop("namespace", None)
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+        meta.pop(key, None)
+    meta.update(uid=uid, creationTimestamp=now, generation=1)
+    return obj
+
+
+def merge_subresource(
+    info: ResourceInfo, old: JsonObj, obj: JsonObj, subresource: str | None
+) -> JsonObj:
+    """The next stored object: a status write changes only status; a write to the main resource
+    keeps the stored status (with the subresource) and the server-owned metadata."""
+    if subresource == "status":
+        # Stored objects are immutable snapshots, so the new one shares everything but its
+        # metadata (resourceVersion, managedFields are set on it) and status; a whole-object
+        # copy here was the largest item of the sim's profile (every Job/Pod status write).
+        new: JsonObj = dict(old)
+        new["metadata"] = dict(old["metadata"])
+        if "status" in obj:
+            new["status"] = clone(obj["status"])
+        else:
+            new.pop("status", None)
+        return new
+    if subresource is not None:
+        raise NotFoundError(404, "NotFound", "the server could not find the requested resource")
+    new = clone(obj)
+    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+    if info.has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    old_meta = old["metadata"]
+    meta = new.setdefault("metadata", {})
+    for key in SERVER_OWNED_META:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if "managedFields" not in meta and "managedFields" in old_meta:
+        meta["managedFields"] = old_meta["managedFields"]
+    return new
+
+
+def check_put_version(info: ResourceInfo, old: JsonObj, meta: JsonObj) -> None:
+    """A PUT of a custom resource must carry metadata.resourceVersion (422 otherwise)."""
+    if meta.get("resourceVersion") in (None, "") and info.crd is not None:
+        raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+            "FieldValueInvalid", "metadata.resourceVersion",
+            "Invalid value: 0x0: must be specified for an update")])
+
+
+def check_preconditions(info: ResourceInfo, old: JsonObj, obj: JsonObj) -> None:
+    """409 when the write carries a stale resourceVersion or another object's uid."""
+    old_meta, meta = old["metadata"], obj.get("metadata") or {}
+    rv = meta.get("resourceVersion")
+    if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
+        raise stale(info.gvr.group, info.gvr.resource, old_meta["name"])
+    if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+        raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
+                            f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
+
+
+def check_metadata(info: ResourceInfo, new: JsonObj) -> None:
+    """422 when an update leaves labels, annotations or finalizers the API server refuses."""
+    causes = metadata_causes(info, new["metadata"])
+    if causes:
+        raise invalid(info.gvr.group, info.kind, new["metadata"].get("name", ""), causes)
+
+
+def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
+    """422 for a finalizer added to an object that is already being deleted."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    before = set(old["metadata"].get("finalizers") or ())
+    added = [f for f in new["metadata"].get("finalizers") or () if f not in before]
+    if added:
+        raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
+
+
+def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:
+    """The object a merge, JSON or strategic-merge PATCH turns `old` into. Strategic merge is
+    refused for custom resources (415), as Kubernetes does."""
+    if patch_type == patch.MERGE_PATCH:
+        new = patch.json_merge(old, body)
+    elif patch_type == patch.JSON_PATCH:
+        new = patch.json_patch(old, body)
+    elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
+        new = patch.strategic_merge(old, body)
+    else:
+        raise unsupported_media_type(patch_type)
+    if not isinstance(new, dict):
+        raise bad_request("the patch did not result in an object")
+    meta = new.get("metadata") or {}
+    if not meta.get("resourceVersion"):
+        new["metadata"] = dict(meta) | {"resourceVersion": old["metadata"]["resourceVersion"]}
+    return new

@@ -1,0 +1,202 @@
+"""The non-watch resource verbs over HTTP: each takes a `Call` (the parsed request) and returns
+the response a real API server gives, dispatched through `VERBS`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from jobset_infra.sim.apiserver import list_options, tables
+from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+from jobset_infra.sim.apiserver.hooks import ApiRequest
+from jobset_infra.sim.apiserver.listing import ListResult
+from jobset_infra.sim.apiserver.pruning import prune_builtin
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
+from jobset_infra.sim.apiserver.store import Store
+
+JsonObj = dict[str, Any]
+PODS = GVR("", "v1", "pods")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One resource request, parsed: what the verb handlers need and nothing else."""
+
+    store: Store
+    api: ApiRequest
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: Any
+
+    @property
+    def gvr(self) -> GVR:
+        return GVR(self.api.group, self.api.version, self.api.resource)
+
+    @property
+    def dry_run(self) -> bool:
+        return self.query.get("dryRun") == "All"
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("Content-Type", "").split(";")[0].strip()
+
+    @property
+    def field_manager(self) -> str:
+        """`fieldManager`, or the User-Agent up to its first "/", as Kubernetes derives it."""
+        agent = self.headers.get("User-Agent", "").split("/", 1)[0][:128]
+        return self.query.get("fieldManager") or agent or "unknown"
+
+    def obj(self) -> JsonObj:
+        return _as_object(self.body)
+
+
+def _as_object(body: Any) -> JsonObj:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be an object")
+    if not isinstance(body.get("metadata", {}), dict):
+        raise bad_request("metadata must be an object")
+    return body
+
+
+def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Response:
+    info = call.store.info(call.gvr)
+    meta: JsonObj = {"resourceVersion": str(call.store.resource_version)}
+    if page is not None:
+        meta = {"resourceVersion": page.resource_version}
+        if page.continue_token:  # a Table page keeps it too: kubectl pages tables by 500
+            meta["continue"] = page.continue_token
+            meta["remainingItemCount"] = page.remaining
+    if "as=Table" in call.headers.get("Accept", ""):
+        include = call.query.get("includeObject", "Metadata")
+        return json_response(tables.table(info, items, meta, include))
+    if page is None:
+        return json_response(items[0])
+    return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
+                          "metadata": meta, "items": items})
+
+
+def field_validation(call: Call) -> tuple[Any, list[str]]:
+    """The body without unknown fields, and warnings: fieldValidation=Strict (kubectl's
+    default) refuses unknown fields with 400, Warn drops them with a warning each, Ignore (or
+    no parameter) drops them silently. Custom resources are pruned by their CRD schema on
+    admission; built-in kinds by the pinned OpenAPI definitions here."""
+    if not isinstance(call.body, dict):
+        return call.body, []
+    schema = call.store.schemas.get(call.gvr)
+    if schema is not None:
+        body, dropped = call.body, schema.pruned_fields(call.body)
+    else:
+        kind = call.store.info(call.gvr).kind
+        body, dropped = prune_builtin(call.gvr.api_version, kind, call.body)
+    unknown = [f'unknown field "{path}"' for path in dropped]
+    mode = call.query.get("fieldValidation")
+    if unknown and mode == "Strict":
+        raise bad_request("strict decoding error: " + ", ".join(unknown))
+    return body, unknown if mode == "Warn" else []
+
+
+async def get(call: Call) -> web.Response:
+    obj = call.store.get(call.gvr, call.api.name or "", call.api.namespace)
+    return _render(call, [obj], None)
+
+
+async def list_(call: Call) -> web.Response:
+    query = call.query
+    list_options.check(query, watch=False)
+    limit = number(query, "limit")
+    page = call.store.list(call.gvr, call.api.namespace,
+                           label_selector=query.get("labelSelector"),
+                           field_selector=query.get("fieldSelector"),
+                           limit=int(limit) if limit else None,
+                           continue_token=query.get("continue") or None)
+    return _render(call, page.items, page)
+
+
+async def create(call: Call) -> web.Response:
+    if call.api.subresource == "binding" or (call.api.resource == "pods" and call.api.name):
+        return json_response(bind(call), 201)
+    body, warnings = field_validation(call)
+    obj = call.store.create(call.gvr, _as_object(body), call.api.namespace,
+                            field_manager=call.field_manager, dry_run=call.dry_run)
+    return with_warnings(json_response(obj, 201), warnings)
+
+
+async def update(call: Call) -> web.Response:
+    pruned, warnings = field_validation(call)
+    body = _as_object(pruned)
+    if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
+        raise bad_request("the name of the object does not match the name on the URL")
+    body.setdefault("metadata", {})["name"] = call.api.name
+    obj = call.store.update(call.gvr, body, call.api.namespace, field_manager=call.field_manager,
+                            subresource=call.api.subresource, dry_run=call.dry_run)
+    return with_warnings(json_response(obj), warnings)
+
+
+async def patch(call: Call) -> web.Response:
+    applying = "apply" in call.content_type
+    obj = call.store.patch(
+        call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
+        subresource=call.api.subresource,
+        field_manager=call.query.get("fieldManager") if applying else call.field_manager,
+        force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run)
+    return json_response(obj)
+
+
+def _propagation(call: Call) -> str | None:
+    options = call.body if isinstance(call.body, dict) else {}
+    propagation = options.get("propagationPolicy") or call.query.get("propagationPolicy")
+    if propagation is None and options.get("orphanDependents") is not None:
+        propagation = "Orphan" if options["orphanDependents"] else "Background"
+    return propagation
+
+
+async def delete(call: Call) -> web.Response:
+    """200 with a Success Status when the object is gone, 202 with it while finalizers hold it."""
+    options = call.body if isinstance(call.body, dict) else {}
+    obj, gone = call.store.delete(
+        call.gvr, call.api.name or "", call.api.namespace, propagation=_propagation(call),
+        preconditions=options.get("preconditions"),
+        dry_run=call.dry_run or options.get("dryRun") == ["All"])
+    if not gone:
+        return json_response(obj, 202)
+    meta = obj["metadata"]
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": "Success", "details": {
+                              "name": meta["name"], "group": call.gvr.group,
+                              "kind": call.gvr.resource, "uid": meta["uid"]}})
+
+
+async def delete_collection(call: Call) -> web.Response:
+    items = call.store.delete_collection(
+        call.gvr, call.api.namespace, label_selector=call.query.get("labelSelector"),
+        field_selector=call.query.get("fieldSelector"), propagation=_propagation(call))
+    info = call.store.info(call.gvr)
+    return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
+                          "metadata": {}, "items": items})
+
+
+def bind(call: Call) -> JsonObj:
+    """pods/<name>/binding: set spec.nodeName once, as the scheduler's Binding does."""
+    target = (call.obj().get("target") or {}).get("name")
+    if not target:
+        raise bad_request("a binding needs target.name")
+    name = call.api.name or ""
+    pod = call.store.get(PODS, name, call.api.namespace)
+    if pod.get("spec", {}).get("nodeName"):
+        raise StatusError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding '
+                          f'"{name}": pod {name} is already assigned to node '
+                          f'"{pod["spec"]["nodeName"]}"')
+    bound = dict(pod) | {"spec": dict(pod["spec"]) | {"nodeName": target}}
+    call.store.replace(call.store.info(PODS), pod, bound)
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "code": 201}
+
+
+VERBS: dict[str, Callable[[Call], Awaitable[web.Response]]] = {
+    "get": get, "list": list_, "create": create, "update": update, "patch": patch,
+    "delete": delete, "deletecollection": delete_collection,
+}

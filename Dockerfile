@@ -10,7 +10,10 @@
 # the timestamps the wheel build records. Only the controller's dependencies are installed: the
 # Pulumi SDKs are for `pulumi up`, not for the pod.
 
-ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
+# The base by digest, so a re-pushed tag cannot change what we build on: the multi-platform
+# manifest digest of python:3.11.13-slim-bookworm that `docker pull` reports (not pulled here:
+# no registry access; the digest is the one public build records pinning that tag give).
+ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \

@@ -9,20 +9,25 @@ Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upst
 controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
 pod webhook to repair), no webhook configurations (there are no webhooks, so no cert injection),
 PersistentVolumeClaims only listed, watched and created (volumeClaimPolicies; never read one by
-one), and Leases are granted in the controller's own namespace only.
+one), and Leases are granted in the controller's own namespace only, get/update of the
+controller's one Lease by name. TokenReviews and SubjectAccessReviews are created to check who
+scrapes the secure /metrics, as controller-runtime's metrics filters do; scrapers themselves
+get `METRICS_READER_RULES` (upstream's `metrics-reader` ClusterRole).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobset_infra.api.constants import GROUP
+from jobset_infra.api.constants import GROUP, LEADER_ELECTION_ID
 
 __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
+    "METRICS_READER_RULES",
     "NAMESPACE_RULES",
     "PolicyRule",
+    "leader_election_rules",
 ]
 
 _CORE_GROUP = ""
@@ -30,6 +35,8 @@ _BATCH_GROUP = "batch"
 _JOBSET_GROUP = GROUP
 _EVENTS_GROUP = "events.k8s.io"
 _COORDINATION_GROUP = "coordination.k8s.io"
+_AUTHENTICATION_GROUP = "authentication.k8s.io"
+_AUTHORIZATION_GROUP = "authorization.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -39,14 +46,23 @@ class PolicyRule:
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
+    """Only these objects (RBAC cannot name the object of a create: it is in the body)."""
+    non_resource_urls: tuple[str, ...] = ()
+    """A rule on URLs such as /metrics instead of API resources (api_groups and resources empty)."""
 
     def to_dict(self) -> dict[str, list[str]]:
         """Return the rule as a Kubernetes `rbac.authorization.k8s.io/v1` PolicyRule."""
-        return {
+        if self.non_resource_urls:
+            return {"nonResourceURLs": list(self.non_resource_urls), "verbs": list(self.verbs)}
+        rule = {
             "apiGroups": list(self.api_groups),
             "resources": list(self.resources),
             "verbs": list(self.verbs),
         }
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        return rule
 
 
 CLUSTER_RULES: tuple[PolicyRule, ...] = (
@@ -71,14 +87,31 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
     PolicyRule((_EVENTS_GROUP,), ("events",), ("create", "patch")),
     PolicyRule((_CORE_GROUP,), ("events",), ("create", "patch")),
+    # Secure metrics: each scraper's token is reviewed and its access to /metrics checked.
+    PolicyRule((_AUTHENTICATION_GROUP,), ("tokenreviews",), ("create",)),
+    PolicyRule((_AUTHORIZATION_GROUP,), ("subjectaccessreviews",), ("create",)),
 )
 """Cluster-wide rules, bound to the controller's ServiceAccount by a ClusterRoleBinding."""
 
-NAMESPACE_RULES: tuple[PolicyRule, ...] = (
-    # Leader election: one Lease in the controller's own namespace (a Role, not cluster-wide).
-    PolicyRule((_COORDINATION_GROUP,), ("leases",), ("get", "create", "update")),
+
+def leader_election_rules(lease_name: str = LEADER_ELECTION_ID) -> tuple[PolicyRule, ...]:
+    """Leader election, in the controller's own namespace (a Role, not cluster-wide): get and
+    update of its one Lease by name; create cannot be limited by name, so it is granted for
+    Leases of that namespace, which holds nothing but the controller."""
+    return (
+        PolicyRule((_COORDINATION_GROUP,), ("leases",), ("get", "update"),
+                   resource_names=(lease_name,)),
+        PolicyRule((_COORDINATION_GROUP,), ("leases",), ("create",)),
+    )
+
+
+NAMESPACE_RULES: tuple[PolicyRule, ...] = leader_election_rules()
+"""Rules granted only in the controller's namespace, for the default Lease name."""
+
+METRICS_READER_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule((), (), ("get",), non_resource_urls=("/metrics",)),
 )
-"""Rules granted only in the controller's namespace, through a Role and RoleBinding."""
+"""What a scraper (Prometheus' ServiceAccount) needs to be bound to, to read /metrics."""
 
 ALL_RULES: tuple[PolicyRule, ...] = CLUSTER_RULES + NAMESPACE_RULES
 """Every permission the controller holds, cluster-wide and namespaced."""

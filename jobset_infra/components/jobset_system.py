@@ -149,6 +149,7 @@ class JobSetSystem(pulumi.ComponentResource):
         for key, manifest in (
             ("pdb", objects.pod_disruption_budget),
             ("metrics", objects.metrics_service),
+            ("metrics-reader", objects.metrics_reader_role),
             ("service-monitor", objects.service_monitor),
         ):
             if manifest is not None:
@@ -182,6 +183,7 @@ class JobSetSystem(pulumi.ComponentResource):
             self._create("cluster-role-binding", objects.cluster_role_binding),
             self._create("leader-election-role", objects.role, [ns]),
             self._create("leader-election-role-binding", objects.role_binding, [ns]),
+            self._create("network-policy", objects.network_policy, [ns]),
             self._create("config", objects.config_map, [ns]),
         ]
 

@@ -33,6 +33,12 @@ WANT_CLUSTER_RULES = [
     },
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+    {
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["subjectaccessreviews"],
+        "verbs": ["create"],
+    },
 ]
 
 
@@ -41,17 +47,29 @@ def test_cluster_role_has_exactly_the_declared_rules() -> None:
     assert role["rules"] == WANT_CLUSTER_RULES
 
 
-def test_leader_election_role_grants_leases_in_its_namespace_only() -> None:
-    role = rbac.leader_election_role("jobset-controller-leader-election", "jobset-system", LABELS)
+def test_leader_election_role_grants_its_own_lease_in_its_namespace_only() -> None:
+    role = rbac.leader_election_role(
+        "jobset-controller-leader-election", "jobset-system", LABELS, "my-lease"
+    )
     assert role["kind"] == "Role"
     assert role["metadata"]["namespace"] == "jobset-system"
     assert role["rules"] == [
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
+            "verbs": ["get", "update"],
+            "resourceNames": ["my-lease"],
+        },
+        # RBAC cannot limit a create by name: the name is in the body, not the URL.
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]
+
+
+def test_the_metrics_reader_role_grants_get_on_metrics_only() -> None:
+    role = rbac.metrics_reader_role("jobset-controller-metrics-reader", LABELS)
+    assert role["kind"] == "ClusterRole"
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert validate_builtin(role) == []
 
 
 @pytest.mark.parametrize(
@@ -95,7 +113,7 @@ def test_bindings_point_at_the_roles_and_the_service_account() -> None:
         pytest.param(rbac.service_account("sa", "ns1", LABELS), id="service account"),
         pytest.param(rbac.cluster_role("cr", LABELS), id="cluster role"),
         pytest.param(rbac.cluster_role_binding("cr", LABELS, "sa", "n"), id="cluster role binding"),
-        pytest.param(rbac.leader_election_role("r", "ns1", LABELS), id="role"),
+        pytest.param(rbac.leader_election_role("r", "ns1", LABELS, "lease"), id="role"),
         pytest.param(rbac.leader_election_role_binding("r", "n", LABELS, "sa"), id="role binding"),
     ],
 )

@@ -52,6 +52,12 @@ PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 
 # (api group, resource[/subresource], verb) the runtime uses, with why.
 PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
@@ -89,6 +95,9 @@ PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
         ("events.k8s.io", "events", "patch"),
         ("", "events", "create"),
         ("", "events", "patch"),
+        # Secure metrics: who scrapes /metrics is authenticated and authorized by the API server.
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
     }
 )
 

@@ -6,6 +6,7 @@ content negotiation and discovery; resource verbs live in `verbs`, watches in `s
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -148,7 +149,9 @@ class ApiHandler:
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and token.strip() == self.token
+        # Constant time: how long the compare takes must not tell how much of a guess was right.
+        expected = (self.token or "").encode()
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected)
 
     def _discovery(self, request: web.Request, api: ApiRequest) -> web.Response:
         path = api.path.rstrip("/") or "/"

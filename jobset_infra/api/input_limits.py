@@ -147,14 +147,29 @@ def json_depth(data: bytes) -> int:
     return max(itertools.accumulate(1 if step else -1 for step in steps))
 
 
-def loads_json(data: bytes | str, limits: Limits) -> Any:
-    """`json.loads` after the size and depth checks; raise LimitError or ValueError."""
+def loads_json(data: bytes | str, limits: Limits, *, interruptible: bool = False) -> Any:
+    """`json.loads` after the size and depth checks; raise LimitError or ValueError.
+
+    `interruptible`: build objects and integers through Python callbacks, so a decode on a
+    worker thread hands the GIL to other threads every few microseconds instead of holding it
+    for the whole parse (a 3 MiB body: 100-300 ms); about twice as slow.
+    """
     raw = data.encode() if isinstance(data, str) else data
     check_size(len(raw), limits)
     if raw.count(b"[") + raw.count(b"{") > limits.max_depth and json_depth(raw) > limits.max_depth:
         raise _depth_error(limits)
     ensure_recursion_headroom(limits.max_depth)
+    if interruptible:
+        return json.loads(raw, object_pairs_hook=_object, parse_int=_integer)
     return json.loads(raw)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return dict(pairs)  # Python code: the interpreter may switch threads here
+
+
+def _integer(text: str) -> int:
+    return int(text)
 
 
 def ensure_recursion_headroom(depth: int) -> None:

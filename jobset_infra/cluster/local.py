@@ -116,7 +116,8 @@ def admin_access(layout: Layout) -> ClusterAccess:
 def start_cluster(options: ClusterOptions, progress: Progress = print,
                   tools: Tools | None = None) -> RunningCluster:
     """Start the whole control plane and its Nodes; raise ComponentError with a log tail."""
-    pools = () if options.apiserver_only else (*parse_nodes(options.nodes), *options.extra_pools)
+    pools = () if options.apiserver_only else with_system_pool(
+        (*parse_nodes(options.nodes), *options.extra_pools), progress)
     tools = tools or find_tools(apiserver_only=options.apiserver_only)
     folder = options.folder or default_folder(options.name)
     _claim(folder)
@@ -145,6 +146,16 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
         raise
     progress(f"cluster ready in {time.monotonic() - started_at:.1f} s at {layout.url}")
     return cluster
+
+
+def with_system_pool(pools: tuple[PoolSpec, ...], progress: Progress) -> tuple[PoolSpec, ...]:
+    """`pools`, plus GKE's one-node default CPU pool when every pool is tainted: a GKE cluster
+    always keeps an untainted pool for system Pods, and our controller's Pods need one."""
+    if any(not pool.taints for pool in pools):
+        return pools
+    progress("adding GKE's default-pool (cpu:1) for system Pods: every pool asked for is "
+             "tainted")
+    return (*pools, *parse_nodes("cpu:1"))
 
 
 def _run(work: Coroutine[Any, Any, None]) -> None:

@@ -95,7 +95,8 @@ def test_validate_exits_0_or_1_with_a_line_per_problem(
     assert code == (0 if check_jobset(manifest).ok else 1), text
     assert "Traceback" not in text
     if code == 1:
-        assert [line for line in text.splitlines() if line.startswith(f"{path}:")], text
+        where = f"{path} (document 1): "
+        assert [line for line in text.splitlines() if line.startswith(where)], text
 
 
 def workload_spec(manifest: dict[str, Any]) -> WorkloadSpec:

@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,27 @@ def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
         ) from None
 
 
+def check_out(out: Path) -> None:
+    """Raise PlanError now if `--out` could not be written later, so a typo does not cost a plan.
+
+    Nothing is created: `out` must be a writable folder, or not exist under a writable folder
+    (a probe file is made and removed there).
+    """
+    existing = next(p for p in [out, *out.parents] if p.exists() or p == p.parent)  # "." or "/"
+    problem = None
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"{existing} is a file"
+        problem = f"{what}, not a folder"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as err:
+            problem = f"cannot create files in {existing} ({err.strerror or err})"
+    if problem:
+        raise PlanError(f"--out {out}: {problem}; choose a folder you can write to")
+
+
 def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
@@ -152,6 +174,8 @@ def _plan(args: argparse.Namespace) -> int:
         known = ", ".join(available_stacks(stack_dir)) or "none"
         raise PlanError(f"no stack {args.stack!r}: {stack_file} does not exist (stacks: {known})")
     config = stack_config(stack_file)
+    if args.out is not None:
+        check_out(args.out)
 
     print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
     started = time.monotonic()

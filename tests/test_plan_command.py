@@ -205,3 +205,31 @@ def test_objects_the_cluster_would_refuse_fail_the_plan(
     assert code == 1
     assert "error: Service team/svc: spec.ports[0].port:" in err
 
+
+
+@pytest.mark.parametrize(
+    ("out", "want"),
+    [
+        pytest.param("afile", "afile: is a file, not a folder", id="a file where the folder goes"),
+        pytest.param("afile/plan", "afile is a file, not a folder", id="a file as a parent"),
+    ],
+)
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_plan_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str, want: str
+) -> None:
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    (tmp_path / "afile").write_text("in the way\n")
+    argv = ["plan", "--stack", "demo", "--project-dir", str(project), "--out", str(tmp_path / out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"error: --out {tmp_path / out}: " in err and want in err
+    assert "choose a folder you can write to" in err
+    assert "Planning stack" not in err  # refused before the program ran
+
+
+def test_checking_the_out_folder_creates_nothing(tmp_path: Path) -> None:
+    from jobset_infra.plan_command import check_out
+
+    check_out(tmp_path / "new" / "plan")
+    check_out(tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -124,7 +124,7 @@ def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
 
     assert main(["sim", "--demo"]) == 0
     hint = capsys.readouterr().out.strip().splitlines()[-1]
-    command = re.search(r"watch(?: it)?: kubectl (get \S+ -w)", hint)
+    command = re.search(r"watch(?: it)?: (?:\S*/)?kubectl (get \S+ -w)", hint)
     assert command is not None, hint
     with SimThread(port=0) as sim:
         sim.call(register_crd)

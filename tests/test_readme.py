@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from jobset_infra.components.offline import run_offline
 
 README = Path(__file__).parents[1] / "README.md"
@@ -40,6 +42,7 @@ def section_blocks(title: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
 
 
+@pytest.mark.slow
 def test_the_laptop_quickstart_runs_a_jobset_through_a_failure_to_completed(
     tmp_path: Path,
 ) -> None:

@@ -152,6 +152,7 @@ def test_a_directory_without_manifests_says_to_pass_files(
         assert line.endswith(str(tmp_path / "*" / "*.yaml"))
 
 
+@pytest.mark.slow
 def test_stdin_is_read_with_dash() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "jobset_infra.cli", "validate", "-"],

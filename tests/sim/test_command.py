@@ -202,6 +202,7 @@ def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
     assert f"Run your own: {tool} sim --nodes v5e-2x4:4 --controller --auto-complete 5" in out
 
 
+@pytest.mark.slow
 def test_the_demo_with_keep_serves_kubectl_until_ctrl_c() -> None:
     proc, lines = _start("--demo", "--keep")
     try:
@@ -222,6 +223,7 @@ def test_the_demo_with_keep_serves_kubectl_until_ctrl_c() -> None:
     assert "shutting down" in out and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_with_the_controller_a_jobset_applied_by_kubectl_runs_to_completion(
     tmp_path: Path,
 ) -> None:

@@ -83,3 +83,23 @@ def test_the_laptop_quickstart_runs_a_jobset_through_a_failure_to_completed(
         sim.send_signal(signal.SIGINT)
         sim.communicate(timeout=15)
     assert sim.returncode == 0
+
+
+def test_the_readme_test_command_is_the_full_suite_ci_runs() -> None:
+    """`make test-fast` is the shortcut; the README's command stays the one CI runs, whole."""
+    import tomllib
+
+    root = README.parent
+    [command] = section_blocks_after("Run the tests")
+    assert command.strip() == ".venv/bin/pytest -q"
+    assert command.strip() in (root / ".ci" / "run").read_text().splitlines()
+    fast = re.search(r"^test-fast:.*\n\t(.*)$", (root / "Makefile").read_text(), re.MULTILINE)
+    assert fast is not None and fast[1] == '$(BIN)/pytest -q -m "not slow"'
+    options = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert "--durations=15" in options["ini_options"]["addopts"].split()
+
+
+def section_blocks_after(text: str) -> list[str]:
+    """The first ```sh block after the README line starting with `text`."""
+    after = README.read_text().split(f"\n{text}", 1)[1]
+    return re.findall(r"```sh\n(.*?)```", after, flags=re.DOTALL)[:1]

@@ -140,6 +140,44 @@ def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
+HELM_DIR = "helm"  # below DIR: `kubectl apply -f DIR` does not read subfolders
+
+
+def write_helm_values(releases: list[Any], out: Path) -> list[str]:
+    """Write each Helm release's values to DIR/helm/<release>.values.yaml; return the notes that
+    say how to install them, since `kubectl apply -f DIR` leaves the releases out."""
+    try:
+        folder = out / HELM_DIR
+        for stale in folder.glob("*.values.yaml") if folder.is_dir() else ():
+            stale.unlink()
+        notes = []
+        for release in releases:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{release.name}.values.yaml"
+            path.write_text(yaml.dump(_sorted(release.values), Dumper=_BlockDumper))
+            notes.append(
+                f"note: `kubectl apply -f {out}` leaves out Helm release {release.name} "
+                f"({release.chart} {release.version}); install it first, its webhooks must "
+                f"serve before its objects are created: {release.install_command(str(path))}"
+            )
+        return notes
+    except OSError as err:
+        raise PlanError(
+            f"--out {out}: cannot write there ({err.strerror or err}: {err.filename or out}); "
+            "choose a folder you can write to"
+        ) from None
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (an embedded config file) as `|` blocks, readable in the values."""
+
+
+_BlockDumper.add_representer(
+    str, lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+)
+
+
 def _readable(obj: dict[str, Any]) -> dict[str, Any]:
     """Return `obj` with apiVersion, kind, metadata first and every nested mapping sorted.
 
@@ -181,7 +219,12 @@ def _plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
     from jobset_infra.components.offline import ProgramError, run_offline
-    from jobset_infra.components.preview import apply_order, kubernetes_objects, render_tree
+    from jobset_infra.components.preview import (
+        apply_order,
+        helm_releases,
+        kubernetes_objects,
+        render_tree,
+    )
 
     try:
         result = run_offline(
@@ -208,6 +251,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         paths = write_objects(objects, args.out)
         print(f"Wrote {len(paths)} Kubernetes objects to {args.out}", file=sys.stderr)
+        for note in write_helm_values(helm_releases(registrations), args.out):
+            print(note, file=sys.stderr)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     elapsed = time.monotonic() - started

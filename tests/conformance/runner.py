@@ -163,7 +163,10 @@ def play_step(target: Target, step: JsonObj, env: dict[str, str]) -> JsonObj:
     conn = target.connection(timeout=float(step.get("timeout", 15)))
     try:
         conn.request(step["method"], path, body=body, headers=headers)
-        response = conn.getresponse()
+        try:
+            response = conn.getresponse()
+        except (http.client.HTTPException, ConnectionError) as err:
+            return {"code": 0, "warnings": [], "body": {"no answer": type(err).__name__}}
         content_type = response.getheader("Content-Type", "")
         if "watch" in step and response.status == 200:
             answer: Any = _watch_events(response, int(step["watch"]))

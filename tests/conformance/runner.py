@@ -4,8 +4,9 @@ A sequence is data (`corpus/*.yaml`): steps of `method`, `path`, optional `query
 `body` (an object, or `raw` text), `format: protobuf` to send the body in Kubernetes' protobuf
 envelope, `accept: protobuf` to ask for protobuf back, `watch: N` to read a watch until N events
 (or the server's `timeoutSeconds`), and `save: {var: dotted.path}` to keep a value of the answer
-for later steps as `${var}`. `$ns` is the sequence's own namespace, made before its first step
-and deleted after its last. Answers are recorded raw; `normalise` makes them comparable.
+for later steps as `${var}`. `$ns` is the sequence's own namespace (with its `default`
+ServiceAccount), made before its first step and deleted after its last. Answers are recorded
+raw; `compare.normalise` makes them comparable.
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ def play(target: Target, sequence: Sequence) -> list[JsonObj]:
     ns_path = "/api/v1/namespaces"
     play_step(target, {"method": "POST", "path": ns_path,
                        "body": {"metadata": {"name": sequence.namespace}}}, env)
+    # the ServiceAccount controller is not running (envtest's shape): Pods need the account
+    play_step(target, {"method": "POST", "path": f"{ns_path}/$ns/serviceaccounts",
+                       "body": {"metadata": {"name": "default"}}}, env)
     answers = []
     try:
         for step in sequence.steps:

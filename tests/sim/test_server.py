@@ -263,7 +263,8 @@ async def test_field_validation_of_custom_resources(
         assert response.headers.get("Warning") == want_warning
         created = await response.json()
     if want_status == 400:
-        assert created["message"] == 'strict decoding error: unknown field "spec.colour"'
+        assert created["message"] == ('Widget in version "v1" cannot be handled as a Widget: '
+                                      'strict decoding error: unknown field "spec.colour"')
     else:
         assert "colour" not in created["spec"]
 
@@ -434,7 +435,8 @@ async def test_field_validation_of_builtin_kinds(
         assert response.headers.get("Warning") == want_warning
         created = await response.json()
     if want_status == 400:
-        assert created["message"] == 'strict decoding error: unknown field "spec.completion"'
+        assert created["message"] == ('Job in version "v1" cannot be handled as a Job: '
+                                      'strict decoding error: unknown field "spec.completion"')
     else:
         assert "completion" not in created["spec"]
 

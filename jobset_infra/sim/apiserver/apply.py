@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from jobset_infra.sim.apiserver import field_validation
 from jobset_infra.sim.apiserver.errors import StatusError, bad_request
 from jobset_infra.sim.apiserver.patch import MERGE_KEYS, SET_LISTS
 
@@ -231,6 +232,8 @@ def server_side_apply(
     if config["metadata"].get("name", name) != name:
         raise bad_request("the name of the object does not match the name on the URL")
     config["metadata"]["name"] = name
+    field_validation.check_apply(info, name, field_validation.unknown_fields(
+        store, info, config)[1])
     if subresource == "status":
         config = {"metadata": config["metadata"], "status": config.get("status") or {}}
     paths = field_paths(config)

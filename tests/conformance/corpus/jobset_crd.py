@@ -45,8 +45,8 @@ CREATE_RULES: list[tuple[str, JsonObj, JsonObj]] = [
      jobset("bad", network={"subdomain": "9sub"})),
     ("replicas-times-parallelism", jobset("ok", rjob("r", 2, parallelism=4)),
      jobset("bad", rjob("r", 2, parallelism=2147483647))),
-    ("volume-claim-template-namespace", jobset("ok", volumeClaimPolicies=[
-        {"templates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}]),
+    ("volume-claim-template-namespace", jobset("ok", volumeClaimPolicies=[{"templates": [
+        {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}]),
      jobset("bad", volumeClaimPolicies=[{"templates": [{"metadata": {
          "name": "data", "namespace": "x"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}])),
     ("startup-order-and-depends-on", jobset("ok", rjob("a"), {**rjob("b"), "dependsOn": [

@@ -202,7 +202,8 @@ class Store:
         obj = self._admit(info, obj, None)
         if field_manager:
             obj["metadata"]["managedFields"] = managed_fields.record_update(
-                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now())
+                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now(),
+                keys=info.keys)
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -253,7 +254,7 @@ class Store:
         if field_manager and new != old:
             new["metadata"]["managedFields"] = managed_fields.record_update(
                 old, new, manager=field_manager, api_version=info.gvr.api_version,
-                now=self.now(), subresource=subresource)
+                now=self.now(), subresource=subresource, keys=info.keys)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")

@@ -101,8 +101,11 @@ class Listed:
     step: int | None = None
 
     def covers(self, sequence: str, step: int, path: str) -> bool:
-        return (self.sequence in ("*", sequence) and self.step in (None, step)
-                and (path == self.path or path.startswith((self.path + ".", self.path + "["))))
+        """`path` is the listed one or under it; `[*]` in the listed path is any list index."""
+        if self.sequence not in ("*", sequence) or self.step not in (None, step):
+            return False
+        pattern = re.escape(self.path).replace(r"\[\*\]", r"\[\d+\]")
+        return re.fullmatch(pattern + r"([.\[].*)?", path) is not None
 
 
 def load_differences(path: Path = DIFFERENCES) -> list[Listed]:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import discovery, openapi
+from jobset_infra.sim.apiserver import discovery, openapi, protobuf
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
     bad_request,
@@ -24,6 +24,7 @@ from jobset_infra.sim.apiserver.errors import (
     unsupported_media_type,
 )
 from jobset_infra.sim.apiserver.hooks import ApiRequest, InterceptLike, RequestHook, Stats
+from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.responses import JSON, dumps, error_response, json_response
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.streaming import serve_watch
@@ -31,7 +32,7 @@ from jobset_infra.sim.apiserver.verbs import VERBS, Call
 
 JsonObj = dict[str, Any]
 _log = logging.getLogger(__name__)
-PROTOBUF = "application/vnd.kubernetes.protobuf"
+PROTOBUF = protobuf.CONTENT_TYPE
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 _HEALTH = ("/healthz", "/readyz", "/livez")
 
@@ -66,10 +67,13 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
-async def read_body(request: web.Request) -> Any:
-    """JSON or YAML; protobuf and CBOR bodies are 415 (this server speaks JSON only)."""
+async def read_body(request: web.Request, kind: str | None = None) -> Any:
+    """JSON, YAML, or protobuf for a built-in `kind`; CBOR bodies (and protobuf for custom
+    resources) are 415."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
     raw = await request.read()
+    if content_type == PROTOBUF and kind is not None:
+        return _protobuf_body(raw, kind)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
         raise unsupported_media_type(content_type)
     if not raw:
@@ -82,11 +86,46 @@ async def read_body(request: web.Request) -> Any:
         raise bad_request(f"error decoding the request body: {exc}") from None
 
 
+def _protobuf_body(raw: bytes, kind: str) -> Any:
+    """A protobuf body, worded as the API server's decoder words its failures."""
+    try:
+        body = protobuf.decode(raw)
+    except protobuf.ProtobufError as err:
+        raise bad_request(f"the object provided is unrecognized (must be of type {kind}): "
+                          f"{err}") from None
+    if body["kind"] != kind:
+        raise bad_request(f'{body["kind"]} in version "{body["apiVersion"]}" cannot be handled '
+                          f"as a {kind}: the body is a {body['kind']}")
+    return body
+
+
+def _accepted(accept: str) -> list[str]:
+    return [a.split(";")[0].strip() for a in accept.split(",") if a.strip()]
+
+
 def _check_accept(accept: str) -> None:
-    kinds = [a.split(";")[0].strip() for a in accept.split(",") if a.strip()]
-    usable = ("application/json", "application/yaml", "*/*", "application/*", "")
+    kinds = _accepted(accept)
+    usable = ("application/json", "application/yaml", "*/*", "application/*", "", PROTOBUF)
     if kinds and not any(k in usable for k in kinds):
         raise not_acceptable(accept)
+
+
+def _as_protobuf(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """Answer in protobuf when the client lists it first and the object is a built-in kind
+    (custom resources stay JSON, as the API server answers them)."""
+    kinds = _accepted(request.headers.get("Accept", ""))
+    if not kinds or kinds[0] != PROTOBUF or not isinstance(response, web.Response) \
+            or response.content_type != JSON or not isinstance(response.body, bytes):
+        return response
+    obj = json.loads(response.body)
+    if not protobuf.can_encode(obj):
+        return response
+    encoded = web.Response(body=protobuf.encode(obj), status=response.status,
+                           headers={"Content-Type": PROTOBUF})
+    for name in ("Warning", "Retry-After"):
+        for value in response.headers.getall(name, ()):
+            encoded.headers.add(name, value)
+    return encoded
 
 
 class ApiHandler:
@@ -115,6 +154,9 @@ class ApiHandler:
         return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        return _as_protobuf(request, await self._handle(request))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         api = parse_request(request.method, request.path, request.query)
         try:
             if self.token is not None and not self._authorized(request):
@@ -145,8 +187,16 @@ class ApiHandler:
         handler = VERBS.get(api.verb)
         if handler is None:
             raise method_not_allowed(f"{request.method} is not supported")
-        body = None if api.verb in ("get", "list") else await read_body(request)
+        body = None if api.verb in ("get", "list") else await read_body(
+            request, self._builtin_kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))
+
+    def _builtin_kind(self, api: ApiRequest) -> str | None:
+        """The kind a protobuf body must be for this request (None: no protobuf here)."""
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource))
+        if info is None or info.crd is not None or api.verb not in ("create", "update"):
+            return None
+        return "Binding" if api.subresource == "binding" else info.kind
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")

@@ -36,7 +36,7 @@ RUN pip install --no-deps --only-binary=:all: \
       tzdata==2026.6 urllib3==2.8.0 yarl==1.25.1
 # The package itself, from source, without pulling its (Pulumi) dependencies.
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY jobset_infra ./jobset_infra
 RUN pip install --no-deps --no-build-isolation . \
  && python -m compileall -q /opt/venv/lib \

@@ -73,6 +73,8 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
         ("jobset_infra.cli", "cluster"),
+        # `cluster up` names kubectl and itself as `sim` does (`shown`), from one function.
+        ("jobset_infra.cluster.command", "sim"),
     }
 )
 

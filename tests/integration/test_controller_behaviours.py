@@ -305,7 +305,10 @@ async def test_deleted_service_is_recreated(
     await eventually(recreated, what="service recreated")
 
 
-@pytest.mark.sim_only("the garbage collector removes children (none runs in envtest's shape; the e2e tier covers it on the full cluster)")
+@pytest.mark.sim_only(
+    "the garbage collector removes children (none runs in envtest's shape; the e2e tier covers "
+    "it on the full cluster)"
+)
 async def test_deleting_the_jobset_removes_its_jobs(
     cluster: Cluster, controller: RunningController
 ) -> None:

@@ -33,11 +33,38 @@ _REASON_FORMATS: Final = {
 }
 
 
-def _cause(error: Exception) -> str:
-    # A CELEvalError's str() is its whole args tuple; its first arg is the cause. celpy words
-    # int64 overflow two ways; cel-go (the apiserver) says "integer overflow".
-    cause = str(error.args[0]) if isinstance(error, CELEvalError) and error.args else str(error)
-    return "integer overflow" if "overflow" in cause else cause
+# celpy's wording of a runtime error -> cel-go's (the apiserver's), checked in order.
+_CEL_GO_WORDS: Final = (
+    (re.compile(r"overflow", re.I), "integer overflow"),
+    (re.compile(r"divi\w* by zero|ZeroDivision", re.I), "division by zero"),
+    (re.compile(r"modul\w* by zero", re.I), "modulus by zero"),
+    (re.compile(r"index out of range|IndexError|list index", re.I), "index out of bounds"),
+    (re.compile(r"overload|<class|TypeError|unsupported operand", re.I), "no such overload"),
+)
+_NO_SUCH_KEY: Final = re.compile(r"no such (?:key|member)[^']*'([^']+)'", re.I)
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """celpy wraps an operand's error in the operator's ("no matching overload for _&&_
+    applied to (CELEvalError(...), ...)"); the operand's is the cause CEL reports."""
+    for arg in error.args:
+        nested = arg if isinstance(arg, BaseException) else next(
+            (a for a in arg if isinstance(a, BaseException)), None) if isinstance(
+            arg, tuple) else None
+        if nested is not None:
+            return _innermost(nested)
+    return error
+
+
+def _cause(error: BaseException) -> str:
+    """A runtime error as cel-go words it, never celpy's internals (class names, tuples)."""
+    inner = _innermost(error)
+    text = " ".join(map(str, inner.args)) if isinstance(inner, CELEvalError) else str(inner)
+    if isinstance(inner, KeyError) or (key := _NO_SUCH_KEY.search(text)):
+        name = key.group(1) if not isinstance(inner, KeyError) and key else str(inner).strip("'")
+        return f"no such key: {name}"
+    return next((words for pattern, words in _CEL_GO_WORDS if pattern.search(text)),
+                "no such overload")
 
 
 class RuleCompileError(ValueError):

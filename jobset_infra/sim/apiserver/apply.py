@@ -10,8 +10,9 @@ items of associative lists, `v:` for set members). Applying a configuration:
 4. removes fields this manager applied before, no longer applies, and nobody else owns.
 
 Lists are associative when their field name is one built-in kinds declare a patch merge key for
-(`patch.MERGE_KEYS`: containers by name, conditions by type, ...); other lists, including a CRD's
-`x-kubernetes-list-type: map` lists, are treated as atomic (a simplification).
+(`patch.MERGE_KEYS`: containers by name, conditions by type, ...) or, for a custom resource, one
+its CRD declares `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`
+(`ResourceInfo.list_keys`, by field name); other lists are atomic.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobset_infra.api.input_limits import SIM_LIMITS
 from jobset_infra.api.yaml_io import YamlError, load_documents
+from jobset_infra.sim.apiserver import field_validation
 from jobset_infra.sim.apiserver.errors import StatusError, bad_request
 from jobset_infra.sim.apiserver.patch import MERGE_KEYS, SET_LISTS
 
@@ -35,9 +37,16 @@ SKIP_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generatio
                         "deletionGracePeriodSeconds"})
 
 
-def _list_key(field: str, items: list[Any]) -> list[str] | None:
+ListKeys = dict[str, list[str]]
+
+
+def _list_key(field: str, items: list[Any], keys: ListKeys | None = None) -> list[str] | None:
     if field in SET_LISTS:
         return None
+    if keys and field in keys:
+        names = keys[field]
+        return names if all(isinstance(i, dict) and all(k in i for k in names)
+                            for i in items) else None
     key = MERGE_KEYS.get(field)
     if field == "ports" and items and isinstance(items[0], dict):
         key = "containerPort" if "containerPort" in items[0] else "port"
@@ -50,7 +59,8 @@ def _item_key(item: JsonObj, keys: list[str]) -> str:
     return "k:" + json.dumps({k: item[k] for k in keys}, separators=(",", ":"), sort_keys=True)
 
 
-def field_paths(obj: Any, prefix: Path = (), top: bool = True) -> set[Path]:
+def field_paths(obj: Any, prefix: Path = (), top: bool = True,
+                keys: ListKeys | None = None) -> set[Path]:
     """The leaf fields `obj` sets, as FieldsV1 path tuples."""
     out: set[Path] = set()
     if not isinstance(obj, dict):
@@ -62,20 +72,21 @@ def field_paths(obj: Any, prefix: Path = (), top: bool = True) -> set[Path]:
             continue
         path = (*prefix, f"f:{key}")
         if isinstance(value, dict) and value:
-            out |= field_paths(value, path, top=False)
+            out |= field_paths(value, path, top=False, keys=keys)
         elif isinstance(value, list) and key in SET_LISTS:
             out |= {(*path, "v:" + json.dumps(v)) for v in value}
-        elif isinstance(value, list) and value and (keys := _list_key(key, value)):
+        elif isinstance(value, list) and value and (names := _list_key(key, value, keys)):
             for item in value:
-                item_path = (*path, _item_key(item, keys))
+                item_path = (*path, _item_key(item, names))
                 out.add(item_path)
-                out |= field_paths(item, item_path, top=False)
+                out |= field_paths(item, item_path, top=False, keys=keys)
         else:
             out.add(path)
     return out
 
 
-def fields_v1_of(obj: Any, top: bool = True, meta: bool = False) -> JsonObj:
+def fields_v1_of(obj: Any, top: bool = True, meta: bool = False,
+                 keys: ListKeys | None = None) -> JsonObj:
     """`to_fields_v1(field_paths(obj))` built in one pass (what a create owns), without the
     intermediate path set: creates are the hot path of the benchmarks."""
     out: JsonObj = {}
@@ -84,13 +95,14 @@ def fields_v1_of(obj: Any, top: bool = True, meta: bool = False) -> JsonObj:
             continue
         name = f"f:{key}"
         if isinstance(value, dict) and value:
-            sub = fields_v1_of(value, False, top and key == "metadata")
+            sub = fields_v1_of(value, False, top and key == "metadata", keys)
             if sub:  # metadata holding only server-set fields owns nothing
                 out[name] = sub
         elif isinstance(value, list) and key in SET_LISTS:
             out[name] = {"v:" + json.dumps(v): {} for v in value}
-        elif isinstance(value, list) and value and (keys := _list_key(key, value)):
-            out[name] = {_item_key(item, keys): fields_v1_of(item, False) for item in value}
+        elif isinstance(value, list) and value and (names := _list_key(key, value, keys)):
+            out[name] = {_item_key(item, names): fields_v1_of(item, False, keys=keys)
+                         for item in value}
         else:
             out[name] = {}
     return out
@@ -154,26 +166,26 @@ def _remove(obj: Any, path: Path) -> None:
         parent[:] = [i for i in parent if i != value]
 
 
-def merge(live: Any, config: Any, field: str = "") -> Any:
+def merge(live: Any, config: Any, field: str = "", keys: ListKeys | None = None) -> Any:
     """The live object with the configuration's values laid over it."""
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for key, value in config.items():
-            out[key] = merge(live.get(key), value, key)
+            out[key] = merge(live.get(key), value, key, keys)
         return out
     if isinstance(config, list) and isinstance(live, list):
         if field in SET_LISTS:
             return live + [v for v in config if v not in live]
-        keys = _list_key(field, config)
-        if keys and all(isinstance(i, dict) for i in live):
+        names = _list_key(field, config, keys)
+        if names and all(isinstance(i, dict) for i in live):
             out_list = list(live)
             for item in config:
                 index = next((n for n, cur in enumerate(out_list)
-                              if all(cur.get(k) == item[k] for k in keys)), None)
+                              if all(cur.get(k) == item[k] for k in names)), None)
                 if index is None:
                     out_list.append(item)
                 else:
-                    out_list[index] = merge(out_list[index], item)
+                    out_list[index] = merge(out_list[index], item, keys=keys)
             return out_list
     return config
 
@@ -232,9 +244,11 @@ def server_side_apply(
     if config["metadata"].get("name", name) != name:
         raise bad_request("the name of the object does not match the name on the URL")
     config["metadata"]["name"] = name
+    field_validation.check_apply(info, name, field_validation.unknown_fields(
+        store, info, config)[1])
     if subresource == "status":
         config = {"metadata": config["metadata"], "status": config.get("status") or {}}
-    paths = field_paths(config)
+    paths = field_paths(config, keys=info.keys)
     live = store.peek(info.gvr, ns, name)
     if live is None:
         config["metadata"]["managedFields"] = [
@@ -257,11 +271,13 @@ def _apply_to_live(
         if entry.get("manager") == manager:
             continue
         for path in owned & paths:
+            if path[-1].startswith("k:"):
+                continue  # owning a list item is not a value that can conflict; its fields can
             if _lookup(live, path) != _lookup(config, path):
                 conflicts.append((_manager_words(entry), path))
     if conflicts and not force:
         raise _conflict(info, live, conflicts)
-    merged: JsonObj = merge({k: v for k, v in live.items()}, config)
+    merged: JsonObj = merge({k: v for k, v in live.items()}, config, keys=info.keys)
     others: set[Path] = set()
     new_entries: list[JsonObj] = []
     for entry, owned in entries:

@@ -44,6 +44,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # an error without a reason (StatusReasonUnknown) omits the key
+            del body["reason"]
         if self.details is not None:
             body["details"] = self.details
         return body

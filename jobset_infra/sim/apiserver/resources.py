@@ -54,6 +54,13 @@ class ResourceInfo:
     selectable_fields: tuple[str, ...] = ()
     # for CRDs: the stored CustomResourceDefinition (printer columns, schema)
     crd: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # for CRDs: x-kubernetes-list-type map lists by field name -> their list-map-keys
+    list_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def keys(self) -> dict[str, list[str]] | None:
+        """`list_keys` as server-side apply looks them up (None for built-in kinds)."""
+        return {name: list(keys) for name, keys in self.list_keys} or None
 
     @property
     def list_kind(self) -> str:

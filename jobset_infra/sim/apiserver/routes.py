@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import bodies, discovery, openapi
+from jobset_infra.sim.apiserver import bodies, discovery, openapi, protobuf
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
+    bad_request,
     internal,
     method_not_allowed,
     not_acceptable,
@@ -30,7 +32,7 @@ from jobset_infra.sim.apiserver.verbs import VERBS, Call
 
 JsonObj = dict[str, Any]
 _log = logging.getLogger(__name__)
-PROTOBUF = "application/vnd.kubernetes.protobuf"
+PROTOBUF = protobuf.CONTENT_TYPE
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 _HEALTH = ("/healthz", "/readyz", "/livez")
 
@@ -65,23 +67,62 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
-async def read_body(request: web.Request, kind: str = "Object") -> Any:
-    """JSON or YAML within the API server's bounds (`bodies`); protobuf and CBOR bodies are 415
-    (this server speaks JSON only). `kind` is the type the body should be, for refusals."""
+async def read_body(request: web.Request, kind: str | None = None,
+                    expected: str = "Object") -> Any:
+    """JSON or YAML within the API server's bounds (`bodies`), or protobuf for a built-in
+    `kind`; CBOR bodies (and protobuf for custom resources) are 415. `expected` is the type the
+    body should be, named in refusals."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
     raw = await bodies.read_capped(request)
+    if content_type == PROTOBUF and kind is not None:
+        return _protobuf_body(raw, kind)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
         raise unsupported_media_type(content_type)
     if not raw:
         return None
-    return await bodies.decode(raw, content_type, kind)
+    return await bodies.decode(raw, content_type, expected)
+
+
+def _protobuf_body(raw: bytes, kind: str) -> Any:
+    """A protobuf body, worded as the API server's decoder words its failures."""
+    try:
+        body = protobuf.decode(raw)
+    except protobuf.ProtobufError as err:
+        raise bad_request(f"the object provided is unrecognized (must be of type {kind}): "
+                          f"{err}") from None
+    if body["kind"] != kind:
+        raise bad_request(f'{body["kind"]} in version "{body["apiVersion"]}" cannot be handled '
+                          f"as a {kind}: the body is a {body['kind']}")
+    return body
+
+
+def _accepted(accept: str) -> list[str]:
+    return [a.split(";")[0].strip() for a in accept.split(",") if a.strip()]
 
 
 def _check_accept(accept: str) -> None:
-    kinds = [a.split(";")[0].strip() for a in accept.split(",") if a.strip()]
-    usable = ("application/json", "application/yaml", "*/*", "application/*", "")
+    kinds = _accepted(accept)
+    usable = ("application/json", "application/yaml", "*/*", "application/*", "", PROTOBUF)
     if kinds and not any(k in usable for k in kinds):
         raise not_acceptable(accept)
+
+
+def _as_protobuf(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """Answer in protobuf when the client lists it first and the object is a built-in kind
+    (custom resources stay JSON, as the API server answers them)."""
+    kinds = _accepted(request.headers.get("Accept", ""))
+    if not kinds or kinds[0] != PROTOBUF or not isinstance(response, web.Response) \
+            or response.content_type != JSON or not isinstance(response.body, bytes):
+        return response
+    obj = json.loads(response.body)
+    if not protobuf.can_encode(obj):
+        return response
+    encoded = web.Response(body=protobuf.encode(obj), status=response.status,
+                           headers={"Content-Type": PROTOBUF})
+    for name in ("Warning", "Retry-After"):
+        for value in response.headers.getall(name, ()):
+            encoded.headers.add(name, value)
+    return encoded
 
 
 class ApiHandler:
@@ -110,6 +151,9 @@ class ApiHandler:
         return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        return _as_protobuf(request, await self._handle(request))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         api = parse_request(request.method, request.path, request.query)
         try:
             if self.token is not None and not self._authorized(request):
@@ -140,12 +184,20 @@ class ApiHandler:
         handler = VERBS.get(api.verb)
         if handler is None:
             raise method_not_allowed(f"{request.method} is not supported")
-        body = None if api.verb in ("get", "list") else await read_body(request, self._kind(api))
+        body = None if api.verb in ("get", "list") else await read_body(
+            request, self._builtin_kind(api), self._kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))
 
     def _kind(self, api: ApiRequest) -> str:
         info = self.store.registry.get(GVR(api.group, api.version, api.resource or ""))
         return info.kind if info is not None else "Object"
+
+    def _builtin_kind(self, api: ApiRequest) -> str | None:
+        """The kind a protobuf body must be for this request (None: no protobuf here)."""
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource))
+        if info is None or info.crd is not None or api.verb not in ("create", "update"):
+            return None
+        return "Binding" if api.subresource == "binding" else info.kind
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")

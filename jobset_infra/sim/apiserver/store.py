@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jobset_infra.api.crd.schema import CrdSchema
-from jobset_infra.sim.apiserver import gc, listing, managed_fields, patch, strategies, updates
+from jobset_infra.sim.apiserver import (
+    field_validation,
+    gc,
+    listing,
+    managed_fields,
+    patch,
+    strategies,
+    updates,
+)
 from jobset_infra.sim.apiserver.clock import Clock, SystemClock
 from jobset_infra.sim.apiserver.errors import (
     NotFoundError,
@@ -41,7 +49,6 @@ from jobset_infra.sim.apiserver.errors import (
 from jobset_infra.sim.apiserver.event_views import CORE_EVENTS, EVENTS_V1, to_core, to_events_v1
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.objects import ObjectIndex, Ref
-from jobset_infra.sim.apiserver.pruning import prune_builtin
 from jobset_infra.sim.apiserver.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.apiserver.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.apiserver.updates import clone
@@ -59,6 +66,7 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
 Observer = Callable[["Store", str, ResourceInfo, JsonObj], None]
+UnknownFields = Callable[[JsonObj, list[str]], None]
 
 
 class Store:
@@ -194,7 +202,8 @@ class Store:
         obj = self._admit(info, obj, None)
         if field_manager:
             obj["metadata"]["managedFields"] = managed_fields.record_update(
-                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now())
+                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now(),
+                keys=info.keys)
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -246,7 +255,7 @@ class Store:
         if field_manager and new != old:
             new["metadata"]["managedFields"] = managed_fields.record_update(
                 old, new, manager=field_manager, api_version=info.gvr.api_version,
-                now=self.now(), subresource=subresource)
+                now=self.now(), subresource=subresource, keys=info.keys)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")
@@ -269,8 +278,11 @@ class Store:
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
+        on_unknown: UnknownFields | None = None,
     ) -> JsonObj:
-        """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body."""
+        """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body.
+        `on_unknown(patched, paths)` sees the unknown fields of the patched object (it raises
+        or records warnings, per fieldValidation); apply refuses unknown fields itself."""
         info = self.info(gvr)
         ns = updates.namespace_of(info, namespace) if info.namespaced else ""
         if patch_type in (patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR):
@@ -281,8 +293,10 @@ class Store:
                                            dry_run=dry_run)
         old = self._find(info, name, ns)
         new = updates.patched(info, old, patch_type, body)
-        if info.crd is None:  # a built-in type cannot hold fields its Go type lacks
-            new = prune_builtin(info.gvr.api_version, info.kind, new)[0]
+        pruned, unknown = field_validation.unknown_fields(self, info, new)
+        if unknown and on_unknown is not None:
+            on_unknown(new, unknown)
+        new = pruned  # a built-in type cannot hold fields its Go type lacks
         return self.replace(info, old, new, subresource=subresource,
                             field_manager=field_manager, dry_run=dry_run)
 

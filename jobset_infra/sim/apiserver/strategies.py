@@ -104,6 +104,9 @@ def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:
 
 
 def _pod(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
+    if not (obj.get("spec") or {}).get("containers"):
+        raise invalid(info.gvr.group, info.kind, obj["metadata"]["name"], [field_cause(
+            "FieldValueRequired", "spec.containers", "Required value")])
     if old is None:
         _pod_spec_defaults(obj.setdefault("spec", {}))
         obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}

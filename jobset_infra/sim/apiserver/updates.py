@@ -142,6 +142,8 @@ def merge_subresource(
         # copy here was the largest item of the sim's profile (every Job/Pod status write).
         new: JsonObj = dict(old)
         new["metadata"] = dict(old["metadata"])
+        if "managedFields" in (obj.get("metadata") or {}):  # ownership the write computed
+            new["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
         if "status" in obj:
             new["status"] = clone(obj["status"])
         else:

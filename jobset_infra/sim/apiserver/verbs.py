@@ -9,11 +9,11 @@ from typing import Any
 
 from aiohttp import web
 
+from jobset_infra.sim.apiserver import field_validation as fields
 from jobset_infra.sim.apiserver import list_options, tables
 from jobset_infra.sim.apiserver.errors import StatusError, bad_request
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
-from jobset_infra.sim.apiserver.pruning import prune_builtin
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
 from jobset_infra.sim.apiserver.store import Store
@@ -80,23 +80,11 @@ def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Re
 
 
 def field_validation(call: Call) -> tuple[Any, list[str]]:
-    """The body without unknown fields, and warnings: fieldValidation=Strict (kubectl's
-    default) refuses unknown fields with 400, Warn drops them with a warning each, Ignore (or
-    no parameter) drops them silently. Custom resources are pruned by their CRD schema on
-    admission; built-in kinds by the pinned OpenAPI definitions here."""
-    if not isinstance(call.body, dict):
-        return call.body, []
-    schema = call.store.schemas.get(call.gvr)
-    if schema is not None:
-        body, dropped = call.body, schema.pruned_fields(call.body)
-    else:
-        kind = call.store.info(call.gvr).kind
-        body, dropped = prune_builtin(call.gvr.api_version, kind, call.body)
-    unknown = [f'unknown field "{path}"' for path in dropped]
-    mode = call.query.get("fieldValidation")
-    if unknown and mode == "Strict":
-        raise bad_request("strict decoding error: " + ", ".join(unknown))
-    return body, unknown if mode == "Warn" else []
+    """The create or update body without unknown fields, and the warnings to send
+    (`jobset_infra.sim.apiserver.field_validation` says how each mode answers)."""
+    how = fields.mode(call.query, call.api.verb)
+    body, unknown = fields.unknown_fields(call.store, call.store.info(call.gvr), call.body)
+    return body, fields.check_body(call.store.info(call.gvr), unknown, how)
 
 
 async def get(call: Call) -> web.Response:
@@ -138,12 +126,19 @@ async def update(call: Call) -> web.Response:
 
 async def patch(call: Call) -> web.Response:
     applying = "apply" in call.content_type
+    how = fields.mode(call.query, "patch")
+    warnings: list[str] = []
+
+    def check(patched: JsonObj, unknown: list[str]) -> None:
+        warnings.extend(fields.check_patched(patched, unknown, how))
+
     obj = call.store.patch(
         call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
         subresource=call.api.subresource,
         field_manager=call.query.get("fieldManager") if applying else call.field_manager,
-        force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run)
-    return json_response(obj)
+        force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run,
+        on_unknown=check)
+    return with_warnings(json_response(obj), warnings)
 
 
 def _propagation(call: Call) -> str | None:

@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 JsonObj = dict[str, Any]
 NODES: Final = GVR("", "v1", "nodes")
 PODS: Final = GVR("", "v1", "pods")
+EVENTS: Final = GVR("", "v1", "events")
 BATCH: Final = 256  # Pods scheduled before yielding to the event loop
 DEFAULT_SCHEDULER: Final = "default-scheduler"  # pods naming another scheduler are left alone
 
@@ -363,3 +364,21 @@ class Scheduler(Component):
             if c.get("type") != "PodScheduled"
         ]
         self._patch_status(key, {"conditions": [*others, condition]})
+        self._record_failure(pod, message)
+
+    def _record_failure(self, pod: JsonObj, message: str) -> None:
+        """A FailedScheduling Warning event for the Pod, as kube-scheduler records it (so that
+        `kubectl describe pod` shows why it waits); once per distinct reason."""
+        meta, now = pod["metadata"], self.store.now()
+        event = {
+            "metadata": {"name": f"{meta['name']}.{self.store.rng.getrandbits(64):016x}",
+                         "namespace": meta["namespace"]},
+            "involvedObject": {"kind": "Pod", "apiVersion": "v1", "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "reason": "FailedScheduling", "message": message, "type": "Warning",
+            "source": {"component": "default-scheduler"}, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now,
+            "reportingComponent": "default-scheduler", "action": "Scheduling",
+        }
+        with contextlib.suppress(StatusError):  # a namespace being deleted takes no events
+            self.store.create(EVENTS, event, meta["namespace"])

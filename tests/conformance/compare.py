@@ -1,0 +1,119 @@
+"""What legitimately differs between two servers' answers is normalised away; what is left is
+compared field by field, and each difference must be listed in `differences.yaml`.
+
+Normalised: uids, times, resourceVersions and continue tokens (their values; whether they are
+there still counts), generated name suffixes, Service cluster IPs, the order of managedFields
+entries, and the numbers inside "too old resource version" messages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DIFFERENCES = Path(__file__).parent / "differences.yaml"
+JsonObj = dict[str, Any]
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+_TOO_OLD = re.compile(r"too old resource version: \d+ \(\d+\)")
+_IP = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+_OPAQUE = frozenset({"resourceVersion", "continue"})
+
+
+def _generated_names(value: Any, found: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        meta = value.get("metadata")
+        if isinstance(meta, dict) and meta.get("generateName") and meta.get("name"):
+            found[meta["name"]] = meta["generateName"] + "<gen>"
+        for item in value.values():
+            _generated_names(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _generated_names(item, found)
+
+
+def _text(value: str, names: dict[str, str]) -> str:
+    for name, placeholder in names.items():
+        value = value.replace(name, placeholder)
+    value = _UID.sub("<uid>", value)
+    value = _TIME.sub("<time>", value)
+    return _TOO_OLD.sub("too old resource version: <rv> (<rv>)", value)
+
+
+def _walk(value: Any, names: dict[str, str], key: str = "") -> Any:
+    if isinstance(value, dict):
+        out = {k: _walk(v, names, k) for k, v in value.items()}
+        if isinstance(out.get("managedFields"), list):
+            out["managedFields"] = sorted(out["managedFields"], key=lambda e: (
+                str(e.get("manager")), str(e.get("operation")), str(e.get("subresource"))))
+        return out
+    if isinstance(value, list):
+        return [_walk(v, names, key) for v in value]
+    if isinstance(value, str):
+        if key in _OPAQUE and value:
+            return f"<{key}>"
+        if key in ("clusterIP", "clusterIPs") and _IP.match(value):
+            return "<ip>"
+        return _text(value, names)
+    return value
+
+
+def normalise(answer: JsonObj) -> JsonObj:
+    names: dict[str, str] = {}
+    _generated_names(answer.get("body"), names)
+    return {"code": answer["code"], "protobuf": answer.get("protobuf", False),
+            "warnings": [_walk(w, names) for w in answer.get("warnings") or ()],
+            "body": _walk(answer.get("body"), names)}
+
+
+def diff(want: Any, got: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, want, got) for every leaf where the two differ."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = []
+        for key in sorted(set(want) | set(got), key=str):
+            child = f"{path}.{key}" if path else str(key)
+            if key not in want:
+                out.append((child, "<absent>", got[key]))
+            elif key not in got:
+                out.append((child, want[key], "<absent>"))
+            else:
+                out += diff(want[key], got[key], child)
+        return out
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        out = []
+        for index, (a, b) in enumerate(zip(want, got, strict=True)):
+            out += diff(a, b, f"{path}[{index}]")
+        return out
+    return [] if want == got else [(path, want, got)]
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One known difference: a sequence (or "*"), optionally a step, a path prefix, a reason."""
+
+    sequence: str
+    path: str
+    reason: str
+    step: int | None = None
+
+    def covers(self, sequence: str, step: int, path: str) -> bool:
+        """`path` is the listed one or under it; `[*]` in the listed path is any list index."""
+        if self.sequence not in ("*", sequence) or self.step not in (None, step):
+            return False
+        pattern = re.escape(self.path).replace(r"\[\*\]", r"\[\d+\]")
+        return re.fullmatch(pattern + r"([.\[].*)?", path) is not None
+
+
+def load_differences(path: Path = DIFFERENCES) -> list[Listed]:
+    entries = yaml.safe_load(path.read_text()) or []
+    out = []
+    for entry in entries:
+        reason = str(entry.get("reason", "")).strip()
+        if not reason or "\n" in reason:
+            raise ValueError(f"{path.name}: {entry} needs a one-sentence reason")
+        out.append(Listed(entry["sequence"], entry["path"], reason, entry.get("step")))
+    return out

@@ -15,6 +15,7 @@ import os
 
 import pytest
 
+from jobset_infra.api.constants import LEADER_ELECTION_ID
 from jobset_infra.manifests import rbac
 from tests.reliability.chaos import (
     HEAVY,
@@ -70,7 +71,9 @@ def granted() -> set[tuple[str, str, str]]:
     """(group, resource, verb) of the rendered ClusterRole and leader-election Role."""
     roles = (
         rbac.cluster_role("jobset-controller", {}),
-        rbac.leader_election_role("jobset-leader-election", "jobset-system", {}),
+        rbac.leader_election_role(
+            "jobset-leader-election", "jobset-system", {}, LEADER_ELECTION_ID
+        ),
     )
     return {
         (group, resource, verb)
@@ -100,6 +103,8 @@ NOT_EXERCISED: dict[tuple[str, str, str], str] = {
     ("events.k8s.io", "events", "patch"): "a repeated event within 10 minutes (series)",
     ("batch", "jobs/status", "patch"): "resume clears status.startTime of a started Job",
     ("", "persistentvolumeclaims", "create"): "spec.volumeClaimPolicies",
+    ("authentication.k8s.io", "tokenreviews", "create"): "a scrape of the secure /metrics",
+    ("authorization.k8s.io", "subjectaccessreviews", "create"): "a scrape of the secure /metrics",
 }
 
 

@@ -1,9 +1,18 @@
 """What legitimately differs between two servers' answers is normalised away; what is left is
 compared field by field, and each difference must be listed in `differences.yaml`.
 
-Normalised: uids, times, resourceVersions and continue tokens (their values; whether they are
-there still counts), generated name suffixes, Service cluster IPs, the order of managedFields
-entries, and the numbers inside "too old resource version" messages.
+Normalised, in this one place: values the real server draws at random or from its etcd revision
+per run, wherever they appear (fields, messages, Status details and causes):
+- uids, times, and the values of resourceVersion and continue fields (whether they are there
+  still counts);
+- generated name suffixes: a name made from metadata.generateName (found in an answer's object,
+  or sent as a generateName prefix in the sequence's requests, so a refused create's Status counts
+  too) and the `kube-api-access-xxxxx` projected volume the ServiceAccount admission adds to Pods;
+- resourceVersion numbers inside messages ("too old resource version: N (M)", "ResourceVersion
+  in record (N)", and objects quoted as JSON inside a message);
+- Service cluster IPs, the order of managedFields entries, and the order of an apply conflict's
+  FieldManagerConflict causes (the real server lists them in Go map order, differently per run;
+  its message sorts them).
 """
 
 from __future__ import annotations
@@ -20,6 +29,11 @@ JsonObj = dict[str, Any]
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _TOO_OLD = re.compile(r"too old resource version: \d+ \(\d+\)")
+_IN_RECORD = re.compile(r"ResourceVersion in record \(\d+\)")
+_QUOTED_RV = re.compile(r'(resourceVersion\\*"\s*:\s*\\*")\d+')
+# the API server's random name suffix: 5 characters of this alphabet (no vowels, no 0 1 3)
+_SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"
+_API_ACCESS = re.compile(rf"\bkube-api-access-{_SUFFIX}\b")
 _IP = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 _OPAQUE = frozenset({"resourceVersion", "continue"})
 
@@ -36,38 +50,68 @@ def _generated_names(value: Any, found: dict[str, str]) -> None:
             _generated_names(item, found)
 
 
-def _text(value: str, names: dict[str, str]) -> str:
+def _text(value: str, names: dict[str, str], prefixes: re.Pattern[str] | None) -> str:
     for name, placeholder in names.items():
         value = value.replace(name, placeholder)
+    if prefixes is not None:
+        value = prefixes.sub(lambda m: m.group(1) + "<gen>", value)
+    value = _API_ACCESS.sub("kube-api-access-<gen>", value)
     value = _UID.sub("<uid>", value)
     value = _TIME.sub("<time>", value)
+    value = _IN_RECORD.sub("ResourceVersion in record (<rv>)", value)
+    value = _QUOTED_RV.sub(lambda m: m.group(1) + "<rv>", value)
     return _TOO_OLD.sub("too old resource version: <rv> (<rv>)", value)
 
 
-def _walk(value: Any, names: dict[str, str], key: str = "") -> Any:
+def _walk(value: Any, names: dict[str, str], prefixes: re.Pattern[str] | None,
+          key: str = "") -> Any:
     if isinstance(value, dict):
-        out = {k: _walk(v, names, k) for k, v in value.items()}
+        out = {k: _walk(v, names, prefixes, k) for k, v in value.items()}
         if isinstance(out.get("managedFields"), list):
             out["managedFields"] = sorted(out["managedFields"], key=lambda e: (
                 str(e.get("manager")), str(e.get("operation")), str(e.get("subresource"))))
+        causes = out.get("causes")
+        if isinstance(causes, list) and causes and all(
+                isinstance(c, dict) and c.get("reason") == "FieldManagerConflict" for c in causes):
+            out["causes"] = sorted(causes, key=lambda c: (str(c.get("field")),
+                                                          str(c.get("message"))))
         return out
     if isinstance(value, list):
-        return [_walk(v, names, key) for v in value]
+        return [_walk(v, names, prefixes, key) for v in value]
     if isinstance(value, str):
         if key in _OPAQUE and value:
             return f"<{key}>"
         if key in ("clusterIP", "clusterIPs") and _IP.match(value):
             return "<ip>"
-        return _text(value, names)
+        return _text(value, names, prefixes)
     return value
 
 
-def normalise(answer: JsonObj) -> JsonObj:
+def generate_name_prefixes(value: Any) -> set[str]:
+    """Every metadata.generateName sent in a sequence's request bodies."""
+    out: set[str] = set()
+    if isinstance(value, dict):
+        meta = value.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+            out.add(meta["generateName"])
+        for item in value.values():
+            out |= generate_name_prefixes(item)
+    elif isinstance(value, list):
+        for item in value:
+            out |= generate_name_prefixes(item)
+    return out
+
+
+def normalise(answer: JsonObj, prefixes: set[str] | frozenset[str] = frozenset()) -> JsonObj:
+    """`answer` with the per-run values above replaced by placeholders; `prefixes` are the
+    generateName prefixes the sequence sent."""
     names: dict[str, str] = {}
     _generated_names(answer.get("body"), names)
+    pattern = re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len,
+                         reverse=True)) + f"){_SUFFIX}\\b") if prefixes else None
     return {"code": answer["code"], "protobuf": answer.get("protobuf", False),
-            "warnings": [_walk(w, names) for w in answer.get("warnings") or ()],
-            "body": _walk(answer.get("body"), names)}
+            "warnings": [_walk(w, names, pattern) for w in answer.get("warnings") or ()],
+            "body": _walk(answer.get("body"), names, pattern)}
 
 
 def diff(want: Any, got: Any, path: str = "") -> list[tuple[str, Any, Any]]:

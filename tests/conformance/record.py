@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conformance.compare import diff, normalise
+from tests.conformance.compare import diff, generate_name_prefixes, normalise
 from tests.conformance.runner import Sequence, Target, load_corpus, play_all, request_count
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -26,7 +26,8 @@ def answers_of(target: Target, sequences: list[Sequence]) -> dict[str, dict[str,
     """corpus file -> sequence id -> normalised answers."""
     out: dict[str, dict[str, Any]] = {}
     for sequence, answers in play_all(target, sequences):
-        out.setdefault(sequence.file, {})[sequence.id] = [normalise(a) for a in answers]
+        prefixes = generate_name_prefixes(sequence.steps)
+        out.setdefault(sequence.file, {})[sequence.id] = [normalise(a, prefixes) for a in answers]
     return out
 
 

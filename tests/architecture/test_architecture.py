@@ -197,3 +197,11 @@ def test_concepts_are_declared_once(concept: str) -> None:
     assert owner in known_module_names(), f"{owner} is gone: update DECLARED_ONCE_LITERALS"
     violations = checks.declared_once_violations(_everything(), owner, markers)
     assert [v.text for v in violations] == [], f"{concept} are declared in {owner} only"
+
+
+def test_every_test_module_has_a_tier() -> None:
+    from tests.conftest import tier_of
+
+    files = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("test_*.py"))
+    assert len(files) > 100
+    assert [f for f in files if tier_of(f) is None] == [], "add the folder to tests/conftest.TIERS"

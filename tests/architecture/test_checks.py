@@ -364,3 +364,19 @@ def test_declared_once_check(name: str, source: str, want_violations: int) -> No
         [_mod(name, source)], "jobset_infra.owner", frozenset({"Ki"})
     )
     assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "path, want",
+    [
+        pytest.param("tests/test_readme.py", "unit", id="a module directly in tests is unit"),
+        pytest.param("tests/controller/core/test_x.py", "unit", id="a nested folder is found"),
+        pytest.param("tests/integration/test_x.py", "sim", id="the controller on the sim"),
+        pytest.param("tests/e2e/test_x.py", "e2e", id="end to end"),
+        pytest.param("tests/newthing/test_x.py", None, id="a new folder has no tier until listed"),
+    ],
+)
+def test_tier_of(path: str, want: str | None) -> None:
+    from tests.conftest import tier_of
+
+    assert tier_of(path) == want

@@ -323,3 +323,46 @@ def declared_once_violations(
         for line, text in string_literals(m)
         if text in markers
     ]
+
+
+def permission_declaration_violations(modules: Iterable[Module]) -> list[Violation]:
+    """RBAC permissions spelled outside their one declaration (api/rbac.py).
+
+    A permission is declared by a `PolicyRule(...)`, a `(group, resource, verb)` tuple of string
+    literals, or a PolicyRule dict literal (a `"verbs"` key); any of them elsewhere is a second
+    copy that can drift from the rules the Role is rendered from.
+    """
+    found = []
+    for m in modules:
+        if m.name == rules.PERMISSIONS_OWNER:
+            continue
+        for node in ast.walk(m.tree):
+            what = _permission_spelling(node)
+            if what:
+                line = getattr(node, "lineno", 0)
+                text = f"{m.path}:{line}: {what}; use {rules.PERMISSIONS_OWNER}"
+                found.append(Violation(m.name, what, text))
+    return found
+
+
+def _permission_spelling(node: ast.AST) -> str:
+    if isinstance(node, ast.Call) and dotted(node.func).rpartition(".")[2] == "PolicyRule":
+        return "a PolicyRule"
+    if isinstance(node, ast.Tuple) and _is_permission_triple(node):
+        return "a (group, resource, verb) tuple"
+    if isinstance(node, ast.Dict):
+        keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+        if {"apiGroups", "verbs"} <= keys:
+            return "a PolicyRule dict"
+    return ""
+
+
+def _is_permission_triple(node: ast.Tuple) -> bool:
+    """("", "jobs", "list")-shaped: an API group ("" or dotted, or a one-word group Kubernetes
+    has), a lowercase resource[/subresource], a verb."""
+    values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    if len(node.elts) != 3 or len(values) != 3 or not all(isinstance(v, str) for v in values):
+        return False
+    group, resource, verb = values
+    group_like = group == "" or "." in group or group in rules.ONE_WORD_API_GROUPS
+    return group_like and resource.replace("/", "").isalpha() and verb in rules.RBAC_VERBS

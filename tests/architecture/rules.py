@@ -213,3 +213,14 @@ DECLARED_ONCE_LITERALS: Final[dict[str, tuple[str, frozenset[str]]]] = {
         frozenset({"Ei", "Gt", "Lt"}),  # a parser's suffix table, node selector operators
     ),
 }
+
+# Permissions once (issue 19 item 3): the controller's RBAC rules are declared in api/rbac.py;
+# the Role is rendered from them, the runtime's client enforces them, and a test compares them
+# with the calls the runtime makes (tests/integration/test_rbac_calls.py).
+PERMISSIONS_OWNER: Final = "jobset_infra.api.rbac"
+RBAC_VERBS: Final[frozenset[str]] = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
+ONE_WORD_API_GROUPS: Final[frozenset[str]] = frozenset(
+    {"apps", "batch", "policy", "autoscaling", "storage", "networking"}
+)

@@ -205,3 +205,9 @@ def test_every_test_module_has_a_tier() -> None:
     files = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("test_*.py"))
     assert len(files) > 100
     assert [f for f in files if tier_of(f) is None] == [], "add the folder to tests/conftest.TIERS"
+
+
+def test_permissions_are_declared_once() -> None:
+    modules = [*_everything(), *collect_test_files("tests")]
+    violations = checks.permission_declaration_violations(modules)
+    assert [v.text for v in violations] == [], "RBAC rules live in jobset_infra/api/rbac.py"

@@ -380,3 +380,24 @@ def test_tier_of(path: str, want: str | None) -> None:
     from tests.conftest import tier_of
 
     assert tier_of(path) == want
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.runtime.x", "P = {('batch', 'jobs', 'list')}\n", 1,
+                     id="a permission tuple outside api/rbac.py"),
+        pytest.param("tests.manifests.test_x",
+                     "WANT = [{'apiGroups': [''], 'resources': ['x'], 'verbs': ['get']}]\n", 1,
+                     id="a hand copy of a rule in a test"),
+        pytest.param("jobset_infra.manifests.x", "R = PolicyRule(('',), ('x',), ('get',))\n", 1,
+                     id="a PolicyRule outside api/rbac.py"),
+        pytest.param("jobset_infra.api.rbac", "R = PolicyRule(('',), ('x',), ('get',))\n", 0,
+                     id="the declaration itself"),
+        pytest.param("jobset_infra.sim.x", "T = ('a', 'b', 'c')\n", 0,
+                     id="a triple that ends in no verb"),
+    ],
+)
+def test_permission_declaration_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.permission_declaration_violations([_mod(name, source)])
+    assert len(found) == want_violations, [v.text for v in found]

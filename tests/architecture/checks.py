@@ -366,3 +366,25 @@ def _is_permission_triple(node: ast.Tuple) -> bool:
     group, resource, verb = values
     group_like = group == "" or "." in group or group in rules.ONE_WORD_API_GROUPS
     return group_like and resource.replace("/", "").isalpha() and verb in rules.RBAC_VERBS
+
+
+def repeated_shape_violations(
+    modules: Iterable[Module], owner: str, class_name: str, fields: frozenset[str]
+) -> list[Violation]:
+    """Classes other than `owner.class_name` that declare all of `fields`: a copy of its shape."""
+    found = []
+    for m in modules:
+        for node in ast.walk(m.tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if (m.name, node.name) == (owner, class_name):
+                continue
+            declared = {
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+            if fields <= declared:
+                text = f"{m.path}:{node.lineno}: {node.name} repeats {owner}.{class_name}"
+                found.append(Violation(m.name, node.name, text))
+    return found

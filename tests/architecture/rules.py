@@ -224,3 +224,15 @@ RBAC_VERBS: Final[frozenset[str]] = frozenset(
 ONE_WORD_API_GROUPS: Final[frozenset[str]] = frozenset(
     {"apps", "batch", "policy", "autoscaling", "storage", "networking"}
 )
+
+# Status typed (issue 19 item 4): inside the controller the JobSet status is the api/status.py
+# model, never a dict keyed by its wire names. These generic names are also Job status fields.
+STATUS_OWNER: Final = "jobset_infra.api.status"
+STATUS_SCOPE: Final = "jobset_infra.controller"
+STATUS_GENERIC_KEYS: Final[frozenset[str]] = frozenset(
+    {"conditions", "restarts", "name", "ready", "succeeded", "failed", "active", "suspended"}
+)
+# One type for what a reconcile reads (the raw Observed[Manifest] and the parsed
+# Observed[JobSet]); a class with these fields elsewhere is a second snapshot type.
+OBSERVED_OWNER: Final = ("jobset_infra.controller.core.types", "Observed")
+OBSERVED_FIELDS: Final[frozenset[str]] = frozenset({"jobs", "service_exists", "pvc_names"})

@@ -211,3 +211,28 @@ def test_permissions_are_declared_once() -> None:
     modules = [*_everything(), *collect_test_files("tests")]
     violations = checks.permission_declaration_violations(modules)
     assert [v.text for v in violations] == [], "RBAC rules live in jobset_infra/api/rbac.py"
+
+
+def test_the_controller_keeps_the_jobset_status_as_its_model() -> None:
+    # Derived from the model, so a new status field is covered without editing this test.
+    from jobset_infra.api.status import JobSetStatus, ReplicatedJobStatus
+
+    wire_names = {
+        field.alias or name
+        for model in (JobSetStatus, ReplicatedJobStatus)
+        for name, field in model.model_fields.items()
+    }
+    markers = frozenset(wire_names - rules.STATUS_GENERIC_KEYS)
+    assert "replicatedJobsStatus" in markers
+    violations = checks.declared_once_violations(
+        modules_under(rules.STATUS_SCOPE), rules.STATUS_OWNER, markers
+    )
+    assert [v.text for v in violations] == [], "use the api/status.py model, not its wire keys"
+
+
+def test_one_type_holds_what_a_reconcile_observes() -> None:
+    owner, name = rules.OBSERVED_OWNER
+    violations = checks.repeated_shape_violations(
+        _everything(), owner, name, rules.OBSERVED_FIELDS
+    )
+    assert [v.text for v in violations] == [], "use controller.core.types.Observed"

@@ -401,3 +401,24 @@ def test_tier_of(path: str, want: str | None) -> None:
 def test_permission_declaration_check(name: str, source: str, want_violations: int) -> None:
     found = checks.permission_declaration_violations([_mod(name, source)])
     assert len(found) == want_violations, [v.text for v in found]
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.runtime.x",
+                     "class Snapshot:\n    jobs: int\n    service_exists: bool\n", 1,
+                     id="a second class with the observed fields"),
+        pytest.param("jobset_infra.owner",
+                     "class Observed:\n    jobs: int\n    service_exists: bool\n", 0,
+                     id="the one declaration"),
+        pytest.param("jobset_infra.controller.runtime.x", "class Other:\n    jobs: int\n", 0,
+                     id="sharing one field name is not a copy"),
+    ],
+)
+def test_repeated_shape_check(name: str, source: str, want_violations: int) -> None:
+    fields = frozenset({"jobs", "service_exists"})
+    found = checks.repeated_shape_violations(
+        [_mod(name, source)], "jobset_infra.owner", "Observed", fields
+    )
+    assert len(found) == want_violations

@@ -15,7 +15,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
@@ -26,7 +25,7 @@ from jobset_infra.controller.core import (
     reconcile,
     reconcile_malformed,
 )
-from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
+from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -62,18 +61,8 @@ from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What one reconcile reads from the caches."""
-
-    jobset: dict[str, Any]
-    jobs: tuple[ChildJob, ...] = ()
-    service_exists: bool = False
-    placement: PlacementInputs | None = None
-    pvc_names: frozenset[str] | None = None  # None: PVCs are not watched (or not allowed)
-
-
-Decide = Callable[[Snapshot, datetime.datetime], Plan]
+Decide = Callable[[Observed[Manifest], datetime.datetime], Plan]
+"""The decision for one JobSet as the caches hold it (the core's, unless a test injects one)."""
 WallClock = Callable[[], datetime.datetime]
 
 
@@ -88,7 +77,7 @@ def core_config(config: ControllerConfig) -> CoreConfig:
 def core_decider(config: CoreConfig) -> Decide:
     """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
 
-    def decide(seen: Snapshot, now: datetime.datetime) -> Plan:
+    def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
         try:
             observed = observe(
                 seen.jobset, seen.jobs, seen.service_exists, seen.placement, seen.pvc_names
@@ -345,12 +334,12 @@ class JobSetController:
 
     def _snapshot(
         self, jobset: dict[str, Any], placement: PlacementInputs | None = None
-    ) -> Snapshot:
+    ) -> Observed[Manifest]:
         namespace = str(jobset["metadata"].get("namespace", ""))
         pvc_names = None
         if not self.pvcs.forbidden:
             pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
-        return Snapshot(
+        return Observed(
             jobset=jobset,
             jobs=tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset))),
             service_exists=f"{namespace}/{service_name(jobset)}" in self.services.store,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
-from jobset_infra.controller.core.types import UpdateStatus
-from jobset_infra.controller.runtime.controller import Snapshot, core_config, core_decider
+from jobset_infra.controller.core.types import Observed, UpdateStatus
+from jobset_infra.controller.runtime.controller import core_config, core_decider
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -30,7 +30,7 @@ def test_a_malformed_jobset_gets_an_invalid_spec_status_not_a_crash() -> None:
         "metadata": {"name": "js", "namespace": "ns", "uid": "u", "resourceVersion": "3"},
         "spec": {"replicatedJobs": "not-a-list"},
     }
-    plan = decide(Snapshot(raw), NOW)
+    plan = decide(Observed(raw), NOW)
     status = plan.status_update
     assert isinstance(status, UpdateStatus)
     conditions = {x["type"]: x for x in status.status.get("conditions", [])}

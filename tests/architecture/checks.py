@@ -388,3 +388,48 @@ def repeated_shape_violations(
                 text = f"{m.path}:{node.lineno}: {node.name} repeats {owner}.{class_name}"
                 found.append(Violation(m.name, node.name, text))
     return found
+
+
+def restated_default_violations(
+    modules: Iterable[Module], owner: str, model: str, defaults: dict[str, object]
+) -> list[Violation]:
+    """Classes outside `owner` restating two or more of `model`'s fields with its defaults.
+
+    One field with the same name and default can be a coincidence (`replicas: int = 1`); two
+    are a copy of the model that would have to be kept in step with it by hand.
+    """
+    found = []
+    for m in modules:
+        if m.name == owner:
+            continue
+        for node in ast.walk(m.tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            restated = sorted(
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign)
+                and isinstance(s.target, ast.Name)
+                and s.target.id in defaults
+                and _default_of(s.value) == defaults[s.target.id]
+            )
+            if len(restated) >= 2:
+                text = f"{m.path}:{node.lineno}: {node.name} restates {model} {restated}"
+                found.append(Violation(m.name, node.name, text))
+    return found
+
+
+_NO_DEFAULT = object()
+
+
+def _default_of(value: ast.expr | None) -> object:
+    """The literal default of a field (`= 2` or `= Field(default=2, ...)`), else a sentinel."""
+    if isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] == "Field":
+        given = [k.value for k in value.keywords if k.arg == "default"] or value.args[:1]
+        value = given[0] if given else None
+    if value is None:
+        return _NO_DEFAULT
+    try:
+        return ast.literal_eval(value)
+    except ValueError:
+        return _NO_DEFAULT

@@ -236,3 +236,18 @@ STATUS_GENERIC_KEYS: Final[frozenset[str]] = frozenset(
 # Observed[JobSet]); a class with these fields elsewhere is a second snapshot type.
 OBSERVED_OWNER: Final = ("jobset_infra.controller.core.types", "Observed")
 OBSERVED_FIELDS: Final[frozenset[str]] = frozenset({"jobs", "service_exists", "pvc_names"})
+
+# Config once (issue 19 item 1): each install concept has one model, which the stack config
+# embeds, the component args carry and the manifest builders read. (module, class) of each:
+CONFIG_MODELS: Final[tuple[tuple[str, str], ...]] = (
+    ("jobset_infra.manifests.controller_spec", "ControllerOptions"),
+    ("jobset_infra.manifests.kueue_spec", "QueueSpec"),
+    ("jobset_infra.manifests.kueue_spec", "KueueInstall"),
+)
+# Defaults only those models spell; a copy under another field name still spells them.
+CONFIG_MARKERS: Final[dict[str, tuple[str, frozenset[str]]]] = {
+    "Kueue queue names": (
+        "jobset_infra.manifests.kueue_spec",
+        frozenset({"tpu-queue", "tpu-cluster-queue", "tpu-flex-start"}),
+    ),
+}

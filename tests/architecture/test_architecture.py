@@ -236,3 +236,29 @@ def test_one_type_holds_what_a_reconcile_observes() -> None:
         _everything(), owner, name, rules.OBSERVED_FIELDS
     )
     assert [v.text for v in violations] == [], "use controller.core.types.Observed"
+
+
+@pytest.mark.parametrize(
+    "owner, model", [pytest.param(o, m, id=m) for o, m in rules.CONFIG_MODELS]
+)
+def test_each_install_concept_has_one_model(owner: str, model: str) -> None:
+    import importlib
+
+    from pydantic import BaseModel
+
+    cls = getattr(importlib.import_module(owner), model)
+    assert issubclass(cls, BaseModel)
+    defaults = {
+        name: field.default
+        for name, field in cls.model_fields.items()
+        if isinstance(field.default, str | int | float | bool | tuple)
+    }
+    violations = checks.restated_default_violations(_everything(), owner, model, defaults)
+    assert [v.text for v in violations] == [], f"embed or subclass {model} instead"
+
+
+@pytest.mark.parametrize("concept", [pytest.param(c, id=c) for c in rules.CONFIG_MARKERS])
+def test_install_defaults_are_spelled_once(concept: str) -> None:
+    owner, markers = rules.CONFIG_MARKERS[concept]
+    violations = checks.declared_once_violations(_everything(), owner, markers)
+    assert [v.text for v in violations] == [], f"{concept} come from {owner}"

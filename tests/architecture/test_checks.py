@@ -422,3 +422,24 @@ def test_repeated_shape_check(name: str, source: str, want_violations: int) -> N
         [_mod(name, source)], "jobset_infra.owner", "Observed", fields
     )
     assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("class Args:\n    namespace: str = 'ns'\n    replicas: int = 2\n", 1,
+                     id="two fields restated with the model's defaults"),
+        pytest.param("class Args:\n    replicas: int = Field(default=2, ge=1)\n"
+                     "    namespace: str = 'ns'\n", 1, id="a Field default counts too"),
+        pytest.param("class Args:\n    replicas: int = 2\n    name: str = 'other'\n", 0,
+                     id="one shared default is a coincidence"),
+        pytest.param("class Args(Options):\n    image: str | None = None\n", 0,
+                     id="a subclass adds fields without restating"),
+    ],
+)
+def test_restated_default_check(source: str, want_violations: int) -> None:
+    defaults: dict[str, object] = {"namespace": "ns", "replicas": 2, "name": "n"}
+    found = checks.restated_default_violations(
+        [_mod("jobset_infra.components.x", source)], "jobset_infra.owner", "Options", defaults
+    )
+    assert len(found) == want_violations

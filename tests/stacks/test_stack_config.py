@@ -120,8 +120,8 @@ SLICES = {
             id="controller without image or build",
         ),
         pytest.param(
-            "v5e-multislice", {"kueue": {"version": "v0.19.2"}},
-            f"{NS}:kueue: version: 'v0.19.2': Helm chart versions have no leading 'v'",
+            "v5e-multislice", {"kueue": {"install": {"version": "v0.19.2"}}},
+            f"{NS}:kueue.install.version: 'v0.19.2': Helm chart versions have no leading 'v'",
             id="kueue version with a v",
         ),
         pytest.param(
@@ -152,6 +152,17 @@ SLICES = {
 def test_bad_config_names_the_key(stack: str, changes: dict[str, Any], expected: str) -> None:
     problems = _problems(_with(stack, **changes))
     assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_malformed_kueue_key_does_not_hide_the_other_problems() -> None:
+    config = _with(
+        "v5e-multislice",
+        kueue={"queues": {"local_queue_name": "Not A Name"}},
+        slices={"name": "v5e", "accelerator": "v5e", "topology": "3x3", "slices": 4},
+    )
+    problems = _problems(config)
+    assert any(p.startswith(f"{NS}:kueue.queues.local_queue_name:") for p in problems), problems
+    assert any(p.startswith(f"{NS}:slices.topology:") for p in problems), problems
 
 
 def test_every_problem_is_one_line() -> None:

@@ -26,7 +26,7 @@ RUN pip install --require-hashes --no-deps --only-binary=:all: -r /tmp/controlle
  && rm /tmp/controller.txt
 # The package itself, from source; --no-deps: its dependencies are all installed from the lock.
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY jobset_infra ./jobset_infra
 RUN pip install --no-deps --no-build-isolation . \
  && python -m compileall -q /opt/venv/lib \

@@ -1,4 +1,4 @@
-"""`jobset-infra`: validate | crd | plan | sim.
+"""`jobset-infra`: validate | crd | plan | sim | cluster.
 
 Each subcommand lives in the module that owns its logic; this file only wires them to argparse.
 A subcommand module exposes `add_arguments(parser)` and `run(args) -> int` and keeps heavy imports
@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "crd": "jobset_infra.api.crd.command",
     "plan": "jobset_infra.plan_command",
     "sim": "jobset_infra.sim.command",
+    "cluster": "jobset_infra.cluster.command",
 }
 
 

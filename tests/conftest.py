@@ -26,6 +26,7 @@ TIERS: dict[str, str] = {
     "tests": "unit",  # the modules directly in tests/ (Dockerfile, plan command, README)
     "tests/api": "unit",
     "tests/architecture": "unit",
+    "tests/cluster": "unit",  # the local cluster's command lines, certificates, processes
     "tests/components": "unit",
     "tests/controller/core": "unit",
     "tests/controller/runtime": "unit",
@@ -40,8 +41,6 @@ TIERS: dict[str, str] = {
     "tests/benchmarks": "e2e",
     "tests/e2e": "e2e",
 }
-# Modules whose tests take seconds each, on top of their tier.
-SLOW: tuple[str, ...] = ("tests/benchmarks", "tests/reliability/test_fault_suite.py")
 
 
 def tier_of(path: str) -> str | None:
@@ -60,5 +59,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"{path} is in no test tier: add its folder to TIERS in tests/conftest.py"
             )
         item.add_marker(getattr(pytest.mark, tier))
-        if any(path == s or path.startswith(s + "/") for s in SLOW):
-            item.add_marker(pytest.mark.slow)

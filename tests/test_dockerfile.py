@@ -186,3 +186,17 @@ def test_dockerignore_sends_only_the_package_sources() -> None:
     assert {"!pyproject.toml", "!README.md", "!locks/controller.txt", "!jobset_infra/"} <= set(
         lines
     )
+
+
+def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
+    # `*` leaves everything out of the context, so each COPY source needs its own `!` line.
+    lines = {line for line in (ROOT / ".dockerignore").read_text().splitlines() if line}
+    sources = [
+        source
+        for keyword, rest in instructions()
+        if keyword == "COPY" and not rest.startswith("--from")
+        for source in rest.split()[:-1]
+    ]
+    assert sources
+    missing = [s for s in sources if f"!{s.rstrip('/')}" not in lines and f"!{s}/" not in lines]
+    assert missing == [], f"add !<path> to .dockerignore for {missing}"

@@ -177,7 +177,9 @@ class StartupPolicy(ApiModel):
 class Coordinator(ApiModel):
     """The pod whose stable endpoint is published to every Job as a label."""
 
-    replicated_job: str
+    # A replicatedJob name, so a DNS label; the bound also keeps the CEL rules that compare it
+    # with every replicatedJob's name within the real API server's cost budget.
+    replicated_job: str = Field(json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
     """Replicated job of the coordinator pod."""
     job_index: int = Field(default=0, ge=0, le=c.MAX_INT32)
     """Job index within that replicated job."""

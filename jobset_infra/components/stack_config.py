@@ -353,11 +353,11 @@ def _check_workload_fits(config: StackConfig) -> None:
 def _problems_of(key: str, check: Callable[[], object]) -> list[str]:
     try:
         check()
+    except SlicePoolsError as exc:
+        # The tpu specs name their field, and word the fix they suggest as stack keys here
+        # (`jobset-infra:slices.multislice: false`, not the Python `multislice=False`).
+        return [exc.for_stack(f"{NAMESPACE}:{key}")]
     except ValueError as exc:
-        field = getattr(exc, "field", None)
-        if isinstance(field, str) and str(exc).startswith(f"{field}: "):
-            # The tpu specs name their field: report it as a path under the config key.
-            return [f"{NAMESPACE}:{key}.{exc!s}"]
         return [f"{NAMESPACE}:{key}: {line}" for line in str(exc).splitlines()]
     return []
 

@@ -439,6 +439,7 @@ json_values = st.recursive(
         max_size=5,
     )
 )
+@pytest.mark.slow
 def test_arbitrary_objects_never_raise(spec: dict[str, Any]) -> None:
     schema = CrdSchema.from_crd(_crd(WIDGET), "v1")
     _, errors = schema.admit({"spec": spec}, old={"spec": spec})

@@ -24,6 +24,7 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.sim.cluster": "sim.cluster",
     "jobset_infra.sim": "sim",
     "jobset_infra.testing": "testing",
+    "jobset_infra.cluster": "cluster",
     "jobset_infra.cli": "entry",
     "jobset_infra.plan_command": "entry",
 }
@@ -50,6 +51,11 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     "sim.cluster": frozenset({"sim.cluster", "sim.apiserver", "placement", "api", "tpu"}),
     "sim": frozenset({"sim", "sim.cluster", "sim.apiserver", "api", "tpu", "testing"}),
     "testing": frozenset({"testing", "api", "tpu", "controller.core"}),
+    # The real local cluster is a shell like the sim: it talks to the API server with the
+    # controller's client, installs what `manifests` builds, and shapes kwok Nodes from the
+    # sim's node-pool spec (the same `--nodes` strings).
+    "cluster": frozenset({"cluster", "controller.runtime", "manifests", "sim.cluster",
+                          "sim.apiserver", "api", "tpu"}),
     # Composition roots import what they wire only lazily (see LAZY_ALLOWED).
     "entry": frozenset(),
 }
@@ -65,6 +71,7 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.cli", "api"),  # subcommands are loaded by name
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
+        ("jobset_infra.cli", "cluster"),
     }
 )
 

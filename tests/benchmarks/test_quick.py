@@ -14,6 +14,8 @@ from benchmarks import report, run
 from benchmarks.cluster import running
 from benchmarks.scale import ScaleRun, run_once
 
+pytestmark = pytest.mark.slow  # a real benchmark run in a child process, ~9 s
+
 N = 16
 
 

@@ -1,8 +1,9 @@
-"""Integration harness: an API server (the sim, or envtest when KUBEBUILDER_ASSETS is set) and the
-real controller in-process over real HTTP.
+"""Integration harness: an API server (the sim, or the real kube-apiserver in envtest's shape)
+and the real controller in-process over real HTTP.
 
-Every test using `cluster` runs once per backend: `sim` always; `envtest` only with envtest
-binaries, otherwise it is *skipped* (never counted as passed). Like upstream's envtest suite, the
+Every test using `cluster` runs once per backend: `sim`, and `envtest` (etcd + kube-apiserver
+built by `make tools`; without them *skipped*, never counted as passed, and failed under
+JOBSET_REQUIRE_REAL=1 as in CI). Like upstream's envtest suite, the
 tests set Job status by hand (no Job controller); on envtest, where no garbage collector runs, the
 harness finishes foreground deletions itself.
 """
@@ -24,6 +25,7 @@ import yaml
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.defaults import default
+from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
@@ -36,6 +38,7 @@ from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, SERVICES, R
 from jobset_infra.testing.jobs import job_from
 from jobset_infra.testing.jobsets import JobSetBuilder
 from tests.integration import envtest
+from tests.realcluster import real_cluster
 
 T = TypeVar("T")
 CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
@@ -214,21 +217,31 @@ async def _start(
     return await start_controller(config, access=access, identity=identity)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A hung integration test fails after 90 s instead of eating the CI budget (default 300 s)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A hung integration test fails after 90 s instead of eating the CI budget (default 300 s).
+    A test marked `sim_only(reason)` needs something only the sim has (fault injection, request
+    counts, a garbage collector in envtest's shape): its envtest case is deselected, not skipped,
+    so the envtest tier reports no skips."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         if "tests/integration/" in str(item.fspath) and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(90))
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("cluster") if callspec is not None else None
+        (dropped if backend == "envtest" and item.get_closest_marker("sim_only") else kept).append(
+            item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
-def envtest_server() -> Iterator[envtest.EnvTest]:
-    assets = envtest.assets_dir()
-    if assets is None:
-        pytest.skip("envtest tier: KUBEBUILDER_ASSETS is not set (no etcd/kube-apiserver here)")
-    server = envtest.start(assets)
-    yield server
-    server.stop()
+def envtest_server() -> Iterator[RunningCluster]:
+    """etcd + kube-apiserver from `make tools` (skipped without them, failed with
+    JOBSET_REQUIRE_REAL=1)."""
+    with real_cluster(apiserver_only=True) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -258,7 +271,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
             finally:
                 await _stop_all(c)
         return
-    server: envtest.EnvTest = request.getfixturevalue("envtest_server")
+    server: RunningCluster = request.getfixturevalue("envtest_server")
     async with KubeClient(server.access(), enforce_permissions=False) as api:
         await _install_crd(api)
         await api.create(NAMESPACES, {"metadata": {"name": namespace}})

@@ -115,6 +115,7 @@ def sim_url() -> Iterator[str]:
         yield sim.url
 
 
+@pytest.mark.slow
 def test_process_serves_probes_and_stops_gracefully_on_sigterm(sim_url: str) -> None:
     port = free_port()
     proc = subprocess.Popen(
@@ -152,6 +153,7 @@ def test_process_serves_probes_and_stops_gracefully_on_sigterm(sim_url: str) -> 
     assert all({"ts", "level", "logger", "msg"} <= set(entry) for entry in logs)
 
 
+@pytest.mark.slow
 async def test_kubeconfig_with_an_exec_credential_plugin(tmp_path: Path) -> None:
     from jobset_infra.sim.apiserver.server import Sim, write_kubeconfig
     from jobset_infra.sim.command import register_crd
@@ -220,6 +222,7 @@ async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
     assert len(set(ids)) == len(ids), "each reconcile has its own id"
 
 
+@pytest.mark.sim_only("needs the sim's fault injection")
 async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
     """`jobset-controller` exits (code 1, so the Deployment restarts it as a standby) when its
     Lease cannot be renewed within renewDeadline."""
@@ -227,8 +230,6 @@ async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
     from jobset_infra.controller.runtime.resources import LEASES
     from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 
-    if cluster.sim is None:
-        pytest.skip("needs the sim's fault injection")
     config = fast_config(
         controller={"watchNamespace": cluster.namespace},
         leaderElection={

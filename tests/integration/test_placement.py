@@ -198,6 +198,7 @@ def _finished(job: dict[str, Any]) -> bool:
     )
 
 
+@pytest.mark.slow
 async def test_four_replicas_land_one_job_per_pool(cluster: Cluster) -> None:
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("train", 4), NS)

@@ -32,9 +32,8 @@ def rules() -> tuple[FaultRule, ...]:
     )  # fmt: skip
 
 
+@pytest.mark.sim_only("fault injection is a sim feature")
 async def test_converges_through_conflicts_throttling_and_watch_expiry(cluster: Cluster) -> None:
-    if cluster.sim is None:
-        pytest.skip("fault injection is a sim feature")
     faults = FaultInjector(rules=rules(), seed=7)
     cluster.sim.stats.reset()
     cluster.sim.sim.add_hook(faults)
@@ -66,9 +65,8 @@ async def test_converges_through_conflicts_throttling_and_watch_expiry(cluster: 
     assert creates == 2 * JOBS + create_faults, "every Job created once (retries only after faults)"
 
 
+@pytest.mark.sim_only("counts requests at the sim")
 async def test_a_stale_job_cache_never_repeats_creates(cluster: Cluster) -> None:
-    if cluster.sim is None:
-        pytest.skip("counts requests at the sim")
     ctl = await cluster.start_controller()
     await ctl.wait_leader(5)
     job_informer = ctl.tasks[ctl.controller.informers.index(ctl.controller.jobs)]

@@ -121,9 +121,8 @@ def cluster_creates(cluster: Cluster) -> int | None:
     return created
 
 
+@pytest.mark.sim_only("needs the sim's fault injection")
 async def test_a_leader_that_cannot_renew_stops_working(cluster: Cluster) -> None:
-    if cluster.sim is None:
-        pytest.skip("needs the sim's fault injection")
     leader = await cluster.start_controller(ha_config(cluster), identity="replica-a")
     await leader.wait_leader(5)
     broken = FaultInjector(

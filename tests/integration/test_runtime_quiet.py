@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBS
@@ -50,6 +52,7 @@ async def test_converged_jobset_makes_no_writes(
         assert cluster.sim.stats.writes == server_before, "the sim saw writes"
 
 
+@pytest.mark.slow
 async def test_a_burst_of_job_status_changes_is_coalesced(
     cluster: Cluster, controller: RunningController
 ) -> None:

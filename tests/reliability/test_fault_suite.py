@@ -27,7 +27,7 @@ from tests.reliability.chaos import (
     run,
 )
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.timeout(150), pytest.mark.slow]
 SOAK = int(os.environ.get("JOBSET_SOAK", "0"))
 CI_SEED = 7
 _baseline: list[Outcome] = []

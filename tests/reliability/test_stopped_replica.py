@@ -22,7 +22,7 @@ from tests.reliability.chaos import CRD_FILE, CRDS, LEASE, controller_config
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.slow]
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""The real local Kubernetes control plane, built from pinned Go modules (see tools/)."""

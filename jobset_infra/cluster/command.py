@@ -1,0 +1,153 @@
+"""`jobset-infra cluster up | down | status`: the real Kubernetes control plane on this machine.
+
+    jobset-infra cluster up --nodes v5e-2x4:4 --controller
+    export KUBECONFIG=$(jobset-infra cluster status --kubeconfig)
+    jobset-infra cluster down
+
+`up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (built by
+`make tools`) on loopback, creates Nodes shaped like GKE node pools, starts the pod runner, and
+with `--controller` installs our CRD, RBAC and controller Deployment, whose Pods then run as
+local `jobset-controller` processes with their ServiceAccount's token. It returns once
+everything is healthy and leaves the processes running; `down` stops them by PID and removes
+the cluster folder (`--keep-files` keeps logs and certificates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Final
+
+HELP: Final = ("run the real Kubernetes control plane (etcd, kube-apiserver, controller-manager, "
+               "scheduler, kwok nodes) on 127.0.0.1: up | down | status")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = sub.add_parser("up", help="start a cluster and return when it is healthy")
+    _common(up)
+    up.add_argument("--nodes", default="cpu:3", metavar="SPEC",
+                    help="Nodes as GKE node pools, e.g. v5e-2x4:4 (4 TPU slice pools of 2 "
+                         "nodes) or cpu:3 (default), comma-separated as for `sim --nodes`")
+    up.add_argument("--controller", action="store_true",
+                    help="install the JobSet CRD, RBAC and our controller (run as local "
+                         "processes with their ServiceAccount's token)")
+    up.add_argument("--auto-complete", type=float, default=None, metavar="SECONDS",
+                    help="every Job's Pod succeeds this many seconds after it starts running "
+                         "(default: Pods run until annotated, see docs/cluster.md)")
+    down = sub.add_parser("down", help="stop every process of a cluster and remove its files")
+    _common(down)
+    down.add_argument("--keep-files", action="store_true",
+                      help="keep the cluster folder (logs, certificates, kubeconfig)")
+    status = sub.add_parser("status", help="show whether each component runs")
+    _common(status)
+    status.add_argument("--kubeconfig", action="store_true", dest="print_kubeconfig",
+                        help="print only the kubeconfig path (for export KUBECONFIG=...)")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", default="local",
+                        help="cluster name, so several can run at once (default: local)")
+    parser.add_argument("--dir", type=Path, default=None, metavar="FOLDER",
+                        help="cluster folder (default: ~/.cache/jobset-infra/clusters/NAME)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobset_infra.cluster.binaries import MissingBinaryError
+    from jobset_infra.cluster.processes import ComponentError
+    from jobset_infra.sim.cluster.nodes import NodeSpecError
+
+    try:
+        if args.action == "up":
+            return _up(args)
+        if args.action == "down":
+            return _down(args)
+        return _status(args)
+    except (MissingBinaryError, ComponentError, NodeSpecError, TimeoutError) as err:
+        print(f"jobset-infra cluster {args.action}: {err}", file=sys.stderr)
+        return 1
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    from jobset_infra.cluster.local import default_folder
+
+    folder: Path = args.dir or default_folder(args.name)
+    return folder
+
+
+def _up(args: argparse.Namespace) -> int:
+    from jobset_infra.cluster.local import ClusterOptions, start_cluster
+
+    def say(line: str) -> None:
+        print(f"[cluster] {line}", flush=True)
+
+    options = ClusterOptions(nodes=args.nodes, folder=_folder(args), name=args.name,
+                             auto_complete_seconds=args.auto_complete)
+    cluster = start_cluster(options, progress=say)
+    if args.controller:
+        from jobset_infra.cluster.install import install_jobset_system, local_install
+
+        install = local_install()
+        say(f"installing the JobSet CRD, RBAC and controller into {install.namespace}")
+
+        async def _install() -> None:
+            async with cluster.client() as api:
+                await install_jobset_system(api, install)
+
+        try:
+            asyncio.run(_install())
+        except BaseException:
+            cluster.stop(keep_files=True)
+            raise
+        say("controller running (as its ServiceAccount; logs under "
+            f"{cluster.layout.folder / 'pods'})")
+    kubeconfig = cluster.kubeconfig
+    print(f"\nexport KUBECONFIG={kubeconfig}\n"
+          f"kubectl get nodes -L cloud.google.com/gke-nodepool\n"
+          f"kubectl annotate pod POD jobset-infra.dev/exit-code=0   # a Pod's container exits\n"
+          f"jobset-infra cluster down{_name_flag(args)}              # stop it all\n")
+    return 0
+
+
+def _name_flag(args: argparse.Namespace) -> str:
+    parts = []
+    if args.name != "local":
+        parts.append(f" --name {args.name}")
+    if args.dir is not None:
+        parts.append(f" --dir {args.dir}")
+    return "".join(parts)
+
+
+def _down(args: argparse.Namespace) -> int:
+    from jobset_infra.cluster.local import load_state
+
+    folder = _folder(args)
+    cluster = load_state(folder)
+    if cluster is None:
+        print(f"no cluster recorded in {folder}; nothing to stop")
+        return 0
+    stopped = cluster.stop(keep_files=args.keep_files)
+    kept = f"; files kept in {folder}" if args.keep_files else ""
+    print(f"stopped {', '.join(stopped) or 'nothing (all had exited)'}{kept}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from jobset_infra.cluster.local import load_state
+
+    folder = _folder(args)
+    cluster = load_state(folder)
+    if cluster is None:
+        print(f"no cluster recorded in {folder}; start one with `jobset-infra cluster up`",
+              file=sys.stderr)
+        return 1
+    if args.print_kubeconfig:
+        print(cluster.kubeconfig)
+        return 0
+    running = cluster.running()
+    print(f"cluster {args.name} at {cluster.url}, kubeconfig {cluster.kubeconfig}")
+    for name, up in running.items():
+        print(f"  {name:<24} {'running' if up else 'NOT RUNNING'}")
+    return 0 if all(running.values()) else 1

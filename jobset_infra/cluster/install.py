@@ -1,0 +1,125 @@
+"""Put our JobSet system (CRD, RBAC, controller Deployment) onto the local cluster, for real.
+
+`cluster up --controller` and the real-cluster test tiers use this: the same objects the
+JobSetSystem Pulumi component creates (`manifests.jobset_system.system_objects`), applied
+server-side in their order; the pod runner then runs the Deployment's Pods as `jobset-controller`
+processes with their ServiceAccount's token, so every call the controller makes is authorized
+by the real API server against our generated RBAC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
+from jobset_infra.controller.runtime.resources import Resource
+from jobset_infra.manifests.controller_spec import ControllerInstall, parse_install
+from jobset_infra.manifests.jobset_system import system_objects
+
+FIELD_MANAGER: Final = "jobset-infra-cluster"
+APPLY: Final = "application/apply-patch+yaml"
+# The image name the pod runner recognises is not needed (it matches our labels); a pinned tag
+# keeps `ControllerInstall`'s check that an image is never `:latest`.
+LOCAL_IMAGE: Final = "jobset-infra.local/jobset-controller:dev"
+
+# Every kind the JobSet system consists of, and where it lives.
+KINDS: Final[Mapping[str, Resource]] = {
+    r.kind: r for r in (
+        Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                 "CustomResourceDefinition", namespaced=False),
+        Resource("", "v1", "namespaces", "Namespace", namespaced=False),
+        Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+        Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                 namespaced=False),
+        Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+                 namespaced=False),
+        Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+        Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+        Resource("", "v1", "configmaps", "ConfigMap"),
+        Resource("", "v1", "services", "Service"),
+        Resource("apps", "v1", "deployments", "Deployment"),
+        Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+        Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+        Resource("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor"),
+    )
+}
+DEPLOYMENTS: Final = KINDS["Deployment"]
+PODS: Final = Resource("", "v1", "pods", "Pod")
+
+
+def local_install(**fields: object) -> ControllerInstall:
+    """The controller install for the local cluster: our defaults, the local image."""
+    return parse_install(**{"image": LOCAL_IMAGE, **fields})
+
+
+async def apply(api: KubeClient, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Server-side apply of one object, as its owner (force: we are the only writer)."""
+    res = KINDS.get(manifest["kind"])
+    if res is None:
+        raise ValueError(f"cannot apply kind {manifest['kind']!r}: not part of the JobSet system")
+    meta = manifest["metadata"]
+    path = res.path(meta.get("namespace"), meta["name"])
+    return await api.request("PATCH", path, body=manifest, content_type=APPLY,
+                             params={"fieldManager": FIELD_MANAGER, "force": "true"})
+
+
+async def apply_all(api: KubeClient, manifests: Sequence[Mapping[str, Any]]) -> None:
+    for manifest in manifests:
+        await apply(api, manifest)
+        if manifest["kind"] == "CustomResourceDefinition":
+            await _until_established(api, manifest["metadata"]["name"])
+
+
+async def install_jobset_system(api: KubeClient, install: ControllerInstall,
+                                timeout: float = 120.0) -> None:
+    """Apply every object of `install` and wait for its Deployment to be available."""
+    objects = system_objects(install)
+    await apply_all(api, objects.in_apply_order())
+    await wait_available(api, install.namespace, install.name, timeout)
+
+
+async def wait_available(api: KubeClient, namespace: str, name: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    status: Mapping[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            status = (await api.get(DEPLOYMENTS, name, namespace)).get("status") or {}
+        except NotFoundError:
+            status = {}
+        if any(c.get("type") == "Available" and c.get("status") == "True"
+               for c in status.get("conditions") or []):
+            return
+        await asyncio.sleep(0.25)
+    raise TimeoutError(f"Deployment {namespace}/{name} not available within {timeout:g} s: "
+                       f"{await _why_pending(api, namespace)}")
+
+
+async def _why_pending(api: KubeClient, namespace: str) -> str:
+    """What the Deployment's Pods wait for, from their PodScheduled conditions."""
+    pods = await api.list(PODS, namespace)
+    reasons = sorted({
+        f"{c.get('reason')}: {c.get('message')}"
+        for p in pods["items"] for c in (p.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("status") == "False"
+    })
+    if reasons:
+        return "; ".join(reasons)
+    phases = sorted({(p.get("status") or {}).get("phase", "?") for p in pods["items"]})
+    return f"its Pods are {', '.join(phases) or 'not created'}"
+
+
+async def _until_established(api: KubeClient, name: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            crd = await api.get(KINDS["CustomResourceDefinition"], name)
+        except ApiError:
+            crd = {}
+        if any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or []):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"CRD {name} not Established within {timeout:g} s")

@@ -1,0 +1,215 @@
+"""What the local control plane consists of: every process, its command line and its files.
+
+Pure: `plan_processes(layout, tools)` turns the folder, the ports and the binaries into the
+command lines `cluster up` starts, in order. Nothing here starts a process or picks a port, so
+the flags each component gets are visible (and tested) as plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from jobset_infra.cluster import pki as certs
+from jobset_infra.cluster.binaries import Tools
+
+SERVICE_CIDR: Final = "10.0.0.0/24"
+POD_CIDR: Final = "10.244.0.0/16"
+SERVICE_ACCOUNT_ISSUER: Final = "https://kubernetes.default.svc.cluster.local"
+# kwok manages only the Nodes that carry this annotation (we create them), never a real one.
+KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
+KWOK_NODE_VALUE: Final = "fake"
+# Client rate limits of the controller-manager and scheduler: GKE's control plane is far larger
+# than the defaults (20 and 50 QPS) assume, and benchmarks should time controllers, not these.
+COMPONENT_QPS: Final = 500
+COMPONENT_BURST: Final = 1000
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One cluster's folder and ports; every path a process uses derives from `folder`."""
+
+    folder: Path
+    ports: Ports
+    admin_token: str
+
+    @property
+    def pki(self) -> certs.Pki:
+        return certs.Pki(self.folder / "pki")
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.folder / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.folder / "state.json"
+
+    def component_kubeconfig(self, who: certs.Identity) -> Path:
+        return self.folder / "kubeconfigs" / f"{who.file_stem}.yaml"
+
+    def log(self, name: str) -> Path:
+        return self.folder / "logs" / f"{name}.log"
+
+    @property
+    def token_file(self) -> Path:
+        return self.folder / "tokens.csv"
+
+    @property
+    def scheduler_config(self) -> Path:
+        return self.folder / "kube-scheduler.yaml"
+
+    @property
+    def kwok_config(self) -> Path:
+        return self.folder / "kwok.yaml"
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One long-running process: a name for logs and errors, and its argv."""
+
+    name: str
+    argv: tuple[str, ...]
+    health_url: str  # answers 200 when the component is up (https urls use the cluster CA)
+
+
+def plan_processes(layout: Layout, tools: Tools) -> Sequence[ProcessSpec]:
+    """etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: start order."""
+    return (
+        _etcd(layout, tools),
+        _apiserver(layout, tools),
+        _controller_manager(layout, tools),
+        _scheduler(layout, tools),
+        _kwok(layout, tools),
+    )
+
+
+def _etcd(layout: Layout, tools: Tools) -> ProcessSpec:
+    client = f"http://127.0.0.1:{layout.ports.etcd_client}"
+    peer = f"http://127.0.0.1:{layout.ports.etcd_peer}"
+    return ProcessSpec("etcd", (
+        str(tools.etcd), "--name=local", f"--data-dir={layout.folder / 'etcd'}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=local={peer}",
+        # A throwaway single-member store on one disk: fsync buys nothing and costs seconds.
+        "--unsafe-no-fsync=true", "--log-level=warn", "--quota-backend-bytes=4294967296",
+    ), f"{client}/health")
+
+
+def _apiserver(layout: Layout, tools: Tools) -> ProcessSpec:
+    p = layout.pki
+    return ProcessSpec("kube-apiserver", (
+        str(tools.kube_apiserver),
+        f"--etcd-servers=http://127.0.0.1:{layout.ports.etcd_client}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        f"--secure-port={layout.ports.apiserver}",
+        f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
+        f"--client-ca-file={p.ca_cert}", f"--token-auth-file={layout.token_file}",
+        "--authorization-mode=Node,RBAC", "--anonymous-auth=false",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={p.service_account_pub}",
+        f"--service-account-signing-key-file={p.service_account_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        # The endpoint reconciler refuses a loopback address; no Pod dials the Service here.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true", "--profiling=false",
+        "--enable-admission-plugins=NodeRestriction", "--v=1",
+    ), f"{layout.url}/readyz")
+
+
+def _controller_manager(layout: Layout, tools: Tools) -> ProcessSpec:
+    p, kubeconfig = layout.pki, layout.component_kubeconfig(certs.CONTROLLER_MANAGER)
+    return ProcessSpec("kube-controller-manager", (
+        str(tools.kube_controller_manager),
+        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={layout.ports.controller_manager}",
+        "--leader-elect=false", "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={p.service_account_key}",
+        f"--root-ca-file={p.ca_cert}",
+        f"--cluster-signing-cert-file={p.ca_cert}", f"--cluster-signing-key-file={p.ca_key}",
+        f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--kube-api-qps={COMPONENT_QPS}", f"--kube-api-burst={COMPONENT_BURST}",
+        "--concurrent-job-syncs=20", "--concurrent-gc-syncs=50", "--profiling=false", "--v=1",
+    ), f"https://127.0.0.1:{layout.ports.controller_manager}/healthz")
+
+
+def _scheduler(layout: Layout, tools: Tools) -> ProcessSpec:
+    kubeconfig = layout.component_kubeconfig(certs.SCHEDULER)
+    return ProcessSpec("kube-scheduler", (
+        str(tools.kube_scheduler), f"--config={layout.scheduler_config}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={layout.ports.scheduler}", "--v=1",
+    ), f"https://127.0.0.1:{layout.ports.scheduler}/healthz")
+
+
+def _kwok(layout: Layout, tools: Tools) -> ProcessSpec:
+    return ProcessSpec("kwok", (
+        str(tools.kwok), f"--kubeconfig={layout.component_kubeconfig(certs.KWOK)}",
+        f"--config={layout.kwok_config}", "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_VALUE}",
+        f"--server-address=127.0.0.1:{layout.ports.kwok}", f"--cidr={POD_CIDR}",
+        "--node-ip=10.0.0.2", "--node-lease-duration-seconds=40",
+    ), f"http://127.0.0.1:{layout.ports.kwok}/healthz")
+
+
+def scheduler_config(layout: Layout) -> dict[str, object]:
+    """The KubeSchedulerConfiguration: no leader election, client limits as above."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {
+            "kubeconfig": str(layout.component_kubeconfig(certs.SCHEDULER)),
+            "qps": COMPONENT_QPS, "burst": COMPONENT_BURST,
+        },
+        "leaderElection": {"leaderElect": False},
+    }
+
+
+def kubeconfig(layout: Layout, who: certs.Identity, name: str = "jobset-infra-local") -> dict[
+    str, object
+]:
+    """A kubeconfig for `who`'s client certificate against this cluster (paths, not data)."""
+    p = layout.pki
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {
+            "server": layout.url, "certificate-authority": str(p.ca_cert)}}],
+        "users": [{"name": who.user, "user": {
+            "client-certificate": str(p.client_cert(who)),
+            "client-key": str(p.client_key(who))}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": who.user}}],
+        "current-context": name,
+    }
+
+
+def token_kubeconfig(layout: Layout, user: str, token: str,
+                     name: str = "jobset-infra-local") -> dict[str, object]:
+    """A kubeconfig that authenticates with a bearer token (a ServiceAccount's, say)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {
+            "server": layout.url, "certificate-authority": str(layout.pki.ca_cert)}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
+        "current-context": name,
+    }

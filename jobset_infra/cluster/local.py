@@ -1,0 +1,321 @@
+"""The real local cluster: etcd, kube-apiserver, controller-manager, scheduler and kwok on loopback.
+
+`start_cluster(options)` writes the certificates and config files, starts every process in
+order and waits for each to be healthy, creates kwok-managed Nodes shaped like GKE node pools
+(from the same `--nodes` spec as the sim), and waits until they are Ready and the `default`
+ServiceAccount exists (before that, the API server refuses every Pod). It returns a
+`RunningCluster`; `stop()` (or `jobset-infra cluster down`, from the state file) ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import datetime
+import json
+import secrets
+import shutil
+import ssl
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobset_infra.cluster import kwok_stages, pki
+from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
+from jobset_infra.cluster.layout import (
+    KWOK_NODE_ANNOTATION,
+    KWOK_NODE_VALUE,
+    Layout,
+    Ports,
+    ProcessSpec,
+    kubeconfig,
+    plan_processes,
+    scheduler_config,
+)
+from jobset_infra.cluster.processes import (
+    ComponentError,
+    Started,
+    alive,
+    free_port,
+    start,
+    stop,
+    wait_healthy,
+)
+from jobset_infra.controller.runtime.auth import ClusterAccess
+from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
+from jobset_infra.controller.runtime.resources import NODES, Resource
+from jobset_infra.sim.cluster.nodes import PoolSpec, node_manifests, parse_nodes
+
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+STATE_VERSION = 1
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    nodes: str = "cpu:3"
+    folder: Path | None = None  # default: <cache>/clusters/<name>
+    name: str = "local"
+    auto_complete_seconds: float | None = None
+    start_timeout: float = 120.0
+    # envtest's shape: etcd and kube-apiserver only (no Job controller, no garbage collector,
+    # no scheduler, no Nodes), for tests that set Job status by hand as upstream's do.
+    apiserver_only: bool = False
+    # Pools beyond the `nodes` spec (tests shape a few by hand, e.g. several CPU pools).
+    extra_pools: tuple[PoolSpec, ...] = ()
+
+
+@dataclass
+class RunningCluster:
+    layout: Layout
+    processes: list[Started]
+    pools: tuple[PoolSpec, ...]
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.layout.url
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.layout.kubeconfig
+
+    def access(self) -> ClusterAccess:
+        """Admin access (client certificate in system:masters) for our own HTTP client."""
+        return admin_access(self.layout)
+
+    def client(self, **kwargs: Any) -> KubeClient:
+        return KubeClient(self.access(), enforce_permissions=False, **kwargs)
+
+    def running(self) -> dict[str, bool]:
+        return {p.name: alive(p) for p in self.processes}
+
+    def stop(self, keep_files: bool = False) -> list[str]:
+        stopped = stop(self.processes)
+        if not keep_files:
+            shutil.rmtree(self.layout.folder, ignore_errors=True)
+        return stopped
+
+
+def default_folder(name: str) -> Path:
+    return cache_root() / "clusters" / name
+
+
+def admin_access(layout: Layout) -> ClusterAccess:
+    p = layout.pki
+    context = ssl.create_default_context(cafile=str(p.ca_cert))
+    context.load_cert_chain(str(p.client_cert(pki.ADMIN)), str(p.client_key(pki.ADMIN)))
+    return ClusterAccess(host=layout.url, ssl_context=context)
+
+
+def start_cluster(options: ClusterOptions, progress: Progress = print,
+                  tools: Tools | None = None) -> RunningCluster:
+    """Start the whole control plane and its Nodes; raise ComponentError with a log tail."""
+    pools = () if options.apiserver_only else with_system_pool(
+        (*parse_nodes(options.nodes), *options.extra_pools), progress)
+    tools = tools or find_tools(apiserver_only=options.apiserver_only)
+    folder = options.folder or default_folder(options.name)
+    _claim(folder)
+    layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
+    _write_files(layout, options)
+    cluster = RunningCluster(layout, [], pools)
+    started_at = time.monotonic()
+    try:
+        specs = plan_processes(layout, tools)
+        for spec in specs[:2] if options.apiserver_only else specs:
+            progress(f"starting {spec.name}")
+            started = start(spec, layout.log(spec.name))
+            cluster.processes.append(started)
+            _write_state(cluster, options)
+            wait_healthy(started, spec.health_url, _health_context(layout, spec.name),
+                         options.start_timeout, headers=_health_headers(layout, spec.name))
+        if not options.apiserver_only:
+            progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
+            _run(_bootstrap(cluster, options.start_timeout))
+            progress("starting the pod runner (runs our controller's Pods as local processes)")
+            runner = pod_runner_spec(layout)
+            cluster.processes.append(start(runner, layout.log(runner.name)))
+            _write_state(cluster, options)
+    except BaseException:
+        cluster.stop(keep_files=True)
+        raise
+    progress(f"cluster ready in {time.monotonic() - started_at:.1f} s at {layout.url}")
+    return cluster
+
+
+def with_system_pool(pools: tuple[PoolSpec, ...], progress: Progress) -> tuple[PoolSpec, ...]:
+    """`pools`, plus GKE's one-node default CPU pool when every pool is tainted: a GKE cluster
+    always keeps an untainted pool for system Pods, and our controller's Pods need one."""
+    if any(not pool.taints for pool in pools):
+        return pools
+    progress("adding GKE's default-pool (cpu:1) for system Pods: every pool asked for is "
+             "tainted")
+    return (*pools, *parse_nodes("cpu:1"))
+
+
+def _run(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to completion, also when called from inside a running event loop (a test's):
+    then on a thread of its own, as `asyncio.run` cannot nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(work)
+        return
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work).result()
+
+
+def pod_runner_spec(layout: Layout) -> ProcessSpec:
+    argv = (sys.executable, "-m", "jobset_infra.cluster.pod_runner", str(layout.folder))
+    return ProcessSpec("pod-runner", argv, "")
+
+
+def _claim(folder: Path) -> None:
+    state = folder / "state.json"
+    if state.exists():
+        existing = load_state(folder)
+        if existing is not None and any(existing.running().values()):
+            raise ComponentError(
+                f"a cluster is already running from {folder}; stop it with "
+                f"`jobset-infra cluster down` (or pass --name for a second one)"
+            )
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+
+
+def _ports() -> Ports:
+    chosen: set[int] = set()
+    while len(chosen) < 6:
+        chosen.add(free_port())
+    etcd_client, etcd_peer, apiserver, kcm, scheduler, kwok = sorted(chosen)
+    return Ports(etcd_client, etcd_peer, apiserver, kcm, scheduler, kwok)
+
+
+def _write_files(layout: Layout, options: ClusterOptions) -> None:
+    pki.write_pki(layout.pki.folder, datetime.datetime.now(datetime.UTC))
+    layout.token_file.write_text(f'{layout.admin_token},jobset-infra-admin-token,admin-token,'
+                                 f'"system:masters"\n')
+    layout.token_file.chmod(0o600)
+    for who in pki.CLIENTS:
+        path = layout.component_kubeconfig(who)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(kubeconfig(layout, who)))
+    layout.kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, pki.ADMIN)))
+    layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout)))
+    layout.kwok_config.write_text(
+        yaml.safe_dump_all(kwok_stages.stages(options.auto_complete_seconds), sort_keys=False))
+
+
+def _health_context(layout: Layout, name: str) -> ssl.SSLContext | None:
+    if name == "kube-apiserver":
+        return ssl.create_default_context(cafile=str(layout.pki.ca_cert))
+    if name in ("kube-controller-manager", "kube-scheduler"):
+        # They serve /healthz with a certificate they make themselves at start-up.
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return None
+
+
+def _health_headers(layout: Layout, name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {layout.admin_token}"} if name == "kube-apiserver" else {}
+
+
+async def _bootstrap(cluster: RunningCluster, timeout: float) -> None:
+    async with cluster.client() as api:
+        await _create_nodes(api, cluster.pools)
+        names = {n for pool in cluster.pools for n in pool.node_names()}
+        await _until(lambda: _nodes_ready(api, names), timeout,
+                     f"{len(names)} Nodes Ready (kwok)", cluster)
+        await _until(lambda: _has_default_account(api), timeout,
+                     "the default ServiceAccount (controller-manager)", cluster)
+
+
+async def _create_nodes(api: KubeClient, pools: Sequence[PoolSpec]) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    manifests = [kwok_node(node) for node in node_manifests(pools, now)]
+    for first in range(0, len(manifests), 32):
+        await asyncio.gather(*(api.create(NODES, m) for m in manifests[first:first + 32]))
+
+
+def kwok_node(node: dict[str, Any]) -> dict[str, Any]:
+    """A sim Node made for kwok: its annotation, and no conditions (kwok reports readiness)."""
+    metadata = {**node["metadata"],
+                "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}}
+    status = {k: v for k, v in node["status"].items() if k != "conditions"}
+    return {**node, "metadata": metadata, "status": status}
+
+
+async def _nodes_ready(api: KubeClient, names: set[str]) -> bool:
+    listed = await api.list(NODES)
+    ready = {
+        item["metadata"]["name"] for item in listed["items"]
+        if any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (item.get("status") or {}).get("conditions") or [])
+    }
+    return names <= ready
+
+
+async def _has_default_account(api: KubeClient) -> bool:
+    try:
+        await api.get(SERVICE_ACCOUNTS, "default", "default")
+    except NotFoundError:
+        return False
+    return True
+
+
+async def _until(check: Callable[[], Any], timeout: float, what: str,
+                 cluster: RunningCluster) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if await check():
+                return
+        except ApiError:
+            pass
+        dead = [name for name, up in cluster.running().items() if not up]
+        if dead:
+            raise ComponentError(f"{dead[0]} exited while waiting for {what}; see "
+                                 f"{cluster.layout.log(dead[0])}")
+        await asyncio.sleep(0.25)
+    raise ComponentError(f"timed out after {timeout:g} s waiting for {what}; logs are in "
+                         f"{cluster.layout.folder / 'logs'}")
+
+
+# --- the state file: what `down` and `status` read -------------------------------------------
+
+
+def _write_state(cluster: RunningCluster, options: ClusterOptions) -> None:
+    layout = cluster.layout
+    state = {
+        "version": STATE_VERSION,
+        "name": options.name,
+        "url": layout.url,
+        "nodes": options.nodes,
+        "ports": layout.ports.__dict__,
+        "admin_token": layout.admin_token,
+        "processes": [{"name": p.name, "pid": p.pid, "binary": p.binary, "log": str(p.log)}
+                      for p in cluster.processes],
+    }
+    layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
+    layout.state_file.chmod(0o600)
+
+
+def load_state(folder: Path) -> RunningCluster | None:
+    """The cluster recorded in `folder`, or None when there is no (readable) state file."""
+    try:
+        state = json.loads((folder / "state.json").read_text())
+        layout = Layout(folder=folder, ports=Ports(**state["ports"]),
+                        admin_token=state["admin_token"])
+        processes = [Started(p["name"], int(p["pid"]), p["binary"], Path(p["log"]))
+                     for p in state["processes"]]
+        pools = parse_nodes(state["nodes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return RunningCluster(layout, processes, pools)

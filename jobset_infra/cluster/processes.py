@@ -1,0 +1,143 @@
+"""Start, watch and stop the cluster's processes; the only module here that spawns anything.
+
+Each process writes to its own log file in the cluster folder and runs in its own session, so
+`cluster up` can return while the control plane keeps running and `cluster down` can stop it
+later by the PIDs in the state file. A PID is only signalled while `/proc/<pid>/cmdline` still
+names the binary we started, so a recycled PID is never killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobset_infra.cluster.layout import ProcessSpec
+
+LOG_TAIL_LINES = 15
+
+
+class ComponentError(RuntimeError):
+    """A component that would not start; the message names it and quotes its log's tail."""
+
+
+@dataclass(frozen=True)
+class Started:
+    name: str
+    pid: int
+    binary: str
+    log: Path
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(spec: ProcessSpec, log: Path, env: dict[str, str] | None = None) -> Started:
+    """Spawn `spec` detached from our session, stdout and stderr into `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(spec.argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=env,
+        )
+    return Started(spec.name, proc.pid, spec.argv[0], log)
+
+
+def alive(started: Started) -> bool:
+    """True while the PID runs the binary we started (not a zombie, not a recycled PID). A
+    script runs as its interpreter with the script's path as the first argument."""
+    try:
+        exe = os.readlink(f"/proc/{started.pid}/exe").removesuffix(" (deleted)")
+        stat = Path(f"/proc/{started.pid}/stat").read_text()
+        argv = Path(f"/proc/{started.pid}/cmdline").read_bytes().split(b"\0")[:2]
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+    if state in ("Z", "X"):
+        return False
+    binary = os.path.realpath(started.binary)
+    return exe == binary or any(os.path.realpath(a.decode(errors="replace")) == binary
+                                for a in argv if a)
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(empty log)"
+
+
+def wait_healthy(
+    started: Started, url: str, context: ssl.SSLContext | None, timeout: float, *,
+    headers: dict[str, str] | None = None,
+    clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep,
+) -> None:
+    """Poll `url` until it answers 200; ComponentError if the process exits or time runs out."""
+    deadline = clock() + timeout
+    last = "no answer yet"
+    while clock() < deadline:
+        if not alive(started):
+            raise ComponentError(
+                f"{started.name} exited during start-up; last lines of {started.log}:\n"
+                f"{log_tail(started.log)}"
+            )
+        try:
+            request = urllib.request.Request(url, headers=headers or {})
+            with urllib.request.urlopen(request, context=context, timeout=2) as response:
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except urllib.error.HTTPError as err:
+            last = f"HTTP {err.code}"
+        except OSError as err:
+            last = str(getattr(err, "reason", err))
+        pause(0.2)
+    raise ComponentError(
+        f"{started.name} not healthy at {url} within {timeout:g} s ({last}); last lines of "
+        f"{started.log}:\n{log_tail(started.log)}"
+    )
+
+
+def stop(processes: Sequence[Started], grace: float = 10.0,
+         clock: Callable[[], float] = time.monotonic,
+         pause: Callable[[float], None] = time.sleep) -> list[str]:
+    """SIGTERM each live process (last started first), SIGKILL after `grace`; names stopped."""
+    stopped: list[str] = []
+    for started in reversed(processes):
+        if not alive(started):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(started.pid, signal.SIGTERM)
+        deadline = clock() + grace
+        while alive(started) and clock() < deadline:
+            _reap(started.pid)
+            pause(0.05)
+        if alive(started):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(started.pid, signal.SIGKILL)
+            while alive(started):
+                _reap(started.pid)
+                pause(0.05)
+        _reap(started.pid)
+        stopped.append(started.name)
+    return stopped
+
+
+def _reap(pid: int) -> None:
+    """Collect our own child's exit status so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)

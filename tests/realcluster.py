@@ -1,0 +1,53 @@
+"""The real local control plane for the test tiers that run on it (envtest shape and full).
+
+The binaries come from `make tools` (or KUBEBUILDER_ASSETS / PATH). Without them a real-tier
+test is skipped with the command to run; with JOBSET_REQUIRE_REAL=1 (CI) it fails instead, so
+a CI run can never pass by skipping the real server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from jobset_infra.cluster.binaries import MissingBinaryError, Tools, find_tools
+from jobset_infra.cluster.local import ClusterOptions, RunningCluster, start_cluster
+from jobset_infra.sim.cluster.nodes import PoolSpec
+
+REQUIRE_ENV = "JOBSET_REQUIRE_REAL"
+
+
+def tools_or_skip(apiserver_only: bool = False) -> Tools:
+    try:
+        return find_tools(apiserver_only=apiserver_only)
+    except MissingBinaryError as err:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {err}")
+        pytest.skip(f"real-cluster tier: {err}")
+
+
+@contextmanager
+def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
+                 auto_complete_seconds: float | None = None,
+                 extra_pools: tuple[PoolSpec, ...] = ()) -> Iterator[RunningCluster]:
+    """A cluster in a temporary folder for the duration of the block; logs kept on failure."""
+    tools = tools_or_skip(apiserver_only)
+    folder = Path(tempfile.mkdtemp(prefix="jobset-real-"))
+    options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
+                             auto_complete_seconds=auto_complete_seconds,
+                             apiserver_only=apiserver_only, extra_pools=extra_pools)
+    cluster = start_cluster(options, progress=lambda _line: None, tools=tools)
+    failed = True
+    try:
+        yield cluster
+        failed = False
+    finally:
+        cluster.stop(keep_files=failed)
+        if not failed:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Build the pinned Go tools (the real control plane, kwok, Pulumi, upstream peers) into a cache.
+
+Each folder under tools/ is a small wrapper Go module of ours whose go.mod pins one group of
+upstream modules by version (and go.sum their hashes). The Go module proxy is the only source:
+`go build` fetches the pinned module zips and compiles the binaries named in GROUPS. Output goes
+to `<cache>/tools/<group>-<key>/bin`, where the key hashes everything the result depends on
+(go.mod, go.sum, our own Go sources in the folder, the build flags, the Go version), so a warm
+machine rebuilds nothing and a changed pin rebuilds only its group. `<cache>/tools/bin` then holds
+a link to every binary of the groups built; `jobset_infra.cluster.binaries` looks there first.
+
+    python3 tools/build.py                 # every group
+    python3 tools/build.py kube kwok       # only these
+    python3 tools/build.py --print-bin     # the bin folder, for PATH=...
+
+Standard library only: it runs before any venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent
+# Kubernetes stamps its version into two packages; clients read it from /version.
+_KUBE_VERSION_PKGS = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One binary: its output name, the Go package that is its main, and its -X flags.
+
+    `stamps` maps a Go variable to a template over the pinned versions of the group's go.mod:
+    `{k8s.io/kubernetes}` is the version that go.mod requires of that module.
+    """
+
+    name: str
+    package: str
+    stamps: tuple[tuple[str, str], ...] = ()
+    tags: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    binaries: tuple[Binary, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    extra_files: tuple[str, ...] = field(default=())
+
+
+def _kube_stamps() -> tuple[tuple[str, str], ...]:
+    stamps: list[tuple[str, str]] = []
+    for pkg in _KUBE_VERSION_PKGS:
+        stamps += [
+            (f"{pkg}.gitVersion", "{k8s.io/kubernetes}"),
+            (f"{pkg}.gitMajor", "{k8s.io/kubernetes:major}"),
+            (f"{pkg}.gitMinor", "{k8s.io/kubernetes:minor}"),
+            (f"{pkg}.gitTreeState", "clean"),
+            (f"{pkg}.buildDate", "1970-01-01T00:00:00Z"),
+        ]
+    return tuple(stamps)
+
+
+_K8S = "k8s.io/kubernetes/cmd/"
+GROUPS: tuple[Group, ...] = (
+    Group("kube", (
+        Binary("etcd", "go.etcd.io/etcd/server/v3"),
+        Binary("kube-apiserver", _K8S + "kube-apiserver", _kube_stamps()),
+        Binary("kube-controller-manager", _K8S + "kube-controller-manager", _kube_stamps()),
+        Binary("kube-scheduler", _K8S + "kube-scheduler", _kube_stamps()),
+    )),
+    Group("kwok", (Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok"),)),
+    Group("kueue", (Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue", (
+        ("sigs.k8s.io/kueue/pkg/version.GitVersion", "{sigs.k8s.io/kueue}"),
+    )),)),
+    Group("jobset", (Binary("jobset-manager", "sigs.k8s.io/jobset", (
+        ("sigs.k8s.io/jobset/pkg/version.GitVersion", "{sigs.k8s.io/jobset}"),
+    )),)),
+)
+
+
+# --- pins ------------------------------------------------------------------------------------
+
+_REQUIRE = re.compile(r"^\s*(?:require\s+)?([\w.\-/]+)\s+(v[\w.\-+]+)(?:\s*//.*)?$")
+
+
+def pinned_versions(go_mod: Path) -> dict[str, str]:
+    """Module path -> version for every require line of `go_mod` (direct or indirect)."""
+    versions: dict[str, str] = {}
+    in_replace = False
+    for line in go_mod.read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("replace"):
+            in_replace = stripped.endswith("(")
+            continue
+        if in_replace:
+            in_replace = stripped != ")"
+            continue
+        match = _REQUIRE.match(line)
+        if match and "=>" not in line:
+            versions[match.group(1)] = match.group(2)
+    return versions
+
+
+def _expand(template: str, versions: dict[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        module, _, part = match.group(1).partition(":")
+        version = versions[module]
+        major, minor = version.lstrip("v").split(".")[:2]
+        return {"": version, "major": major, "minor": minor}[part]
+
+    return re.sub(r"\{([^}]+)\}", one, template)
+
+
+def ldflags(binary: Binary, versions: dict[str, str]) -> str:
+    stamps = [f"-X {var}={_expand(value, versions)}" for var, value in binary.stamps]
+    return " ".join(["-s", "-w", *stamps])
+
+
+# --- cache -----------------------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("JOBSET_INFRA_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jobset-infra"
+
+
+def go_version() -> str:
+    out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def group_key(group: Group, go: str) -> str:
+    """A hash of everything the group's binaries are built from."""
+    digest = hashlib.sha256(go.encode())
+    folder = TOOLS / group.name
+    for path in sorted(_sources(folder)):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    versions = pinned_versions(folder / "go.mod")
+    for binary in group.binaries:
+        digest.update(f"{binary.name} {binary.package} {binary.tags}".encode())
+        digest.update(ldflags(binary, versions).encode())
+    digest.update(repr(group.env).encode())
+    return digest.hexdigest()[:16]
+
+
+def _sources(folder: Path) -> Iterator[Path]:
+    for path in folder.rglob("*"):
+        if path.is_file() and (path.name in ("go.mod", "go.sum") or path.suffix == ".go"
+                               or path.name in _extra_names()):
+            yield path
+
+
+def _extra_names() -> set[str]:
+    return {name for group in GROUPS for name in group.extra_files}
+
+
+# --- build -----------------------------------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(f"[tools] {message}", flush=True)
+
+
+def build_group(group: Group, root: Path, go: str) -> Path:
+    """Build `group` into its keyed folder unless it is already complete; return its bin dir."""
+    key = group_key(group, go)
+    out = root / "tools" / f"{group.name}-{key}"
+    done = out / "build.json"
+    if done.exists():
+        _say(f"{group.name}: cached ({out})")
+        return out / "bin"
+    staging = out.with_name(out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "bin").mkdir(parents=True)
+    folder = TOOLS / group.name
+    versions = pinned_versions(folder / "go.mod")
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly", **dict(group.env)}
+    timings: dict[str, float] = {}
+    for index, binary in enumerate(group.binaries, 1):
+        _say(f"{group.name}: building {binary.name} ({index}/{len(group.binaries)}) "
+             f"from {binary.package}")
+        started = time.monotonic()
+        command = ["go", "build", "-trimpath", "-pgo=off", "-ldflags", ldflags(binary, versions),
+                   "-o", str(staging / "bin" / binary.name)]
+        if binary.tags:
+            command += ["-tags", binary.tags]
+        result = subprocess.run([*command, binary.package], cwd=folder, env=env, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"[tools] {group.name}: go build of {binary.package} failed "
+                             f"(exit {result.returncode}); see the compiler output above")
+        timings[binary.name] = round(time.monotonic() - started, 1)
+        _say(f"{group.name}: {binary.name} built in {timings[binary.name]:.0f} s")
+    for extra in group.extra_files:
+        shutil.copy2(folder / extra, staging / "bin" / Path(extra).name)
+    record = {"group": group.name, "key": key, "go": go, "seconds": timings,
+              "modules": {m: v for m, v in versions.items() if _is_pinned_root(m, group)}}
+    (staging / "build.json").write_text(json.dumps(record, indent=2) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    return out / "bin"
+
+
+def _is_pinned_root(module: str, group: Group) -> bool:
+    return any(b.package == module or b.package.startswith(module + "/") for b in group.binaries)
+
+
+def link_bin(root: Path, bins: Sequence[Path]) -> Path:
+    """Point `<cache>/tools/bin/<name>` at each built binary; return that folder."""
+    target = root / "tools" / "bin"
+    target.mkdir(parents=True, exist_ok=True)
+    for folder in bins:
+        for binary in folder.iterdir():
+            link = target / binary.name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(binary)
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    names = [g.name for g in GROUPS]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("groups", nargs="*", metavar="GROUP",
+                        help=f"groups to build (default: all of {', '.join(names)})")
+    parser.add_argument("--print-bin", action="store_true",
+                        help="print the folder the binaries are linked into, and build nothing")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.groups) - set(names))
+    if unknown:
+        parser.error(f"unknown group {unknown[0]!r}; choose from {', '.join(names)}")
+    root = cache_root()
+    if args.print_bin:
+        print(root / "tools" / "bin")
+        return 0
+    if shutil.which("go") is None:
+        raise SystemExit("[tools] the go command is not on PATH; install Go 1.26 or newer")
+    go = go_version()
+    chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
+    started = time.monotonic()
+    bins = [build_group(group, root, go) for group in chosen]
+    target = link_bin(root, bins)
+    _say(f"done in {time.monotonic() - started:.0f} s; binaries in {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

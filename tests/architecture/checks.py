@@ -433,3 +433,24 @@ def _default_of(value: ast.expr | None) -> object:
         return ast.literal_eval(value)
     except ValueError:
         return _NO_DEFAULT
+
+
+def restated_rule_violations(
+    modules: Iterable[Module], cel_messages: frozenset[str], constants: dict[str, str]
+) -> list[Violation]:
+    """Python checks that word a CEL rule's message: the rule would be declared twice.
+
+    A check restates a rule when it spells the message (or a format of it) as a literal, or
+    names the constant (`c.X`) whose value is that message.
+    """
+    restated_constants = {name for name, value in constants.items() if value in cel_messages}
+    found = []
+    for m in modules:
+        for line, text in string_literals(m):
+            if any(message and message in text for message in cel_messages):
+                found.append(Violation(m.name, text, f"{m.path}:{line}: restates {text!r}"))
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.Attribute) and node.attr in restated_constants:
+                text = f"{m.path}:{node.lineno}: restates the CEL rule worded by {node.attr}"
+                found.append(Violation(m.name, node.attr, text))
+    return found

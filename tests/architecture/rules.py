@@ -258,3 +258,11 @@ CONFIG_MARKERS: Final[dict[str, tuple[str, frozenset[str]]]] = {
         frozenset({"tpu-queue", "tpu-cluster-queue", "tpu-flex-start"}),
     ),
 }
+
+# Rules once (issue 19 item 2): every webhook rule is one entry of api/rules.py, as CEL (in the
+# CRD) or as a Python check; the checks live in these modules and restate no CEL rule.
+RULES_REGISTRY: Final = "jobset_infra.api.rules"
+PYTHON_CHECK_MODULES: Final[tuple[str, ...]] = (
+    "jobset_infra.api.validation",
+    "jobset_infra.api.validation_update",
+)

@@ -262,3 +262,33 @@ def test_install_defaults_are_spelled_once(concept: str) -> None:
     owner, markers = rules.CONFIG_MARKERS[concept]
     violations = checks.declared_once_violations(_everything(), owner, markers)
     assert [v.text for v in violations] == [], f"{concept} come from {owner}"
+
+
+def _cel_messages() -> frozenset[str]:
+    from jobset_infra.api.crd.generate import generate_crd
+
+    def walk(schema: object) -> list[str]:
+        if not isinstance(schema, dict):
+            return []
+        found = [str(r["message"]) for r in schema.get("x-kubernetes-validations", [])]
+        for sub in [*schema.get("properties", {}).values(), schema.get("items")]:
+            found += walk(sub)
+        return found
+
+    [version] = generate_crd()["spec"]["versions"]
+    return frozenset(walk(version["schema"]["openAPIV3Schema"]))
+
+
+def test_webhook_rules_are_declared_once() -> None:
+    from jobset_infra.api import constants
+    from jobset_infra.api.rules import RULES
+
+    messages = [rule.message for rule in RULES]
+    assert len(messages) == len(set(messages)), "two rules of api/rules.py share a message"
+    cel = _cel_messages()
+    assert {r.message for r in RULES if r.cel} <= cel, "the CRD carries every CEL rule"
+    values = {k: v for k, v in vars(constants).items() if k.isupper() and isinstance(v, str)}
+    modules = [m for m in _everything() if m.name in rules.PYTHON_CHECK_MODULES]
+    assert len(modules) == len(rules.PYTHON_CHECK_MODULES)
+    violations = checks.restated_rule_violations(modules, cel, values)
+    assert [v.text for v in violations] == [], "a Python check restates a CEL rule"

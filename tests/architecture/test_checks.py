@@ -443,3 +443,23 @@ def test_restated_default_check(source: str, want_violations: int) -> None:
         [_mod("jobset_infra.components.x", source)], "jobset_infra.owner", "Options", defaults
     )
     assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("from jobset_infra.api import constants as c\nM = c.FIRST\n", 1,
+                     id="a check naming the constant of a CEL rule's message"),
+        pytest.param("M = 'DependsOn cannot be set first'\n", 1,
+                     id="a check spelling a CEL rule's message"),
+        pytest.param("from jobset_infra.api import constants as c\nM = c.OTHER\n", 0,
+                     id="a message only the check has"),
+    ],
+)
+def test_restated_rule_check(source: str, want_violations: int) -> None:
+    found = checks.restated_rule_violations(
+        [_mod("jobset_infra.api.validation", source)],
+        frozenset({"DependsOn cannot be set first"}),
+        {"FIRST": "DependsOn cannot be set first", "OTHER": "something else"},
+    )
+    assert len(found) == want_violations

@@ -65,7 +65,7 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
         return Plan()
     draft = Draft.begin(observed, now, config)
     # what upstream's admission webhook would have rejected is reported, not enforced
-    draft.set_condition(spec_condition(draft.js, config))
+    draft.set_condition(spec_condition(draft.js, config, observed.spec_problems))
     # 5. previous attempt / active / successful / failed
     jobs = classify(draft)
     # 6. status.replicatedJobsStatus

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.errors import FieldError
 from jobset_infra.controller.core.job_view import (
     ChildJob,
     JobCondition,
@@ -82,6 +83,9 @@ class Observed(Generic[_J]):
     pvc_names: frozenset[str] | None = None
     """Names of PVCs in the JobSet's namespace, if the runtime tracks them (VolumeClaimPolicies).
     None: unknown, so the policy's PVCs are planned every pass and AlreadyExists is ignored."""
+    spec_problems: tuple[FieldError, ...] | None = None
+    """What the spec check (`admission.spec_problems`) found for this metadata.generation, when
+    the runtime has it cached; None: the pass checks the spec itself."""
 
 
 # --------------------------------------------------------------------------- plan

@@ -10,6 +10,7 @@ same domain.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import time
@@ -49,6 +50,7 @@ from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
+from jobset_infra.controller.runtime.spec_checks import SpecChecks
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.placement.inputs import (
@@ -74,8 +76,10 @@ def core_config(config: ControllerConfig) -> CoreConfig:
     )
 
 
-def core_decider(config: CoreConfig) -> Decide:
-    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
+def core_decider(config: CoreConfig, checks: SpecChecks | None = None) -> Decide:
+    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. The spec
+    check's verdict comes from `checks`, cached by metadata.generation."""
+    spec_checks = checks or SpecChecks(config)
 
     def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
         try:
@@ -84,7 +88,8 @@ def core_decider(config: CoreConfig) -> Decide:
             )
         except MalformedJobSetError as err:
             return reconcile_malformed(seen.jobset, err, now, config)
-        return reconcile(observed, now, config)
+        verdict = spec_checks.problems(observed.jobset)
+        return reconcile(dataclasses.replace(observed, spec_problems=verdict), now, config)
 
     return decide
 

@@ -231,6 +231,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
+    _require_pulumi()
     from jobset_infra.components.offline import ProgramError, run_offline
     from jobset_infra.components.preview import (
         apply_order,
@@ -274,6 +275,24 @@ def _plan(args: argparse.Namespace) -> int:
         return 1
     print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
     return 0
+
+
+PLATFORM_SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_docker_build")
+
+
+def _require_pulumi() -> None:
+    """Raise PlanError naming the extra to install when a Pulumi SDK is missing.
+
+    The base install is the controller's; the SDKs come with `jobset-infra[platform]`.
+    """
+    import importlib.util
+
+    missing = [name for name in PLATFORM_SDKS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PlanError(
+            f"`plan` runs the Pulumi program, which needs the Pulumi SDKs ({', '.join(missing)} "
+            "missing): pip install 'jobset-infra[platform]' (or -e '.[platform]' in a checkout)"
+        )
 
 
 def _progress_mocks(*, live: bool) -> Any:

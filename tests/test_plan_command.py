@@ -91,6 +91,20 @@ def test_unknown_stack_lists_the_known_ones(
     assert "(stacks: demo)" in err
 
 
+def test_without_the_platform_extra_plan_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The base install is the controller's; `plan` needs jobset-infra[platform].
+    project = _project(tmp_path, "config: {}\n")
+    monkeypatch.setitem(sys.modules, "pulumi_gcp", None)  # as if it were not installed
+    code = main(["plan", "--stack", "demo", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "pulumi_gcp missing" in err
+    assert "pip install 'jobset-infra[platform]'" in err
+    assert "Traceback" not in err
+
+
 def test_broken_stack_yaml_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,9 +1,12 @@
-"""The controller's permissions: the one declared list of every API call it is allowed to make.
+"""The controller's permissions: the one declaration of every API call it is allowed to make.
 
-The ClusterRole and the namespaced Role in `jobset_infra.manifests.rbac` are rendered from these
-rules and nothing else, and a runtime test compares them with the calls the runtime makes, so a
-verb the controller stops using shows up as a diff here. There are no wildcards: each rule names
-its API group, resources and verbs.
+Both readers take them from here: the ClusterRole and the namespaced Role in
+`jobset_infra.manifests.rbac` are rendered from these rules, and the runtime's client refuses,
+before any HTTP, a call that `called_permissions()` does not list
+(`jobset_infra.controller.runtime.kube`). tests/integration/test_rbac_calls.py drives the
+controller through every behaviour and compares the calls it really made with these rules, so a
+verb the controller stops using shows up there. There are no wildcards: each rule names its API
+group, resources and verbs.
 
 Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upstream.md §2.17) the
 controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
@@ -27,6 +30,7 @@ __all__ = [
     "METRICS_READER_RULES",
     "NAMESPACE_RULES",
     "PolicyRule",
+    "called_permissions",
     "leader_election_rules",
 ]
 
@@ -50,6 +54,14 @@ class PolicyRule:
     """Only these objects (RBAC cannot name the object of a create: it is in the body)."""
     non_resource_urls: tuple[str, ...] = ()
     """A rule on URLs such as /metrics instead of API resources (api_groups and resources empty)."""
+    called: bool = True
+    """False for a grant the API server checks on our behalf; the controller never calls it."""
+
+    def permissions(self) -> frozenset[tuple[str, str, str]]:
+        """Return every (api group, resource, verb) the rule grants."""
+        return frozenset(
+            (g, r, v) for g in self.api_groups for r in self.resources for v in self.verbs
+        )
 
     def to_dict(self) -> dict[str, list[str]]:
         """Return the rule as a Kubernetes `rbac.authorization.k8s.io/v1` PolicyRule."""
@@ -73,7 +85,7 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((_JOBSET_GROUP,), ("jobsets/status",), ("update",)),
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
     # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
-    PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",), called=False),
     # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart.
     PolicyRule((_BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
     # On resume the controller clears a child Job's status.startTime, as upstream does.
@@ -115,3 +127,10 @@ METRICS_READER_RULES: tuple[PolicyRule, ...] = (
 
 ALL_RULES: tuple[PolicyRule, ...] = CLUSTER_RULES + NAMESPACE_RULES
 """Every permission the controller holds, cluster-wide and namespaced."""
+
+
+def called_permissions(
+    rules: tuple[PolicyRule, ...] = ALL_RULES,
+) -> frozenset[tuple[str, str, str]]:
+    """Return the (api group, resource, verb) calls the rules allow the controller to make."""
+    return frozenset().union(*(rule.permissions() for rule in rules if rule.called))

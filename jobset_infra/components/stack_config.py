@@ -6,6 +6,10 @@ or raises StackConfigError with one line per problem, each naming the key (`jobs
 topology: ...`) and the fix. Besides the shape it runs the same checks the components run at
 preview (cluster spec, slice pools, controller install, Kueue versions), so `jobset-infra plan`
 reports every config mistake at once. Keys of other namespaces (`gcp:`, `kubernetes:`) pass.
+
+The controller and Kueue keys are the component models themselves (`ControllerOptions`,
+`KueueInstall`, `QueueSpec` of `jobset_infra.manifests`), so their defaults and bounds are
+declared once and the program hands them to the components unchanged.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from pydantic import (
 )
 
 from jobset_infra.api.quantity import parse_quantity_text
-from jobset_infra.manifests.controller_spec import parse_install
-from jobset_infra.manifests.kueue_spec import parse_kueue_install, parse_queue_spec
+from jobset_infra.manifests.controller_spec import ControllerOptions, parse_install
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
 from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
 from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
@@ -80,13 +84,13 @@ class ControllerBuild(_Strict):
     context: str = "."
 
 
-class ControllerSettings(_Strict):
-    """The JobSet controller: a pinned image, or a build; replicas and namespace."""
+class ControllerSettings(ControllerOptions):
+    """The JobSet controller: its options (`ControllerOptions`: replicas, namespace, config,
+    resources, ...) and a pinned image, or a build."""
 
     image: str | None = None
+    """Checked with the other semantic problems (`_check_controller`): a pinned tag or digest."""
     build: ControllerBuild | None = None
-    replicas: int = Field(default=2, ge=1, le=10)
-    namespace: str = "jobset-system"
 
     @model_validator(mode="after")
     def _one_image(self) -> Self:
@@ -96,16 +100,12 @@ class ControllerSettings(_Strict):
 
 
 class KueueSettings(_Strict):
-    """Kueue: whether to install it, its version, and the queue names JobSets use."""
+    """Kueue: whether to install it, the install (`KueueInstall`) and the queues (`QueueSpec`)."""
 
     enabled: bool = True
-    version: str = "0.19.2"
-    queue: str = "tpu-queue"
-    """LocalQueue name (in every namespace of `namespaces`)."""
-    cluster_queue: str = "tpu-cluster-queue"
-    namespaces: tuple[str, ...] = ("default",)
-    priority_classes: dict[str, int] | None = None
-    """WorkloadPriorityClass name -> value; None = low 100, medium 500, high 1000."""
+    install: KueueInstall = Field(default_factory=KueueInstall)
+    queues: QueueSpec = Field(default_factory=QueueSpec)
+    """LocalQueue `local_queue_name` in every namespace of `namespaces`, one ClusterQueue."""
 
 
 class WorkloadSettings(_Strict):
@@ -244,11 +244,29 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
-        raise StackConfigError(problems + _describe(exc)) from None
+        raise StackConfigError(problems + _describe(exc) + _problems_beside(values, exc)) from None
     problems += _semantic_problems(config)
     if problems:
         raise StackConfigError(problems)
     return config
+
+
+# Keys whose whole value has a default: when only they are malformed, the rest of the config is
+# still checked with their defaults, so one run reports every mistake.
+_DEFAULTED_KEYS = frozenset({"kueue"})
+
+
+def _problems_beside(values: dict[str, Any], exc: ValidationError) -> list[str]:
+    """Return the semantic problems of the other keys when only defaulted keys were malformed."""
+    bad = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+    if not bad or not bad <= _DEFAULTED_KEYS:
+        return []
+    try:
+        rest = StackConfig.model_validate({k: v for k, v in values.items() if k not in bad})
+    except ValidationError:
+        return []
+    prefixes = tuple(f"{NAMESPACE}:{key}" for key in bad)
+    return [p for p in _semantic_problems(rest) if not p.startswith(prefixes)]
 
 
 def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -357,7 +375,7 @@ def _check_workload_fits(config: StackConfig) -> None:
     workload = config.workload
     if workload is None or not workload.enabled:
         return
-    if config.queued and workload.namespace not in config.kueue.namespaces:
+    if config.queued and workload.namespace not in config.kueue.queues.namespaces:
         # Kueue would never admit it: no LocalQueue in that namespace, the JobSet stays suspended.
         raise SlicePoolsError(
             "namespace",
@@ -389,19 +407,8 @@ def _problems_of(key: str, check: Callable[[], object]) -> list[str]:
 
 def _check_controller(config: StackConfig) -> None:
     image = config.controller.image or "registry.invalid/jobset-controller:build"
-    parse_install(
-        image=image, namespace=config.controller.namespace, replicas=config.controller.replicas
-    )
+    parse_install(image=image, **config.controller.options())
 
 
 def _check_kueue(config: StackConfig) -> None:
-    settings = config.kueue
-    parse_kueue_install(version=settings.version)
-    queues: dict[str, object] = {
-        "cluster_queue_name": settings.cluster_queue,
-        "local_queue_name": settings.queue,
-        "namespaces": settings.namespaces,
-    }
-    if settings.priority_classes is not None:
-        queues["priority_classes"] = settings.priority_classes
-    parse_queue_spec(**queues)
+    check_queue_namespaces(config.kueue.queues, config.kueue.install)

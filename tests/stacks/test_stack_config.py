@@ -125,8 +125,8 @@ SLICES = {
             id="controller without image or build",
         ),
         pytest.param(
-            "v5e-multislice", {"kueue": {"version": "v0.19.2"}},
-            f"{NS}:kueue: version: 'v0.19.2': Helm chart versions have no leading 'v'",
+            "v5e-multislice", {"kueue": {"install": {"version": "v0.19.2"}}},
+            f"{NS}:kueue.install.version: 'v0.19.2': Helm chart versions have no leading 'v'",
             id="kueue version with a v",
         ),
         pytest.param(
@@ -186,6 +186,17 @@ def test_a_misspelt_namespace_is_refused_with_the_key_it_meant() -> None:
     config["jobset-infr:slices"] = config.pop(f"{NS}:slices")
     expected = "unknown config namespace 'jobset-infr'; did you mean jobset-infra:slices?"
     assert f"jobset-infr:slices: {expected}" in _problems(config)
+
+
+def test_a_malformed_kueue_key_does_not_hide_the_other_problems() -> None:
+    config = _with(
+        "v5e-multislice",
+        kueue={"queues": {"local_queue_name": "Not A Name"}},
+        slices={"name": "v5e", "accelerator": "v5e", "topology": "3x3", "slices": 4},
+    )
+    problems = _problems(config)
+    assert any(p.startswith(f"{NS}:kueue.queues.local_queue_name:") for p in problems), problems
+    assert any(p.startswith(f"{NS}:slices.topology:") for p in problems), problems
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from jobset_infra.api.errors import FieldError, duplicate
 from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, check_depth
 from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
 from jobset_infra.controller.core.types import (
@@ -54,7 +55,7 @@ def observe(
     pvc_names: frozenset[str] | None = None,
     *,
     check_templates: bool = False,
-) -> Observed:
+) -> Observed[JobSet]:
     """Return the observed state; raise MalformedJobSetError if the JobSet does not parse,
     names two replicated jobs alike or needs more pods than any cluster holds.
 
@@ -118,11 +119,12 @@ def _malformed_plan(
     if meta.get("deletionTimestamp") or spec.get("managedBy") not in (None, config.controller_name):
         return Plan()
     status = _dict(raw.get("status"))
-    conditions = [dict(x) for x in status.get("conditions") or [] if isinstance(x, Mapping)]
+    raw_conditions = [dict(x) for x in status.get("conditions") or [] if isinstance(x, Mapping)]
     spec_ = cond.ConditionSpec(
         c.CONDITION_INVALID_SPEC, "True", c.INVALID_SPEC_REASON, message, "Warning"
     )
-    if not cond.set_condition(conditions, spec_, now):
+    conditions = _set_among_raw(raw_conditions, spec_, now)
+    if conditions is None:
         return Plan()
     status["conditions"] = conditions
     status.setdefault("restarts", 0)
@@ -133,3 +135,27 @@ def _malformed_plan(
         EmitEvent("Warning", c.INVALID_SPEC_REASON, message, ref),
     )
     return Plan(actions)
+
+
+def _set_among_raw(
+    raw: list[dict[str, Any]], spec: cond.ConditionSpec, now: datetime
+) -> list[dict[str, Any]] | None:
+    """Set `spec` among the wire conditions of an unparsed JobSet, or None when unchanged.
+
+    The conditions that parse are updated as on any JobSet; one that does not (the object
+    bypassed validation) stays as it is, where it is.
+    """
+    parsed = [_condition(x) for x in raw]
+    updated = cond.set_condition([p for p in parsed if p is not None], spec, now)
+    if updated is None:
+        return None
+    fresh = iter(updated)
+    out = [x if p is None else next(fresh).to_dict() for x, p in zip(raw, parsed, strict=True)]
+    return out + [extra.to_dict() for extra in fresh]
+
+
+def _condition(raw: dict[str, Any]) -> Condition | None:
+    try:
+        return Condition.model_validate(raw)
+    except ValidationError:
+        return None

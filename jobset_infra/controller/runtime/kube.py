@@ -1,7 +1,7 @@
 """A lean aiohttp client for the Kubernetes REST API: plain dicts in and out, typed errors.
 
 Every request passes the client-side token bucket (QPS/burst), is counted in
-`rest_client_requests_total{code,method,host}`, and must be declared in `resources.PERMISSIONS`.
+`rest_client_requests_total{code,method,host}`, and must be granted in `jobset_infra/api/rbac.py`.
 429s are retried after their Retry-After; 5xx, timeouts and connection errors are retried with
 exponential backoff. Creates are retried too: child names are deterministic, so a create whose
 response was lost comes back as AlreadyExistsError, which callers treat as done.
@@ -76,7 +76,7 @@ class ServerError(ApiError): ...
 
 
 class UndeclaredCallError(RuntimeError):
-    """The runtime tried a (group, resource, verb) missing from resources.PERMISSIONS."""
+    """The runtime tried a (group, resource, verb) its RBAC rules (api/rbac.py) do not grant."""
 
 
 def _error(code: int, body: Mapping[str, Any], headers: Mapping[str, str]) -> ApiError:
@@ -378,7 +378,7 @@ class KubeClient:
     def _declare(self, res: Resource, verb: str, subresource: str | None = None) -> None:
         needed = permission(res, verb, subresource)
         if self._enforce and needed not in PERMISSIONS:
-            raise UndeclaredCallError(f"{needed} is not declared in resources.PERMISSIONS")
+            raise UndeclaredCallError(f"{needed} is not granted in jobset_infra/api/rbac.py")
         self.used.add(needed)
 
     def _count(self, status: int, method: str) -> None:

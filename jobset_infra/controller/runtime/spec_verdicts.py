@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import (
     MalformedJobSetError,
     Observed,
@@ -27,8 +28,8 @@ __all__ = ["SpecVerdicts", "spec_version"]
 
 log = logging.getLogger(__name__)
 
-Observe = Callable[[bool], Observed]
-Reconcile = Callable[[Observed], Plan]
+Observe = Callable[[bool], Observed[JobSet]]
+Reconcile = Callable[[Observed[JobSet]], Plan]
 
 
 def spec_version(jobset: Mapping[str, Any]) -> tuple[str, str]:

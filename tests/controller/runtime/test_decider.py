@@ -7,8 +7,8 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
-from jobset_infra.controller.core.types import CoreConfig, EmitEvent, Plan, UpdateStatus
-from jobset_infra.controller.runtime.controller import Snapshot, core_config, core_decider
+from jobset_infra.controller.core.types import CoreConfig, EmitEvent, Observed, Plan, UpdateStatus
+from jobset_infra.controller.runtime.controller import core_config, core_decider
 from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ def test_a_malformed_jobset_gets_an_invalid_spec_status_not_a_crash() -> None:
         "metadata": {"name": "js", "namespace": "ns", "uid": "u", "resourceVersion": "3"},
         "spec": {"replicatedJobs": "not-a-list"},
     }
-    plan = decide(Snapshot(raw), NOW)
+    plan = decide(Observed(raw), NOW)
     status = plan.status_update
     assert isinstance(status, UpdateStatus)
     conditions = {x["type"]: x for x in status.status.get("conditions", [])}
@@ -58,11 +58,11 @@ def test_a_malformed_jobset_is_reported_once_then_costs_nothing() -> None:
     verdicts = SpecVerdicts()
     decide = core_decider(core_config(ControllerConfig()), verdicts)
     js = _string_template()
-    first = decide(Snapshot(js), NOW)
+    first = decide(Observed(js), NOW)
     assert [e.reason for e in first.of_type(EmitEvent)] == [c.INVALID_SPEC_REASON]
     assert "template.spec.template" in first.of_type(EmitEvent)[0].message
     reported = _with_status(js, first)
-    assert decide(Snapshot(reported), NOW).is_empty  # the report stands: settled
+    assert decide(Observed(reported), NOW).is_empty  # the report stands: settled
     calls: list[bool] = []
 
     def observe_counting(check: bool) -> Any:

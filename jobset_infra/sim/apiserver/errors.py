@@ -80,10 +80,8 @@ class ForbiddenError(StatusError):
 
 
 def _details(group: str, kind: str, name: str) -> JsonObj:
-    out: JsonObj = {"name": name, "kind": kind}
-    if group:
-        out["group"] = group
-    return out
+    """StatusDetails; empty fields are left out, as the server's omitempty does."""
+    return {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
 
 
 def qualified(resource: str, group: str) -> str:
@@ -157,8 +155,10 @@ def forbidden(group: str, resource: str, name: str, why: str) -> StatusError:
     )
 
 
-def method_not_allowed(message: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", message)
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message, details={})
 
 
 def unsupported_media_type(content_type: str) -> StatusError:

@@ -25,6 +25,13 @@ LEGACY_CONTROLLER_UID = "controller-uid"
 LEGACY_JOB_NAME = "job-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 KEEPS_STATUS_ON_CREATE = frozenset({"Node"})
+# (group, resource) whose DELETE answers with the deleted object rather than a Success Status
+# (their registries set ReturnDeletedObject; checked against kube-apiserver 1.37)
+RETURNS_DELETED = frozenset({
+    ("", "pods"), ("", "services"), ("", "serviceaccounts"), ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"), ("", "resourcequotas"), ("", "podtemplates"),
+    ("storage.k8s.io", "storageclasses"), ("storage.k8s.io", "csidrivers"),
+})
 
 
 def prepare(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:

@@ -11,12 +11,13 @@ from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
 from jobset_infra.sim.apiserver import list_options, tables
-from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+from jobset_infra.sim.apiserver.errors import StatusError, bad_request, method_not_allowed
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
 from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.apiserver.strategies import RETURNS_DELETED
 
 JsonObj = dict[str, Any]
 PODS = GVR("", "v1", "pods")
@@ -51,10 +52,10 @@ class Call:
         return self.query.get("fieldManager") or agent or "unknown"
 
     def obj(self) -> JsonObj:
-        return _as_object(self.body)
+        return as_object(self.body)
 
 
-def _as_object(body: Any) -> JsonObj:
+def as_object(body: Any) -> JsonObj:
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
     if not isinstance(body.get("metadata", {}), dict):
@@ -107,15 +108,17 @@ async def list_(call: Call) -> web.Response:
 async def create(call: Call) -> web.Response:
     if call.api.subresource == "binding" or (call.api.resource == "pods" and call.api.name):
         return json_response(bind(call), 201)
+    if call.api.name or (call.api.namespace is None and call.store.info(call.gvr).namespaced):
+        raise method_not_allowed()  # POST is served on a namespace's collection only
     body, warnings = field_validation(call)
-    obj = call.store.create(call.gvr, _as_object(body), call.api.namespace,
+    obj = call.store.create(call.gvr, as_object(body), call.api.namespace,
                             field_manager=call.field_manager, dry_run=call.dry_run)
     return with_warnings(json_response(obj, 201), warnings)
 
 
 async def update(call: Call) -> web.Response:
     pruned, warnings = field_validation(call)
-    body = _as_object(pruned)
+    body = as_object(pruned)
     if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
         raise bad_request("the name of the object does not match the name on the URL")
     body.setdefault("metadata", {})["name"] = call.api.name
@@ -158,6 +161,8 @@ async def delete(call: Call) -> web.Response:
         dry_run=call.dry_run or options.get("dryRun") == ["All"])
     if not gone:
         return json_response(obj, 202)
+    if (call.gvr.group, call.gvr.resource) in RETURNS_DELETED:
+        return json_response(obj)
     meta = obj["metadata"]
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                           "status": "Success", "details": {

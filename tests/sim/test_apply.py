@@ -13,7 +13,7 @@ from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.patch import APPLY_PATCH, MERGE_PATCH
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
-from tests.sim.kube_objects import CONFIGMAPS, PODS, configmap, pod
+from tests.sim.kube_objects import CONFIGMAPS, DEPLOYMENTS, configmap, deployment
 
 
 def managers(obj: dict[str, Any]) -> dict[tuple[str, str], set[tuple[str, ...]]]:
@@ -93,12 +93,14 @@ def test_apply_removes_fields_it_no_longer_applies_unless_someone_else_owns_them
 
 
 def test_apply_merges_containers_by_name() -> None:
+    """(A Deployment's template: a Pod's own containers cannot be added to after create.)"""
     store = Store()
-    store.create(PODS, pod("p"), "default", field_manager="creator")
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-            "spec": {"containers": [{"name": "sidecar", "image": "s:1"}]}}
-    applied = store.patch(PODS, "p", "default", APPLY_PATCH, body, field_manager="applier")
-    assert [c["name"] for c in applied["spec"]["containers"]] == ["c", "sidecar"]
+    store.create(DEPLOYMENTS, deployment("d"), "default", field_manager="creator")
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "s:1"}]}}}}
+    applied = store.patch(DEPLOYMENTS, "d", "default", APPLY_PATCH, body, field_manager="applier")
+    containers = applied["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["c", "sidecar"]
 
 
 def test_apply_needs_a_field_manager() -> None:

@@ -36,6 +36,7 @@ from jobset_infra.sim.apiserver import (
     listing,
     managed_fields,
     patch,
+    pod_updates,
     strategies,
     updates,
 )
@@ -247,6 +248,8 @@ class Store:
         old_meta, name = old["metadata"], old["metadata"]["name"]
         updates.check_preconditions(info, old, obj)
         new = updates.merge_subresource(info, old, obj, subresource)
+        if subresource is None and info.gvr == pod_updates.PODS:
+            pod_updates.check(old, new)
         updates.check_finalizers(info, old, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1

@@ -115,9 +115,31 @@ def _pod(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         raise invalid(info.gvr.group, info.kind, obj["metadata"]["name"], [field_cause(
             "FieldValueRequired", "spec.containers", "Required value")])
     if old is None:
-        _pod_spec_defaults(obj.setdefault("spec", {}))
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        spec = obj.setdefault("spec", {})
+        _pod_spec_defaults(spec)
+        spec.setdefault("enableServiceLinks", True)
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     return obj
+
+
+def _qos_class(spec: JsonObj) -> str:
+    """The Pod's QoS class from its containers' cpu and memory, after requests default to
+    limits (SetDefaults_Pod); requests equal limits as written (the sim parses no quantities)."""
+    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or ()]
+    guaranteed, any_set = True, False
+    for container in containers:
+        resources = container.setdefault("resources", {})
+        limits = resources.get("limits") or {}
+        if limits:
+            resources["requests"] = {**limits, **(resources.get("requests") or {})}
+        requests = resources.get("requests") or {}
+        for name in ("cpu", "memory"):
+            any_set = any_set or name in requests or name in limits
+            guaranteed = guaranteed and name in limits and str(requests.get(name)) == str(
+                limits[name])
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _namespace(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
@@ -158,7 +180,7 @@ class _ServiceIPs:
 
 def install(store: Store) -> None:
     """Register the built-in strategies (and CRD serving) with a new store."""
-    from jobset_infra.sim.apiserver import crds
+    from jobset_infra.sim.apiserver import crds, pod_admission, service_accounts
     from jobset_infra.sim.apiserver.resources import GVR
 
     table: dict[GVR, Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]] = {
@@ -170,3 +192,5 @@ def install(store: Store) -> None:
     for gvr, admit in table.items():
         store.admission.setdefault(gvr, []).append(admit)
     crds.install(store)
+    service_accounts.install(store)
+    pod_admission.install(store)

@@ -10,8 +10,8 @@ from typing import Any
 from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
-from jobset_infra.sim.apiserver import list_options, tables
-from jobset_infra.sim.apiserver.errors import StatusError, bad_request, method_not_allowed
+from jobset_infra.sim.apiserver import list_options, pod_updates, tables
+from jobset_infra.sim.apiserver.errors import bad_request, method_not_allowed
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.resources import GVR
@@ -20,7 +20,6 @@ from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.strategies import RETURNS_DELETED
 
 JsonObj = dict[str, Any]
-PODS = GVR("", "v1", "pods")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,18 +179,11 @@ async def delete_collection(call: Call) -> web.Response:
 
 
 def bind(call: Call) -> JsonObj:
-    """pods/<name>/binding: set spec.nodeName once, as the scheduler's Binding does."""
+    """pods/<name>/binding (`pod_updates.bind`)."""
     target = (call.obj().get("target") or {}).get("name")
     if not target:
         raise bad_request("a binding needs target.name")
-    name = call.api.name or ""
-    pod = call.store.get(PODS, name, call.api.namespace)
-    if pod.get("spec", {}).get("nodeName"):
-        raise StatusError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding '
-                          f'"{name}": pod {name} is already assigned to node '
-                          f'"{pod["spec"]["nodeName"]}"')
-    bound = dict(pod) | {"spec": dict(pod["spec"]) | {"nodeName": target}}
-    call.store.replace(call.store.info(PODS), pod, bound)
+    pod_updates.bind(call.store, call.api.namespace or "", call.api.name or "", str(target))
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "code": 201}
 

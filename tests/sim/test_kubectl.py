@@ -230,7 +230,7 @@ def test_a_change_breaking_a_transition_rule_is_refused_with_the_field_path(
     out = kubectl("patch", "jobset", "frozen", "--type=merge", "-p",
                   '{"spec": {"failurePolicy": {"maxRestarts": 5}}}', ok=False)
     assert 'The JobSet "frozen" is invalid' in out
-    assert "spec.failurePolicy: Invalid value: \"object\": Value is immutable" in out
+    assert "spec.failurePolicy: Invalid value: Value is immutable" in out
 
 
 def test_get_prints_pod_status_as_kubectl_users_know_it_and_wide_columns(

@@ -181,7 +181,9 @@ def test_client_side_apply_configures_an_existing_job(kubectl: Kubectl) -> None:
     body["metadata"]["labels"] = {"tier": "gold"}
     assert "configured" in kubectl("apply", "-f", kubectl.write("csa.yaml", body))
     live = json.loads(kubectl("get", "job", "applied-client-side", "-o", "json"))
-    assert live["metadata"]["labels"] == {"tier": "gold"}
+    labels = live["metadata"]["labels"]  # with the ones a Job without labels took at create
+    assert labels["tier"] == "gold"
+    assert labels["batch.kubernetes.io/job-name"] == "applied-client-side"
 
 
 def test_a_job_with_an_unknown_field_is_refused(kubectl: Kubectl) -> None:

@@ -314,15 +314,21 @@ async def test_deletecollection_deletes_what_the_selector_picks(
     assert [i["metadata"]["name"] for i in left["items"]] == ["c"]
 
 
-async def test_delete_of_an_object_held_by_a_finalizer_is_202_with_the_object(
+async def test_delete_of_an_object_held_by_a_finalizer_answers_with_the_object(
     http: aiohttp.ClientSession,
 ) -> None:
+    """200 with the object as marked (202 only when the client sent orphanDependents=false)."""
     body = configmap("held")
     body["metadata"]["finalizers"] = ["example.com/hold"]
     await call(http, "POST", CM_URL, body)
     status, obj = await call(http, "DELETE", f"{CM_URL}/held")
-    assert status == 202
+    assert status == 200
     assert obj["metadata"]["deletionTimestamp"]
+    body["metadata"]["name"] = "held-too"
+    await call(http, "POST", CM_URL, body)
+    status, obj = await call(http, "DELETE", f"{CM_URL}/held-too",
+                             {"kind": "DeleteOptions", "orphanDependents": False})
+    assert status == 202
 
 
 async def test_binding_assigns_a_pod_to_a_node_once(http: aiohttp.ClientSession) -> None:

@@ -291,7 +291,8 @@ def test_delete_preconditions(store: Store) -> None:
     with pytest.raises(StatusError) as err:
         store.delete(CONFIGMAPS, "c", "default", preconditions={"uid": "not-it"})
     assert err.value.code == 409
-    assert "Precondition failed" in err.value.message
+    assert "the UID in the precondition (not-it) does not match the UID in record" in (
+        err.value.message)
 
 
 async def test_watch_replays_from_a_version_and_streams_on(store: Store) -> None:

@@ -96,6 +96,7 @@ class Store:
         self.gc_queue: deque[tuple[str, Ref, Any]] = deque()  # the collector's work
         self.gc_busy = False
         self.gc_cascaded: set[str] = set()  # owners whose dependents foreground deletion hit
+        self.collector = True  # kube-controller-manager's collectors run (gc module docstring)
         strategies.install(self)
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",

@@ -77,9 +77,13 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     if not spec.get("manualSelector"):
         uid = meta["uid"]
+        spec["manualSelector"] = False
         spec["selector"] = {"matchLabels": {JOB_CONTROLLER_UID: uid}}
-        labels.update({JOB_CONTROLLER_UID: uid, JOB_NAME: meta["name"],
-                       LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: meta["name"]})
+        generated = {JOB_CONTROLLER_UID: uid, JOB_NAME: meta["name"],
+                     LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: meta["name"]}
+        labels.update(generated)
+        if not meta.get("labels"):  # the Job takes its template's labels when it has none
+            meta["labels"] = dict(labels)
     pod_spec = template.setdefault("spec", {})
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         raise invalid(info.gvr.group, info.kind, meta["name"], [field_cause(

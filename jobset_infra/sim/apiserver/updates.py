@@ -5,6 +5,7 @@ into the next object.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -20,7 +21,7 @@ from jobset_infra.sim.apiserver.errors import (
     stale,
     unsupported_media_type,
 )
-from jobset_infra.sim.apiserver.object_names import name_causes
+from jobset_infra.sim.apiserver.object_names import finalizer_causes, name_causes
 from jobset_infra.sim.apiserver.resources import ResourceInfo
 
 JsonObj = dict[str, Any]
@@ -118,6 +119,8 @@ def prepare_create(
             "FieldValueRequired", "metadata.name",
             "Required value: name or generateName is required")])
     causes = name_causes(info.gvr.group, info.kind, meta)
+    if info.crd is None:
+        causes += finalizer_causes(meta)
     if causes:
         raise invalid(info.gvr.group, info.kind, meta["name"], causes)
     if info.namespaced:
@@ -198,7 +201,12 @@ def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
         raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
             "FieldValueForbidden", "metadata.finalizers",
             "Forbidden: no new finalizers can be added if the object is being deleted, "
-            f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
+            f"found new finalizers {go_strings(added)}")])
+
+
+def go_strings(values: list[str]) -> str:
+    """A []string as Go's %#v prints it: `[]string{"a", "b"}`."""
+    return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
 
 
 def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:

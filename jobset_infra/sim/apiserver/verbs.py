@@ -152,21 +152,24 @@ def _propagation(call: Call) -> str | None:
 
 
 async def delete(call: Call) -> web.Response:
-    """200 with a Success Status when the object is gone, 202 with it while finalizers hold it."""
+    """The object as the delete left it (marked by a finalizer, Foreground or Orphan; also the
+    deleted object of kinds that return it), else a Success Status; 202 only when the object
+    stays and the client sent orphanDependents=false, as the API server answers."""
     options = call.body if isinstance(call.body, dict) else {}
     obj, gone = call.store.delete(
         call.gvr, call.api.name or "", call.api.namespace, propagation=_propagation(call),
         preconditions=options.get("preconditions"),
         dry_run=call.dry_run or options.get("dryRun") == ["All"])
     if not gone:
-        return json_response(obj, 202)
-    if (call.gvr.group, call.gvr.resource) in RETURNS_DELETED:
+        return json_response(obj, 202 if options.get("orphanDependents") is False else 200)
+    marked = bool(obj["metadata"].get("deletionTimestamp"))
+    if marked or (call.gvr.group, call.gvr.resource) in RETURNS_DELETED:
         return json_response(obj)
     meta = obj["metadata"]
+    details = {"name": meta["name"], "group": call.gvr.group, "kind": call.gvr.resource,
+               "uid": meta["uid"]}
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": "Success", "details": {
-                              "name": meta["name"], "group": call.gvr.group,
-                              "kind": call.gvr.resource, "uid": meta["uid"]}})
+                          "status": "Success", "details": {k: v for k, v in details.items() if v}})
 
 
 async def delete_collection(call: Call) -> web.Response:
@@ -175,7 +178,8 @@ async def delete_collection(call: Call) -> web.Response:
         field_selector=call.query.get("fieldSelector"), propagation=_propagation(call))
     info = call.store.info(call.gvr)
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
-                          "metadata": {}, "items": items})
+                          "metadata": {"resourceVersion": str(call.store.resource_version)},
+                          "items": items})
 
 
 def bind(call: Call) -> JsonObj:

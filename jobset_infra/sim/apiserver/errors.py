@@ -144,6 +144,10 @@ def too_old(requested: int, oldest: int) -> StatusError:
     return gone(f"too old resource version: {requested} ({oldest})")
 
 
+def name_mismatch(in_body: str, in_url: str) -> str:
+    return f"the name of the object ({in_body}) does not match the name on the URL ({in_url})"
+
+
 def bad_request(message: str) -> StatusError:
     return BadRequestError(400, "BadRequest", message)
 

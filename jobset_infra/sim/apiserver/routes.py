@@ -35,6 +35,7 @@ from jobset_infra.sim.apiserver.responses import (
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.streaming import serve_watch
 from jobset_infra.sim.apiserver.tokens import Tokens
+from jobset_infra.sim.apiserver.updates import decoded_body
 from jobset_infra.sim.apiserver.verbs import VERBS, Call, as_object, field_validation
 
 JsonObj = dict[str, Any]
@@ -216,7 +217,7 @@ class ApiHandler:
         """The review kinds and TokenRequest: answered, never stored (`reviews`)."""
         if api.verb != "create" or (api.name and not _token_request(api)):
             raise method_not_allowed()
-        body = as_object(await read_body(request, self._builtin_kind(api)))
+        body = decoded_body(as_object(await read_body(request, self._builtin_kind(api))))
         call = Call(self.store, api, request.query, request.headers, body)
         ctx = reviews.Context(self.store, self.tokens, reviews.who_sent(
             self.tokens, self.store, _bearer(request)), call.field_manager)

@@ -113,7 +113,7 @@ class Store:
         if info is None:
             raise NotFoundError(404, "NotFound",
                                 "the server could not find the requested resource",
-                                details={"group": gvr.group, "kind": gvr.resource})
+                                details={})
         return info
 
     def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
@@ -191,7 +191,7 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         ns = updates.namespace_of(info, namespace, obj)
         suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
         obj = updates.prepare_create(info, obj, ns, uid=updates.new_uid(self.rng), now=self.now(),
@@ -202,10 +202,10 @@ class Store:
         if self.index.peek(gvr, ns, name) is not None:
             raise already_exists(gvr.group, gvr.resource, name)
         obj = self._admit(info, obj, None)
-        if field_manager:
+        if field_manager:  # a write to the main resource owns no status (its reset fields)
             obj["metadata"]["managedFields"] = managed_fields.record_update(
-                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now(),
-                keys=info.keys)
+                None, updates.owned_part(info, obj, None), manager=field_manager,
+                api_version=gvr.api_version, now=self.now(), keys=info.keys)
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -223,7 +223,7 @@ class Store:
     ) -> JsonObj:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         meta = obj["metadata"]
         ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
@@ -257,8 +257,10 @@ class Store:
         new = self._admit(info, new, old)
         if field_manager and new != old:
             new["metadata"]["managedFields"] = managed_fields.record_update(
-                old, new, manager=field_manager, api_version=info.gvr.api_version,
-                now=self.now(), subresource=subresource, keys=info.keys)
+                updates.owned_part(info, old, subresource),
+                updates.owned_part(info, new, subresource), manager=field_manager,
+                api_version=info.gvr.api_version, now=self.now(), subresource=subresource,
+                keys=info.keys)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
 from jobset_infra.sim.apiserver import list_options, pod_updates, tables
-from jobset_infra.sim.apiserver.errors import bad_request, method_not_allowed
+from jobset_infra.sim.apiserver.errors import bad_request, method_not_allowed, name_mismatch
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.resources import GVR
@@ -55,10 +55,9 @@ class Call:
 
 
 def as_object(body: Any) -> JsonObj:
+    """An object body (its metadata is checked as the decoder checks it: `decoded_body`)."""
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
-    if not isinstance(body.get("metadata", {}), dict):
-        raise bad_request("metadata must be an object")
     return body
 
 
@@ -119,7 +118,7 @@ async def update(call: Call) -> web.Response:
     pruned, warnings = field_validation(call)
     body = as_object(pruned)
     if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
-        raise bad_request("the name of the object does not match the name on the URL")
+        raise bad_request(name_mismatch(str(body["metadata"]["name"]), call.api.name or ""))
     body.setdefault("metadata", {})["name"] = call.api.name
     obj = call.store.update(call.gvr, body, call.api.namespace, field_manager=call.field_manager,
                             subresource=call.api.subresource, dry_run=call.dry_run)
@@ -134,13 +133,16 @@ async def patch(call: Call) -> web.Response:
     def check(patched: JsonObj, unknown: list[str]) -> None:
         warnings.extend(fields.check_patched(patched, unknown, how))
 
+    info = call.store.info(call.gvr)
+    ns = call.api.namespace or "" if info.namespaced else ""
+    created = applying and call.store.peek(call.gvr, ns, call.api.name or "") is None
     obj = call.store.patch(
         call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
         subresource=call.api.subresource,
         field_manager=call.query.get("fieldManager") if applying else call.field_manager,
         force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run,
         on_unknown=check)
-    return with_warnings(json_response(obj), warnings)
+    return with_warnings(json_response(obj, 201 if created else 200), warnings)
 
 
 def _propagation(call: Call) -> str | None:

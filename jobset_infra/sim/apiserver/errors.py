@@ -96,6 +96,12 @@ def not_found(group: str, resource: str, name: str) -> StatusError:
     )
 
 
+def not_found_resource() -> StatusError:
+    """404 for a path the server serves nothing at (an unknown resource or subresource)."""
+    return NotFoundError(404, "NotFound", "the server could not find the requested resource",
+                         details={})
+
+
 def already_exists(group: str, resource: str, name: str) -> StatusError:
     return AlreadyExistsError(
         409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists',
@@ -165,8 +171,14 @@ def method_not_allowed(
     return StatusError(405, "MethodNotAllowed", message, details={})
 
 
-def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml ({content_type!r} given)")  # noqa: E501
+def unsupported_media_type(accepted: tuple[str, ...] | None = None) -> StatusError:
+    """415 naming the media types the request could have used (none: the generic answer the
+    API server gives to a PATCH in a type that is no patch type at all)."""
+    if accepted is None:
+        return StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type",
+                           details={})
+    return StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                       f"format - accepted media types include: {', '.join(accepted)}")
 
 
 def not_acceptable(accept: str) -> StatusError:

@@ -97,7 +97,8 @@ def bind(store: Store, namespace: str, name: str, node: str) -> JsonObj:
     bound = (old.get("spec") or {}).get("nodeName")
     if bound:
         raise StatusError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding '
-                          f'"{name}": pod {name} is already assigned to node "{bound}"')
+                          f'"{name}": pod {name} is already assigned to node "{bound}"',
+                          details={"name": name, "kind": "pods/binding"})
     new = _bound(old, node, store.now())
     store.put_raw(store.info(PODS), namespace, new, old)
     return new

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import discovery, openapi, protobuf, reviews
+from jobset_infra.sim.apiserver import discovery, openapi, patch, protobuf, reviews
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
     bad_request,
@@ -75,6 +75,21 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
+BODY_TYPES = ("application/json", "application/yaml", PROTOBUF)
+PATCH_TYPES = (patch.JSON_PATCH, patch.MERGE_PATCH, patch.STRATEGIC_PATCH, patch.APPLY_PATCH,
+               patch.APPLY_PATCH_CBOR)
+CUSTOM_PATCH_TYPES = (patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_PATCH)
+
+
+def check_patch_type(content_type: str, custom: bool) -> None:
+    """415 for a PATCH whose Content-Type is no patch type, or one the resource does not take
+    (strategic merge for a custom resource)."""
+    if content_type not in PATCH_TYPES:
+        raise unsupported_media_type()
+    if custom and content_type not in CUSTOM_PATCH_TYPES:
+        raise unsupported_media_type(CUSTOM_PATCH_TYPES)
+
+
 async def read_body(request: web.Request, kind: str | None = None) -> Any:
     """JSON, YAML, or protobuf for a built-in `kind`; CBOR bodies (and protobuf for custom
     resources) are 415."""
@@ -83,7 +98,7 @@ async def read_body(request: web.Request, kind: str | None = None) -> Any:
     if content_type == PROTOBUF and kind is not None:
         return _protobuf_body(raw, kind)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
-        raise unsupported_media_type(content_type)
+        raise unsupported_media_type(BODY_TYPES if kind is not None else BODY_TYPES[:2])
     if not raw:
         return None
     try:
@@ -91,6 +106,8 @@ async def read_body(request: web.Request, kind: str | None = None) -> Any:
             return yaml.safe_load(raw)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
+        if content_type == patch.MERGE_PATCH:
+            raise bad_request("invalid JSON patch") from None
         raise bad_request(f"error decoding the request body: {exc}") from None
 
 
@@ -208,6 +225,9 @@ class ApiHandler:
         handler = VERBS.get(api.verb)
         if handler is None:
             raise method_not_allowed(f"{request.method} is not supported")
+        if api.verb == "patch":
+            check_patch_type(request.headers.get("Content-Type", "").split(";")[0].strip(),
+                             custom=info is not None and info.crd is not None)
         body = None if api.verb in ("get", "list") else await read_body(
             request, self._builtin_kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))

@@ -164,7 +164,8 @@ class Store:
         """Objects sorted by namespace and name (etcd key order), filtered and paged."""
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
-        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
+        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource,
+                                     own_fields=bool(info.selectable_fields) or bool(info.crd))
         return listing.page(self.index.by_namespace(gvr), namespace, label=label, field=field,
                             limit=limit, continue_token=continue_token, current_rv=self._rv)
 
@@ -420,7 +421,8 @@ class Store:
             api_version=gvr.api_version, kind=info.kind, namespace=namespace or None,
             label=parse_label_selector(label_selector),
             field=parse_field_selector(field_selector, info.selectable_fields,
-                                       gvr.group_resource),
+                                       gvr.group_resource,
+                                       own_fields=bool(info.selectable_fields) or bool(info.crd)),
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
         start = listing.parse_version(since_rv)

@@ -63,6 +63,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     spec = obj.setdefault("spec", {})
     if old is not None:
         _check_job_update(info, obj, old)
+        _labels_from_template(obj)
         return obj
     meta = obj["metadata"]
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -82,8 +83,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         generated = {JOB_CONTROLLER_UID: uid, JOB_NAME: meta["name"],
                      LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: meta["name"]}
         labels.update(generated)
-        if not meta.get("labels"):  # the Job takes its template's labels when it has none
-            meta["labels"] = dict(labels)
+    _labels_from_template(obj)
     pod_spec = template.setdefault("spec", {})
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         raise invalid(info.gvr.group, info.kind, meta["name"], [field_cause(
@@ -93,6 +93,14 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     _pod_spec_defaults(pod_spec)
     obj["status"] = {}
     return obj
+
+
+def _labels_from_template(job: JsonObj) -> None:
+    """A Job without labels has its template's (SetDefaults_Job, which runs on every decode,
+    so also after a write that dropped them)."""
+    template = ((job.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    if not job["metadata"].get("labels") and template.get("labels"):
+        job["metadata"]["labels"] = dict(template["labels"])
 
 
 def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:

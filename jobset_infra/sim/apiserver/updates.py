@@ -161,6 +161,13 @@ def prepare_create(
     return obj
 
 
+# The metadata a status write of a built-in kind changes (its strategy resets the spec only),
+# and the kinds whose status strategy resets it too (ResetObjectMetaForStatus), as custom
+# resources' does.
+STATUS_KEEPS_META = ("labels", "annotations", "finalizers", "ownerReferences")
+STATUS_RESETS_METADATA = frozenset({"VolumeAttachment"})
+
+
 def merge_subresource(
     info: ResourceInfo, old: JsonObj, obj: JsonObj, subresource: str | None
 ) -> JsonObj:
@@ -172,8 +179,15 @@ def merge_subresource(
         # copy here was the largest item of the sim's profile (every Job/Pod status write).
         new: JsonObj = dict(old)
         new["metadata"] = dict(old["metadata"])
-        if "managedFields" in (obj.get("metadata") or {}):  # ownership the write computed
-            new["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
+        sent = obj.get("metadata") or {}
+        if "managedFields" in sent:  # ownership the write computed
+            new["metadata"]["managedFields"] = sent["managedFields"]
+        if info.crd is None and info.kind not in STATUS_RESETS_METADATA:
+            for key in STATUS_KEEPS_META:  # most built-in status strategies reset only spec
+                if key in sent:
+                    new["metadata"][key] = clone(sent[key])
+                else:
+                    new["metadata"].pop(key, None)
         if "status" in obj:
             new["status"] = clone(obj["status"])
         else:
@@ -264,7 +278,7 @@ def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> Jso
     elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
         new = patch.strategic_merge(old, body)
     else:
-        raise unsupported_media_type(patch_type)
+        raise unsupported_media_type()
     if not isinstance(new, dict):
         raise bad_request("the patch did not result in an object")
     meta = new.get("metadata") or {}

@@ -11,7 +11,12 @@ from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
 from jobset_infra.sim.apiserver import list_options, pod_updates, tables
-from jobset_infra.sim.apiserver.errors import bad_request, method_not_allowed, name_mismatch
+from jobset_infra.sim.apiserver.errors import (
+    bad_request,
+    method_not_allowed,
+    name_mismatch,
+    not_found_resource,
+)
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.resources import GVR
@@ -87,6 +92,9 @@ def field_validation(call: Call) -> tuple[Any, list[str]]:
 
 
 async def get(call: Call) -> web.Response:
+    sub = call.api.subresource
+    if sub is not None and not (sub == "status" and call.store.info(call.gvr).has_status):
+        raise not_found_resource()
     obj = call.store.get(call.gvr, call.api.name or "", call.api.namespace)
     return _render(call, [obj], None)
 

@@ -110,6 +110,8 @@ def decode_now(raw: bytes, content_type: str, kind: str, *, interruptible: bool 
                                   f"character '{_too_deep_bracket(raw)}' exceeded max depth",
                             snippet) from exc
     except (ValueError, RecursionError) as exc:
+        if content_type == "application/merge-patch+json":
+            raise bad_request("invalid JSON patch") from None  # kube-apiserver's words
         raise bad_request(f"error decoding the request body: {exc}") from None
 
 

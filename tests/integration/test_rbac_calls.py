@@ -4,22 +4,26 @@ The rules are declared once (`jobset_infra.api.rbac`); the Role is rendered from
 client refuses any call they do not grant. What is left to show is the other direction: that the
 controller uses every grant. So the controller is driven through every behaviour that needs one
 (leader election, child Jobs and their restart, suspend and resume, the headless Service, PVCs,
-exclusive placement's Node informer, repeated events in both Event APIs, TTL after finished),
+exclusive placement's Node informer, repeated events in both Event APIs, TTL after finished,
+a scrape of the secure /metrics by a bound ServiceAccount),
 and the calls its client made (`KubeClient.used`) are compared with the rules.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import pytest
 
 from jobset_infra.api.rbac import ALL_RULES, NAMESPACE_RULES, called_permissions
 from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
 from jobset_infra.controller.runtime.manager import RunningController
-from jobset_infra.controller.runtime.resources import JOBSETS, LEASES, PVCS
+from jobset_infra.controller.runtime.resources import JOBSETS, LEASES, PVCS, Resource
+from jobset_infra.manifests import rbac as manifests_rbac
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.command import register_crd
@@ -56,6 +60,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
 async def start(cluster: Cluster) -> RunningController:
     config = fast_config(
         controller={"watchNamespace": NS},
+        metrics={"bindAddress": "127.0.0.1:0", "secureServing": True},
         leaderElection={
             "leaderElect": True,
             "resourceName": "jobset-rbac",
@@ -131,6 +136,8 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
 
     await eventually(deleted_by_ttl, what="ttlSecondsAfterFinished deleted the JobSet")
     await ctl.recorder.flush()
+    # A scrape of the secure /metrics: the scraper's token is reviewed and its access checked.
+    assert await scrape(cluster, ctl) == 200
     events_group = "" if cluster.sim.store.registry.get(EVENTS_V1) is None else "events.k8s.io"
     other_events = {g for g in ("", "events.k8s.io") if g != events_group}
     want = {p for p in called_permissions() if not (p[1] == "events" and p[0] in other_events)}
@@ -138,6 +145,40 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
         f"granted but not called: {sorted(want - ctl.client.used)}; "
         f"called but not granted: {sorted(ctl.client.used - want)}"
     )
+
+
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                         namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                                 "ClusterRoleBinding", namespaced=False)
+
+
+async def scrape(cluster: Cluster, ctl: RunningController) -> int:
+    """GET /metrics as a ServiceAccount bound to the metrics-reader ClusterRole, with a token
+    the API server issued it (TokenRequest); returns the HTTP status."""
+    api = cluster.api
+    await api.create(SERVICE_ACCOUNTS, {"metadata": {"name": "scraper"}}, NS)
+    role = manifests_rbac.metrics_reader_role("metrics-reader", {})
+    await api.create(CLUSTER_ROLES, role)
+    await api.create(CLUSTER_ROLE_BINDINGS, {
+        "metadata": {"name": "scraper"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}],
+    })
+    issued = await api.request("POST", SERVICE_ACCOUNTS.path(NS, "scraper", "token"),
+                               body={"apiVersion": "authentication.k8s.io/v1",
+                                     "kind": "TokenRequest", "spec": {}})
+    token = issued["status"]["token"]
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the controller's self-signed serving certificate
+    url = f"https://127.0.0.1:{ctl.ports['metrics']}/metrics"
+    async with aiohttp.ClientSession() as http, http.get(
+        url, headers={"Authorization": f"Bearer {token}"}, ssl=context
+    ) as response:
+        return response.status
 
 
 def test_the_only_grant_never_called_is_checked_by_the_api_server() -> None:

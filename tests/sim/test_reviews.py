@@ -183,24 +183,33 @@ def _attributes(**kw: Any) -> rbac.Attributes:
     return rbac.Attributes(**{"user": "u", "groups": (), "verb": "get"} | kw)
 
 
+def _rule(*, verbs: list[str], groups: list[str] | None = None,
+          resources: list[str] | None = None, names: list[str] | None = None,
+          urls: list[str] | None = None) -> dict[str, Any]:
+    """A PolicyRule as the authorizer reads it (the sim's evaluator under test, not our RBAC)."""
+    keys = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+    values = (verbs, groups, resources, names, urls)
+    return {k: v for k, v in zip(keys, values, strict=True) if v is not None}
+
+
 RULES = [
     ("a wildcard verb, group and resource allow anything",
-     {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}, _attributes(resource="x"), True),
-    ("a subresource needs its own entry", {"verbs": ["get"], "apiGroups": [""],
-     "resources": ["pods"]}, _attributes(resource="pods", subresource="log"), False),
-    ("*/scale matches the scale of any resource", {"verbs": ["update"], "apiGroups": ["apps"],
-     "resources": ["*/scale"]},
+     _rule(verbs=["*"], groups=["*"], resources=["*"]), _attributes(resource="x"), True),
+    ("a subresource needs its own entry", _rule(verbs=["get"], groups=[""],
+     resources=["pods"]), _attributes(resource="pods", subresource="log"), False),
+    ("*/scale matches the scale of any resource", _rule(verbs=["update"], groups=["apps"],
+     resources=["*/scale"]),
      _attributes(verb="update", group="apps", resource="deployments", subresource="scale"), True),
-    ("resourceNames limit a rule to those objects", {"verbs": ["get"], "apiGroups": [""],
-     "resources": ["configmaps"], "resourceNames": ["a"]},
+    ("resourceNames limit a rule to those objects", _rule(verbs=["get"], groups=[""],
+     resources=["configmaps"], names=["a"]),
      _attributes(resource="configmaps", name="b"), False),
-    ("a URL rule ending in * matches its prefix", {"verbs": ["get"],
-     "nonResourceURLs": ["/metrics/*"]},
+    ("a URL rule ending in * matches its prefix", _rule(verbs=["get"],
+     urls=["/metrics/*"]),
      _attributes(path="/metrics/x", resource_request=False), True),
-    ("a URL rule does not match resources", {"verbs": ["get"], "nonResourceURLs": ["*"]},
+    ("a URL rule does not match resources", _rule(verbs=["get"], urls=["*"]),
      _attributes(resource="pods"), False),
-    ("another API group does not match", {"verbs": ["get"], "apiGroups": ["batch"],
-     "resources": ["jobs"]}, _attributes(group="apps", resource="jobs"), False),
+    ("another API group does not match", _rule(verbs=["get"], groups=["batch"],
+     resources=["jobs"]), _attributes(group="apps", resource="jobs"), False),
 ]
 
 

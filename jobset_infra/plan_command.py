@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,24 @@ def available_stacks(stack_dir: Path) -> list[str]:
 
 
 def stack_config(stack_file: Path, project: str = PROJECT) -> dict[str, str]:
-    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string."""
+    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string.
+
+    The file is read like any manifest (`api.input_limits`: at most 8 MiB, bounded YAML), and
+    anything that is not one YAML mapping in UTF-8 is a PlanError naming the file.
+    """
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
     try:
-        document = yaml.safe_load(stack_file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{stack_file}: not valid YAML: {exc}") from exc
+        with stack_file.open("rb") as handle:
+            documents = load_documents(read_bounded(handle, MANIFEST_LIMITS))
+    except OSError as exc:
+        raise PlanError(f"{stack_file}: cannot read: {exc.strerror or exc}") from None
+    except (YamlError, LimitError) as exc:
+        raise PlanError(f"{stack_file}: {exc}") from None
+    if len(documents) > 1:
+        raise PlanError(f"{stack_file}: {len(documents)} YAML documents; a stack file has one")
+    document = documents[0] if documents else {}
     if not isinstance(document, dict):
         raise PlanError(f"{stack_file}: expected a mapping with a `config:` key")
     config = document.get("config") or {}
@@ -102,6 +116,27 @@ def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
         ) from None
 
 
+def check_out(out: Path) -> None:
+    """Raise PlanError now if `--out` could not be written later, so a typo does not cost a plan.
+
+    Nothing is created: `out` must be a writable folder, or not exist under a writable folder
+    (a probe file is made and removed there).
+    """
+    existing = next(p for p in [out, *out.parents] if p.exists() or p == p.parent)  # "." or "/"
+    problem = None
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"{existing} is a file"
+        problem = f"{what}, not a folder"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as err:
+            problem = f"cannot create files in {existing} ({err.strerror or err})"
+    if problem:
+        raise PlanError(f"--out {out}: {problem}; choose a folder you can write to")
+
+
 def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
@@ -116,6 +151,44 @@ def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
         path.write_text(yaml.safe_dump(_readable(obj), sort_keys=False))
         paths.append(path)
     return paths
+
+
+HELM_DIR = "helm"  # below DIR: `kubectl apply -f DIR` does not read subfolders
+
+
+def write_helm_values(releases: list[Any], out: Path) -> list[str]:
+    """Write each Helm release's values to DIR/helm/<release>.values.yaml; return the notes that
+    say how to install them, since `kubectl apply -f DIR` leaves the releases out."""
+    try:
+        folder = out / HELM_DIR
+        for stale in folder.glob("*.values.yaml") if folder.is_dir() else ():
+            stale.unlink()
+        notes = []
+        for release in releases:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{release.name}.values.yaml"
+            path.write_text(yaml.dump(_sorted(release.values), Dumper=_BlockDumper))
+            notes.append(
+                f"note: `kubectl apply -f {out}` leaves out Helm release {release.name} "
+                f"({release.chart} {release.version}); install it first, its webhooks must "
+                f"serve before its objects are created: {release.install_command(str(path))}"
+            )
+        return notes
+    except OSError as err:
+        raise PlanError(
+            f"--out {out}: cannot write there ({err.strerror or err}: {err.filename or out}); "
+            "choose a folder you can write to"
+        ) from None
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (an embedded config file) as `|` blocks, readable in the values."""
+
+
+_BlockDumper.add_representer(
+    str, lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+)
 
 
 def _readable(obj: dict[str, Any]) -> dict[str, Any]:
@@ -152,12 +225,20 @@ def _plan(args: argparse.Namespace) -> int:
         known = ", ".join(available_stacks(stack_dir)) or "none"
         raise PlanError(f"no stack {args.stack!r}: {stack_file} does not exist (stacks: {known})")
     config = stack_config(stack_file)
+    if args.out is not None:
+        check_out(args.out)
 
     print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
+    _require_pulumi()
     from jobset_infra.components.offline import ProgramError, run_offline
-    from jobset_infra.components.preview import apply_order, kubernetes_objects, render_tree
+    from jobset_infra.components.preview import (
+        apply_order,
+        helm_releases,
+        kubernetes_objects,
+        render_tree,
+    )
 
     try:
         result = run_offline(
@@ -184,6 +265,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         paths = write_objects(objects, args.out)
         print(f"Wrote {len(paths)} Kubernetes objects to {args.out}", file=sys.stderr)
+        for note in write_helm_values(helm_releases(registrations), args.out):
+            print(note, file=sys.stderr)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     elapsed = time.monotonic() - started
@@ -192,6 +275,24 @@ def _plan(args: argparse.Namespace) -> int:
         return 1
     print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
     return 0
+
+
+PLATFORM_SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_docker_build")
+
+
+def _require_pulumi() -> None:
+    """Raise PlanError naming the extra to install when a Pulumi SDK is missing.
+
+    The base install is the controller's; the SDKs come with `jobset-infra[platform]`.
+    """
+    import importlib.util
+
+    missing = [name for name in PLATFORM_SDKS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PlanError(
+            f"`plan` runs the Pulumi program, which needs the Pulumi SDKs ({', '.join(missing)} "
+            "missing): pip install 'jobset-infra[platform]' (or -e '.[platform]' in a checkout)"
+        )
 
 
 def _progress_mocks(*, live: bool) -> Any:

@@ -18,6 +18,7 @@ import pytest
 
 from jobset_infra.cluster.binaries import MissingBinaryError, Tools, find_tools
 from jobset_infra.cluster.local import ClusterOptions, RunningCluster, start_cluster
+from jobset_infra.sim.cluster.nodes import PoolSpec
 
 REQUIRE_ENV = "JOBSET_REQUIRE_REAL"
 
@@ -33,13 +34,14 @@ def tools_or_skip(apiserver_only: bool = False) -> Tools:
 
 @contextmanager
 def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
-                 auto_complete_seconds: float | None = None) -> Iterator[RunningCluster]:
+                 auto_complete_seconds: float | None = None,
+                 extra_pools: tuple[PoolSpec, ...] = ()) -> Iterator[RunningCluster]:
     """A cluster in a temporary folder for the duration of the block; logs kept on failure."""
     tools = tools_or_skip(apiserver_only)
     folder = Path(tempfile.mkdtemp(prefix="jobset-real-"))
     options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
                              auto_complete_seconds=auto_complete_seconds,
-                             apiserver_only=apiserver_only)
+                             apiserver_only=apiserver_only, extra_pools=extra_pools)
     cluster = start_cluster(options, progress=lambda _line: None, tools=tools)
     failed = True
     try:

@@ -91,12 +91,45 @@ def test_unknown_stack_lists_the_known_ones(
     assert "(stacks: demo)" in err
 
 
+def test_without_the_platform_extra_plan_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The base install is the controller's; `plan` needs jobset-infra[platform].
+    project = _project(tmp_path, "config: {}\n")
+    monkeypatch.setitem(sys.modules, "pulumi_gcp", None)  # as if it were not installed
+    code = main(["plan", "--stack", "demo", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "pulumi_gcp missing" in err
+    assert "pip install 'jobset-infra[platform]'" in err
+    assert "Traceback" not in err
+
+
 def test_broken_stack_yaml_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = _project(tmp_path, "config: [unclosed\n")
     assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b"config:\n  x: \xff\xfe\n", "not UTF-8 text", id="not UTF-8"),
+        pytest.param(b"config: &a [*a]\n", "refers to a node that contains it",
+                     id="a recursive alias"),
+        pytest.param(b"a: 1\n---\nb: 2\n", "2 YAML documents", id="two documents"),
+    ],
+)
+def test_an_unreadable_stack_file_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+) -> None:
+    project = _project(tmp_path, "")
+    (project / "stacks" / "Pulumi.demo.yaml").write_bytes(content)
+    assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and expected in err and "Pulumi.demo.yaml" in err
 
 
 # --- the real stacks ------------------------------------------------------------------------------
@@ -130,7 +163,8 @@ def test_v5e_multislice_plan_writes_only_objects_the_cluster_accepts(
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "every object validates" in captured.err
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())]
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
+    assert sorted(p.name for p in out.iterdir() if not p.is_file()) == ["helm"]
     kinds = [obj["kind"] for obj in objects]
     for kind in ("CustomResourceDefinition", "Deployment", "ClusterQueue", "LocalQueue", "JobSet"):
         assert kind in kinds
@@ -205,3 +239,58 @@ def test_objects_the_cluster_would_refuse_fail_the_plan(
     assert code == 1
     assert "error: Service team/svc: spec.ports[0].port:" in err
 
+
+
+@pytest.mark.parametrize(
+    ("out", "want"),
+    [
+        pytest.param("afile", "afile: is a file, not a folder", id="a file where the folder goes"),
+        pytest.param("afile/plan", "afile is a file, not a folder", id="a file as a parent"),
+    ],
+)
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_plan_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str, want: str
+) -> None:
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    (tmp_path / "afile").write_text("in the way\n")
+    argv = ["plan", "--stack", "demo", "--project-dir", str(project), "--out", str(tmp_path / out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"error: --out {tmp_path / out}: " in err and want in err
+    assert "choose a folder you can write to" in err
+    assert "Planning stack" not in err  # refused before the program ran
+
+
+def test_checking_the_out_folder_creates_nothing(tmp_path: Path) -> None:
+    from jobset_infra.plan_command import check_out
+
+    check_out(tmp_path / "new" / "plan")
+    check_out(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_helm_releases_kubectl_would_leave_out_get_their_values_and_a_helm_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubectl apply -f plan/` applies the objects; Kueue is a chart, so plan says so."""
+    from jobset_infra.manifests.kueue_install import helm_values
+    from jobset_infra.manifests.kueue_spec import parse_kueue_install
+
+    out = tmp_path / "out"
+    (out / "helm").mkdir(parents=True)
+    (out / "helm" / "gone.values.yaml").write_text("{}\n")  # a release an older plan had
+    argv = ["plan", "--stack", "local", "--project-dir", str(ROOT), "--out", str(out)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    values = out / "helm" / "kueue.values.yaml"
+    assert sorted(p.name for p in (out / "helm").iterdir()) == ["kueue.values.yaml"]
+    install = parse_kueue_install(version="0.19.2")
+    assert yaml.safe_load(values.read_text()) == helm_values(install)
+    assert "jobset.x-k8s.io/jobset" in values.read_text()  # Kueue manages JobSets
+    [note] = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert f"`kubectl apply -f {out}` leaves out Helm release kueue" in note
+    assert note.endswith(
+        "helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version 0.19.2 "
+        f"--namespace kueue-system --create-namespace --values {values} --wait")
+    # Nothing at the top that kubectl would refuse as a manifest.
+    assert all("kind" in yaml.safe_load(p.read_text()) for p in out.glob("*.yaml"))

@@ -18,7 +18,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -196,20 +196,32 @@ class Ours:
         log = folder / f"{self.name}.log"
         env = {**_environ(), "PYTHONPATH": str(self.root), "PYTHONUNBUFFERED": "1"}
         popen = spawn(self.command(kubeconfig, limits, health, metrics, profile), log, env)
-        url = f"http://127.0.0.1:{metrics}/metrics"
-
-        async def text(session: aiohttp.ClientSession) -> str:
-            async with session.get(url) as response:
-                return await response.text()
-
         await _until(lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"),
                      "our controller ready", popen, log)
-        return ControllerProcess(self.name, popen, text, log)
+        return ControllerProcess(self.name, popen, _secure_metrics(cluster, metrics), log)
 
     def version(self) -> str:
         from importlib.metadata import version
 
         return f"jobset-infra {version('jobset-infra')} (CPython {sys.version.split()[0]})"
+
+
+def _secure_metrics(cluster: RunningCluster,
+                    port: int) -> Callable[[aiohttp.ClientSession], Awaitable[str]]:
+    """Scrape /metrics as both controllers serve it: HTTPS with a self-signed certificate, the
+    caller authenticated by TokenReview and authorized by SubjectAccessReview (the admin's token;
+    each scrape costs both controllers the same two reviews)."""
+    token = cluster.layout.admin_token
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE  # each controller's own self-signed metrics cert
+
+    async def text(session: aiohttp.ClientSession) -> str:
+        async with session.get(f"https://127.0.0.1:{port}/metrics", ssl=insecure,
+                               headers={"Authorization": f"Bearer {token}"}) as response:
+            return await response.text()
+
+    return text
 
 
 def _environ() -> dict[str, str]:
@@ -254,17 +266,7 @@ class Upstream:
                               params={"fieldManager": "jobset-bench", "force": "true"})
         await _until(lambda: _webhooks_answer(api), "upstream's webhooks called by the API "
                      "server", popen, log)
-        token = cluster.layout.admin_token
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE  # the manager's own self-signed metrics cert
-
-        async def text(session: aiohttp.ClientSession) -> str:
-            async with session.get(f"https://127.0.0.1:{metrics}/metrics", ssl=insecure,
-                                   headers={"Authorization": f"Bearer {token}"}) as response:
-                return await response.text()
-
-        return ControllerProcess(self.name, popen, text, log)
+        return ControllerProcess(self.name, popen, _secure_metrics(cluster, metrics), log)
 
     def version(self) -> str:
         return upstream.build_info(self.binary)

@@ -133,7 +133,13 @@ def validate_builtin(manifest: Mapping[str, Any], path: str = "") -> list[FieldE
                 f"no kind {kind!r} in {api_version!r} in Kubernetes {K8S_VERSION}",
             )
         ]
-    return validate_definition(dict(manifest), name, path)
+    obj = dict(manifest)
+    spec = definitions()[name].get("properties", {}).get("spec")
+    if "spec" not in obj and isinstance(spec, dict) and "$ref" in spec:
+        # The server decodes into the Go type, where a missing spec is an empty one that its
+        # validation then checks: a Pod without spec is "spec.containers: Required value".
+        obj["spec"] = {}
+    return validate_definition(obj, name, path)
 
 
 def _field_errors(error: ValidationError, base: str) -> Iterator[FieldError]:

@@ -2,8 +2,10 @@
 
 Each YAML document (multi-document files, `-` for stdin) is checked: JobSets by `check_jobset`
 (models, CRD schema with CEL rules, upstream's defaulting and validation), other Kubernetes kinds
-against the pinned Kubernetes OpenAPI. One line per problem, `file:document: field.path: message`
-(documents count from 1); exit 0 when everything is valid, 1 otherwise, 2 for bad arguments.
+against the pinned Kubernetes OpenAPI. One line per problem, `file (document N): field.path:
+message` (documents count from 1; a location that cannot be read as a line number); exit 0 when
+everything is valid, 1 otherwise, 2 for bad arguments. A directory stands for the .yaml, .yml and
+.json files directly in it, as `kubectl apply -f DIR` reads it.
 With `--old FILE`, a JobSet whose namespace/name is also in FILE is checked as an update of it
 (immutability, what may change while suspended). Whatever the input, the command reports and
 never shows a traceback.
@@ -15,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
@@ -30,7 +33,10 @@ class Options:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register FILE..., --feature-gates and --old."""
-    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON file, or - for stdin")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE",
+        help="YAML/JSON file, a directory (its .yaml/.yml/.json files), or - for stdin",
+    )
     parser.add_argument(
         "--feature-gates",
         default="",
@@ -57,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     options = Options(gates, old)
     problems = documents = 0
-    for name in args.files:
+    for name in (found for given in args.files for found in manifest_files(given)):
         for line, counted in _check_file(name, options, sys.stdin.buffer):
             documents += counted
             if line:
@@ -95,11 +101,12 @@ def check_text(
 
 
 def _load_old(name: str) -> dict[tuple[str, str], Any] | str:
+    from jobset_infra.api.input_limits import LimitError
     from jobset_infra.api.yaml_io import YamlError, load_documents
 
     try:
         documents = load_documents(_read(name))
-    except (OSError, YamlError) as exc:
+    except (OSError, YamlError, LimitError) as exc:
         return f"{name}: {exc}"
     return {_key(d): d for d in documents if isinstance(d, dict)}
 
@@ -110,18 +117,56 @@ def _key(document: dict[str, Any]) -> tuple[str, str]:
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
 
-def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[str, int]]:
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def manifest_files(name: str) -> list[str]:
+    """`name`, or for a directory the manifest files directly in it (sorted, like `kubectl
+    apply -f DIR`: subdirectories are not entered). A directory with none is returned as is, and
+    `_check_file` says what to pass instead."""
+    folder = Path(name)
+    if name == "-" or not folder.is_dir():
+        return [name]
     try:
-        data = stdin.read() if name == "-" else _read(name)
+        found = sorted(str(p) for p in folder.iterdir()
+                       if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    except OSError:
+        return [name]
+    return found or [name]
+
+
+def _directory_hint(name: str) -> str:
+    folder = Path(name)
+    nested = any(p.suffix in MANIFEST_SUFFIXES for p in folder.glob("*/*"))  # stops at one
+    example = f", e.g. {Path(name, '*', '*.yaml')}" if nested else ""
+    return (f"{name}: a directory with no {', '.join(MANIFEST_SUFFIXES)} files in it "
+            f"(subdirectories are not read); pass the manifest files{example}")
+
+
+def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[str, int]]:
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
+
+    if name != "-" and Path(name).is_dir():
+        yield _directory_hint(name), 0
+        return
+    shown = "<stdin>" if name == "-" else name
+    try:
+        data = read_bounded(stdin, MANIFEST_LIMITS) if name == "-" else _read(name)
     except OSError as exc:
         yield f"{name}: cannot read: {exc.strerror or exc}", 0
         return
-    yield from _check_data("<stdin>" if name == "-" else name, data, options)
+    except LimitError as exc:
+        yield f"{shown}: {exc}", 0
+        return
+    yield from _check_data(shown, data, options)
 
 
 def _read(name: str) -> bytes:
+    """The file's bytes, at most the manifest size limit (`validate /dev/zero` ends at once)."""
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, read_bounded
+
     with open(name, "rb") as handle:
-        return handle.read()
+        return read_bounded(handle, MANIFEST_LIMITS)
 
 
 def _check_data(name: str, data: bytes, options: Options) -> Iterator[tuple[str, int]]:
@@ -142,7 +187,7 @@ def _check_data(name: str, data: bytes, options: Options) -> Iterator[tuple[str,
         lines = _check_document(document, options)
         yield "", 1
         for line in lines:
-            yield f"{name}:{index}: {line}", 0
+            yield f"{name} (document {index}): {line}", 0
 
 
 def _check_document(document: Any, options: Options) -> list[str]:
@@ -160,6 +205,7 @@ def _errors(document: Any, options: Options) -> list[Any]:
     from jobset_infra.api.check import check_jobset
     from jobset_infra.api.errors import FieldError
     from jobset_infra.api.k8s_openapi import K8S_VERSION, validate_builtin
+    from jobset_infra.api.object_meta import metadata_errors
 
     if not isinstance(document, dict):
         return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
@@ -176,4 +222,4 @@ def _errors(document: Any, options: Options) -> list[Any]:
                 "built-in kind",
             )
         ]
-    return errors
+    return metadata_errors(document.get("metadata"), builtin=True) + errors

@@ -47,6 +47,7 @@ KINDS: Final[Mapping[str, Resource]] = {
     )
 }
 DEPLOYMENTS: Final = KINDS["Deployment"]
+PODS: Final = Resource("", "v1", "pods", "Pod")
 
 
 def local_install(**fields: object) -> ControllerInstall:
@@ -92,8 +93,22 @@ async def wait_available(api: KubeClient, namespace: str, name: str, timeout: fl
                for c in status.get("conditions") or []):
             return
         await asyncio.sleep(0.25)
-    raise TimeoutError(f"Deployment {namespace}/{name} not available within {timeout:g} s "
-                       f"(status {dict(status)})")
+    raise TimeoutError(f"Deployment {namespace}/{name} not available within {timeout:g} s: "
+                       f"{await _why_pending(api, namespace)}")
+
+
+async def _why_pending(api: KubeClient, namespace: str) -> str:
+    """What the Deployment's Pods wait for, from their PodScheduled conditions."""
+    pods = await api.list(PODS, namespace)
+    reasons = sorted({
+        f"{c.get('reason')}: {c.get('message')}"
+        for p in pods["items"] for c in (p.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("status") == "False"
+    })
+    if reasons:
+        return "; ".join(reasons)
+    phases = sorted({(p.get("status") or {}).get("phase", "?") for p in pods["items"]})
+    return f"its Pods are {', '.join(phases) or 'not created'}"
 
 
 async def _until_established(api: KubeClient, name: str, timeout: float = 30.0) -> None:

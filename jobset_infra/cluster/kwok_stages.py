@@ -29,13 +29,17 @@ def _annotation(key: str) -> str:
     return f'.metadata.annotations["{key}"]'
 
 
-def _stage(name: str, kind: str, expressions: list[JsonObj], next_: JsonObj, *,
-           delay_ms: int | None = None, jitter_ms: int | None = None) -> JsonObj:
+def _stage(name: str, kind: str, expressions: list[JsonObj], next_: JsonObj | None, *,
+           delay_ms: int | None = None, jitter_ms: int | None = None,
+           steps: list[JsonObj] | None = None) -> JsonObj:
     spec: JsonObj = {
         "resourceRef": {"apiGroup": "v1", "kind": kind},
         "selector": {"matchExpressions": expressions},
-        "next": next_,
     }
+    if next_ is not None:
+        spec["next"] = next_
+    if steps is not None:
+        spec["steps"] = steps
     if delay_ms is not None:
         spec["delay"] = {"durationMilliseconds": delay_ms,
                          "jitterDurationMilliseconds": jitter_ms or delay_ms}
@@ -60,9 +64,8 @@ def _is_not(key: str, *values: str) -> JsonObj:
 
 _READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 
-# The Node's conditions as a healthy kubelet reports them; allocatable and capacity are the
-# ones we created the Node with (TPU chips included), never kwok's defaults.
-_NODE_STATUS: Final = """\
+# A healthy kubelet's Node conditions, as of now (a heartbeat is the same report again).
+_NODE_HEARTBEAT: Final = """\
 {{ $now := Now }}
 conditions:
 {{ range NodeConditions }}
@@ -73,6 +76,10 @@ conditions:
   status: {{ .status | Quote }}
   type: {{ .type | Quote }}
 {{ end }}
+"""
+# The first report adds the rest: allocatable and capacity are the ones we created the Node
+# with (TPU chips included), never kwok's defaults.
+_NODE_STATUS: Final = _NODE_HEARTBEAT + """\
 {{ with .status.addresses }}
 addresses:
 {{ YAML . 1 }}
@@ -98,19 +105,6 @@ nodeInfo:
   osImage: ""
   systemUUID: ""
 phase: Running
-"""
-
-_NODE_HEARTBEAT: Final = """\
-{{ $now := Now }}
-conditions:
-{{ range NodeConditions }}
-- lastHeartbeatTime: {{ $now | Quote }}
-  lastTransitionTime: {{ $now | Quote }}
-  message: {{ .message | Quote }}
-  reason: {{ .reason | Quote }}
-  status: {{ .status | Quote }}
-  type: {{ .type | Quote }}
-{{ end }}
 """
 
 _POD_RUNNING: Final = """\
@@ -170,6 +164,13 @@ def _pod_exit(phase: str, code: str, reason: str) -> str:
 {{{{ $now := Now }}}}
 {{{{ $root := . }}}}
 conditions:
+{{{{ range $root.status.conditions }}}}{{{{ if eq .type "DisruptionTarget" }}}}
+- type: DisruptionTarget
+  status: {{{{ .status | Quote }}}}
+  reason: {{{{ .reason | Quote }}}}
+  message: {{{{ .message | Quote }}}}
+  lastTransitionTime: {{{{ .lastTransitionTime | Quote }}}}
+{{{{ end }}}}{{{{ end }}}}
 - lastTransitionTime: {{{{ $now | Quote }}}}
   status: "False"
   type: Ready
@@ -208,6 +209,34 @@ _ALIVE = _lacks(".metadata.deletionTimestamp")
 _RUNNING = _is(".status.phase", "Running")
 
 
+# A claim with no volume gets one made for it, bound by claimRef; the controller-manager's
+# PersistentVolume binder then binds the claim, as it does behind a real provisioner.
+_PROVISIONED_VOLUME: Final = """\
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: pvc-{{ .metadata.uid }}
+  annotations:
+    pv.kubernetes.io/provisioned-by: jobset-infra.dev/kwok
+spec:
+  accessModes:
+{{ YAML .spec.accessModes 1 }}
+  capacity:
+{{ YAML .spec.resources.requests 2 }}
+  persistentVolumeReclaimPolicy: Delete
+  storageClassName: {{ or .spec.storageClassName "" | Quote }}
+  volumeMode: {{ or .spec.volumeMode "Filesystem" | Quote }}
+  claimRef:
+    apiVersion: v1
+    kind: PersistentVolumeClaim
+    name: {{ .metadata.name | Quote }}
+    namespace: {{ .metadata.namespace | Quote }}
+    uid: {{ .metadata.uid | Quote }}
+  hostPath:
+    path: /nonexistent/kwok/pvc-{{ .metadata.uid }}
+"""
+
+
 def stages(auto_complete_seconds: float | None = None) -> list[JsonObj]:
     """The Stage documents, in the order kwok should consider them."""
     out = [
@@ -225,6 +254,9 @@ def stages(auto_complete_seconds: float | None = None) -> list[JsonObj]:
                 _is_not(_annotation(EXIT_CODE_ANNOTATION), "0")],
                {"statusTemplate": _pod_exit("Failed", _CODE, _reason("Error"))}),
         _stage("pod-delete", "Pod", [_has(".metadata.deletionTimestamp")], {"delete": True}),
+        _stage("pvc-provision", "PersistentVolumeClaim",
+               [_lacks(".metadata.deletionTimestamp"), _lacks(".spec.volumeName")],
+               None, steps=[{"apply": {"template": _PROVISIONED_VOLUME}}]),
     ]
     if auto_complete_seconds is not None:
         delay = max(0, int(auto_complete_seconds * 1000))

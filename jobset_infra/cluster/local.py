@@ -10,6 +10,7 @@ ServiceAccount exists (before that, the API server refuses every Pod). It return
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime
 import json
 import secrets
@@ -17,7 +18,7 @@ import shutil
 import ssl
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ class ClusterOptions:
     # Client limits of the controller-manager and scheduler, Job syncs, extra apiserver flags
     # (benchmarks/real lifts the limits and adds an audit policy); defaults as `cluster up`.
     tuning: Tuning = field(default_factory=Tuning)
+    # Pools beyond the `nodes` spec (tests shape a few by hand, e.g. several CPU pools).
+    extra_pools: tuple[PoolSpec, ...] = ()
 
 
 @dataclass
@@ -117,7 +120,8 @@ def admin_access(layout: Layout) -> ClusterAccess:
 def start_cluster(options: ClusterOptions, progress: Progress = print,
                   tools: Tools | None = None) -> RunningCluster:
     """Start the whole control plane and its Nodes; raise ComponentError with a log tail."""
-    pools = () if options.apiserver_only else parse_nodes(options.nodes)
+    pools = () if options.apiserver_only else with_system_pool(
+        (*parse_nodes(options.nodes), *options.extra_pools), progress)
     tools = tools or find_tools(apiserver_only=options.apiserver_only)
     folder = options.folder or default_folder(options.name)
     _claim(folder)
@@ -136,7 +140,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
                          options.start_timeout, headers=_health_headers(layout, spec.name))
         if not options.apiserver_only:
             progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
-            asyncio.run(_bootstrap(cluster, options.start_timeout))
+            _run(_bootstrap(cluster, options.start_timeout))
             progress("starting the pod runner (runs our controller's Pods as local processes)")
             runner = pod_runner_spec(layout)
             cluster.processes.append(start(runner, layout.log(runner.name)))
@@ -146,6 +150,28 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
         raise
     progress(f"cluster ready in {time.monotonic() - started_at:.1f} s at {layout.url}")
     return cluster
+
+
+def with_system_pool(pools: tuple[PoolSpec, ...], progress: Progress) -> tuple[PoolSpec, ...]:
+    """`pools`, plus GKE's one-node default CPU pool when every pool is tainted: a GKE cluster
+    always keeps an untainted pool for system Pods, and our controller's Pods need one."""
+    if any(not pool.taints for pool in pools):
+        return pools
+    progress("adding GKE's default-pool (cpu:1) for system Pods: every pool asked for is "
+             "tainted")
+    return (*pools, *parse_nodes("cpu:1"))
+
+
+def _run(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to completion, also when called from inside a running event loop (a test's):
+    then on a thread of its own, as `asyncio.run` cannot nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(work)
+        return
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work).result()
 
 
 def pod_runner_spec(layout: Layout) -> ProcessSpec:

@@ -57,14 +57,22 @@ def start(spec: ProcessSpec, log: Path, env: dict[str, str] | None = None) -> St
 
 
 def alive(started: Started) -> bool:
-    """True while the PID runs the binary we started (not a zombie, not a recycled PID)."""
+    """True while the PID runs the binary we started (not a zombie, not a recycled PID). A
+    script runs as its interpreter with the script's path as the first argument."""
     try:
         exe = os.readlink(f"/proc/{started.pid}/exe").removesuffix(" (deleted)")
         stat = Path(f"/proc/{started.pid}/stat").read_text()
+        argv = Path(f"/proc/{started.pid}/cmdline").read_bytes().split(b"\0")[:2]
     except OSError:
         return False
     state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    return state not in ("Z", "X") and exe == os.path.realpath(started.binary)
+    if state in ("Z", "X"):
+        return False
+    binary = os.path.realpath(started.binary)
+    if not any(argv):
+        return True  # cmdline reads empty while the kernel maps a new binary in: exec under way
+    return exe == binary or any(os.path.realpath(a.decode(errors="replace")) == binary
+                                for a in argv if a)
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:

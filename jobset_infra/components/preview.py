@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from jobset_infra.api import constants as k
@@ -16,8 +17,10 @@ from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [
     "SECRET_PLACEHOLDER",
+    "HelmRelease",
     "RegistrationLike",
     "apply_order",
+    "helm_releases",
     "key_inputs",
     "kubernetes_objects",
     "object_problems",
@@ -183,6 +186,39 @@ def kubernetes_objects(registrations: Iterable[RegistrationLike]) -> list[dict[s
         elif reg.type.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
             objects.append(_manifest(reg.name, inputs))
     return objects
+
+
+_HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    """A Helm release the run would install: not an object in the plan, the chart renders it."""
+
+    name: str
+    chart: str
+    version: str
+    namespace: str
+    values: Mapping[str, Any]
+
+    def install_command(self, values_file: str) -> str:
+        """The `helm install` that does what the provider would, with these values."""
+        return (f"helm install {self.name} {self.chart} --version {self.version} "
+                f"--namespace {self.namespace} --create-namespace --values {values_file} --wait")
+
+
+def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease]:
+    """Return the Helm releases among the registrations, in their order, secrets redacted."""
+    return [
+        HelmRelease(
+            name=str(inputs.get("name") or reg.name), chart=str(inputs.get("chart", "")),
+            version=str(inputs.get("version", "")),
+            namespace=str(inputs.get("namespace") or "default"),
+            values=inputs.get("values") or {},
+        )
+        for reg in registrations if reg.type == _HELM_RELEASE
+        for inputs in [_whole_numbers(redact_secrets(dict(reg.inputs)))]
+    ]
 
 
 def _whole_numbers(value: Any) -> Any:

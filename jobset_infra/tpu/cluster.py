@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from jobset_infra.tpu.spec import SlicePoolsError
+from jobset_infra.tpu.spec import Setting, SlicePoolsError
 from jobset_infra.tpu.validation import at_least_version, release_channel_problem
 
 __all__ = [
@@ -140,8 +140,8 @@ def validate_cluster_spec(spec: GkeClusterSpec) -> None:
     if spec.gcs_fuse_csi_driver and not spec.workload_identity:
         raise ClusterSpecError(
             "gcs_fuse_csi_driver",
-            "the GCS FUSE CSI driver authenticates through Workload Identity; "
-            "set workload_identity=True or gcs_fuse_csi_driver=False",
+            "the GCS FUSE CSI driver authenticates through Workload Identity; set ",
+            Setting("workload_identity", True), " or ", Setting("gcs_fuse_csi_driver", False),
         )
 
 
@@ -161,8 +161,8 @@ def _check_version_choice(spec: GkeClusterSpec) -> None:
     if (spec.release_channel is None) == (spec.version is None):
         raise ClusterSpecError(
             "release_channel",
-            "choose exactly one of a release channel (auto-upgraded) or a pinned version; "
-            "set release_channel=None when pinning version",
+            "choose exactly one of a release channel (auto-upgraded) or a pinned version; set ",
+            Setting("release_channel", None), " when pinning version",
         )
     if (problem := release_channel_problem(spec.release_channel)) is not None:
         raise ClusterSpecError("release_channel", problem)
@@ -186,7 +186,7 @@ def _check_system_pool(spec: GkeClusterSpec) -> None:
         raise ClusterSpecError(
             "system_pool_node_count",
             "the default node pool is removed, so the system pool needs at least 1 node "
-            "to run the controllers; set system_pool_node_count >= 1",
+            "to run the controllers; set system_pool_node_count to 1 or more",
         )
     for zone in spec.system_pool_zones:
         if not _ZONE.match(zone) or region_of(zone) != spec.region:
@@ -201,8 +201,9 @@ def _check_private_nodes(spec: GkeClusterSpec) -> None:
     if not (spec.create_cloud_nat or spec.existing_egress):
         raise ClusterSpecError(
             "create_cloud_nat",
-            "private nodes have no route to registry.k8s.io (JobSet, Kueue images); set "
-            "create_cloud_nat=True, or existing_egress=True if the network has NAT or a mirror",
+            "private nodes have no route to registry.k8s.io (JobSet, Kueue images); set ",
+            Setting("create_cloud_nat", True), ", or ", Setting("existing_egress", True),
+            " if the network has NAT or a mirror",
         )
     if not _CIDR.match(spec.master_ipv4_cidr_block) or not spec.master_ipv4_cidr_block.endswith(
         "/28"

@@ -8,18 +8,71 @@ setting them explicitly to something GKE would reject is an error, never silentl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, astuple, dataclass, is_dataclass
 from enum import StrEnum
 
-__all__ = ["Autoscaling", "Capacity", "HostMaintenance", "SlicePoolsError", "SlicePoolsSpec"]
+__all__ = [
+    "Autoscaling",
+    "Capacity",
+    "HostMaintenance",
+    "Setting",
+    "SlicePoolsError",
+    "SlicePoolsSpec",
+]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A value a fix tells the user to give a field, worded for where they write it.
+
+    The same rule fires for a Python program (`TpuSlicePools(..., multislice=False)`) and for a
+    stack file (`multislice: false` under `jobset-infra:slices`), so a message holds the setting,
+    not its spelling: `python()` and `yaml(key)` spell it.
+    """
+
+    field: str
+    value: object
+
+    def python(self) -> str:
+        return f"{self.field}={_python(self.value)}"
+
+    def yaml(self, key: str) -> str:
+        return f"{key}.{self.field}: {_yaml(self.value)}"
+
+
+def _python(value: object) -> str:
+    if is_dataclass(value) and not isinstance(value, type):
+        return f"{type(value).__name__}({', '.join(map(_python, astuple(value)))})"
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _yaml(value: object) -> str:
+    if is_dataclass(value) and not isinstance(value, type):
+        return "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in asdict(value).items()) + "}"
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class SlicePoolsError(ValueError):
-    """An invalid slice-pools argument; the message names the argument and says how to fix it."""
+    """An invalid slice-pools argument; the message names the argument and says how to fix it.
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    The message is text and `Setting`s: `str()` spells the settings as Python arguments (the
+    components' surface); `for_stack(key)` spells them as keys of a stack file.
+    """
+
+    def __init__(self, field: str, *message: str | Setting) -> None:
         self.field = field
+        self.parts = message
+        super().__init__(f"{field}: {self._text(lambda s: s.python())}")
+
+    def for_stack(self, key: str) -> str:
+        """The message as a stack user reads it: `<key>.<field>: ...`, settings as YAML keys."""
+        return f"{key}.{self.field}: {self._text(lambda s: s.yaml(key))}"
+
+    def _text(self, spell: Callable[[Setting], str]) -> str:
+        return "".join(p if isinstance(p, str) else spell(p) for p in self.parts)
 
 
 class Capacity(StrEnum):

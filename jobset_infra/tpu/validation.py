@@ -12,7 +12,14 @@ import re
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.catalog import TpuShapeError, resolve_accelerator
 from jobset_infra.tpu.slice import TpuSlice
-from jobset_infra.tpu.spec import Capacity, HostMaintenance, SlicePoolsError, SlicePoolsSpec
+from jobset_infra.tpu.spec import (
+    Autoscaling,
+    Capacity,
+    HostMaintenance,
+    Setting,
+    SlicePoolsError,
+    SlicePoolsSpec,
+)
 
 __all__ = [
     "RELEASE_CHANNELS",
@@ -111,8 +118,8 @@ def validate_slices(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
         raise SlicePoolsError(
             "slices",
             f"{spec.slices} slices of single-host {tpu_slice.describe()} cannot form a Multislice "
-            f"(GKE Multislice needs multi-host slices); {fix}, or set multislice=False for "
-            "independent single-host pools",
+            f"(GKE Multislice needs multi-host slices); {fix}, or set ",
+            Setting("multislice", False), " for independent single-host pools",
         )
 
 
@@ -184,15 +191,16 @@ def validate_node_count(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
         raise SlicePoolsError(
             "node_count",
             f"{tpu_slice.describe()} has {hosts} node(s) per pool, got {spec.node_count}; "
-            f"set node_count={hosts} or leave it unset",
+            "set ", Setting("node_count", hosts), " or leave it unset",
         )
     bounds = spec.autoscaling
     if bounds is not None and (bounds.max_nodes != hosts or bounds.min_nodes not in {0, hosts}):
         raise SlicePoolsError(
             "autoscaling",
             f"a {tpu_slice.topology} slice scales atomically between 0 and {hosts} nodes, got "
-            f"min {bounds.min_nodes} max {bounds.max_nodes}; use Autoscaling(0, {hosts}) or "
-            f"Autoscaling({hosts}, {hosts}), and add slices for more capacity",
+            f"min {bounds.min_nodes} max {bounds.max_nodes}; set ",
+            Setting("autoscaling", Autoscaling(0, hosts)), " or ",
+            Setting("autoscaling", Autoscaling(hosts, hosts)), ", and add slices for more capacity",
         )
 
 
@@ -201,25 +209,26 @@ def validate_capacity(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
     capacity = Capacity(spec.capacity)
     if capacity is Capacity.RESERVATION and not (spec.reservation or "").strip():
         raise SlicePoolsError(
-            "reservation", 'capacity="reservation" needs the reservation name; set reservation='
+            "reservation", 'capacity "reservation" needs the reservation name; set ',
+            Setting("reservation", "<reservation name>"),
         )
     if capacity is not Capacity.RESERVATION and spec.reservation is not None:
         raise SlicePoolsError(
             "reservation",
             f'capacity is "{capacity}" but a reservation is set; use exactly one capacity: '
-            'set capacity="reservation" or remove reservation',
+            "set ", Setting("capacity", Capacity.RESERVATION.value), " or remove reservation",
         )
     if spec.preemptible and capacity is not Capacity.ON_DEMAND:
         raise SlicePoolsError(
             "preemptible",
             f'preemptible VMs are a capacity of their own, not combinable with "{capacity}"; '
-            'remove preemptible (GKE recommends capacity="spot")',
+            "remove preemptible (GKE recommends ", Setting("capacity", Capacity.SPOT.value), ")",
         )
     if spec.queued_provisioning:
         raise SlicePoolsError(
             "queued_provisioning",
             "GKE rejects queued provisioning for TPU node pools (flex-start TPUs lack it); "
-            'remove it and use capacity="flex-start"',
+            "remove it and set ", Setting("capacity", Capacity.FLEX_START.value),
         )
     if spec.max_run_duration_seconds is not None:
         _check_max_run_duration(spec, capacity)
@@ -243,8 +252,8 @@ def _check_flex_start(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
     if spec.autoscaling is not None and spec.autoscaling.min_nodes != 0:
         raise SlicePoolsError(
             "autoscaling",
-            f"flex-start pools start empty and scale 0 to {tpu_slice.hosts}; "
-            f"use Autoscaling(0, {tpu_slice.hosts}) or leave autoscaling unset",
+            f"flex-start pools start empty and scale 0 to {tpu_slice.hosts}; set ",
+            Setting("autoscaling", Autoscaling(0, tpu_slice.hosts)), " or leave autoscaling unset",
         )
     if spec.auto_repair:
         raise SlicePoolsError(

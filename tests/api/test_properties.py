@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from tests.api.strategies import jobset_manifests
 
 
 @given(manifest=jobset_manifests())
+@pytest.mark.slow
 def test_manifest_model_manifest_round_trips(manifest: dict[str, Any]) -> None:
     assert JobSet.model_validate(manifest).to_manifest() == manifest
 
@@ -51,12 +53,14 @@ def test_crd_defaults_equal_python_defaults(manifest: dict[str, Any]) -> None:
 
 @settings(max_examples=30)
 @given(manifest=jobset_manifests())
+@pytest.mark.slow
 def test_generated_shapes_pass_the_crd_schema_structurally(manifest: dict[str, Any]) -> None:
     schema = jobset_crd_schema()
     assert schema.pruned_fields(manifest) == []
     admitted = schema.default(manifest)
-    structural = [
-        e for e in schema.validate(admitted) if 'Invalid value: "object"' not in e.message
+    structural = [  # the schema's own checks, not its CEL rules (the shapes may break those)
+        e for e in schema.validate(admitted) if " in body " in e.message or e.message.startswith(
+            ("Required value", "Unsupported value", "Too long", "Too many", "Duplicate value"))
     ]
     assert structural == []
 
@@ -92,6 +96,7 @@ def name_stress(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(manifest=name_stress())
+@pytest.mark.slow
 def test_the_crd_never_rejects_what_validate_accepts(manifest: dict[str, Any]) -> None:
     # Pulumi preview and `jobset-infra validate` rely on validate(); the cluster must agree.
     schema = jobset_crd_schema()

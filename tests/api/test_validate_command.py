@@ -35,7 +35,7 @@ def test_problems_name_file_document_and_field() -> None:
     bad["spec"]["replicatedJobs"][0]["replicas"] = -1
     lines = check_text("f.yaml", _yaml(_valid(), bad))
     assert lines == [
-        "f.yaml:2: spec.replicatedJobs[0].replicas: Invalid value: -1: "
+        "f.yaml (document 2): spec.replicatedJobs[0].replicas: Invalid value: -1: "
         "spec.replicatedJobs[0].replicas in body should be greater than or equal to 0"
     ]
 
@@ -47,11 +47,13 @@ def test_problems_name_file_document_and_field() -> None:
         pytest.param(b"a: [", "f: not valid YAML", id="not YAML"),
         pytest.param(b"\x00\x01\x02", "f: binary data", id="binary"),
         pytest.param(b"\xff\xfe\xfa", "f: not UTF-8 text", id="not UTF-8"),
-        pytest.param(b"- 1\n- 2\n", "f:1: <document>: a manifest must be a mapping", id="a list"),
-        pytest.param(b"apiVersion: v1\nkind: Widget\n", "f:1: kind: 'Widget'", id="unknown kind"),
+        pytest.param(b"- 1\n- 2\n", "f (document 1): <document>: a manifest must be a mapping",
+                     id="a list"),
+        pytest.param(b"apiVersion: v1\nkind: Widget\n", "f (document 1): kind: 'Widget'",
+                     id="unknown kind"),
         pytest.param(
             b"apiVersion: jobset.x-k8s.io/v1alpha2\nkind: Job\n",
-            "f:1: kind: not a JobSet",
+            "f (document 1): kind: not a JobSet",
             id="JobSet group with the wrong kind",
         ),
         pytest.param(b"!!python/object:os.system {}", "f: not valid YAML", id="unsafe YAML tag"),
@@ -73,7 +75,7 @@ def test_huge_numbers_are_reported_not_crashing() -> None:
 
 def test_other_builtin_kinds_are_checked_against_the_pinned_openapi() -> None:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spek": {}}
-    assert check_text("f", _yaml(namespace)) == ['f:1: spek: unknown field "spek"']
+    assert check_text("f", _yaml(namespace)) == ['f (document 1): spek: unknown field "spek"']
 
 
 def test_feature_gates_flag() -> None:
@@ -99,6 +101,58 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["validate", "--feature-gates", "x", str(good)]) == 2
 
 
+def test_the_location_of_a_problem_cannot_be_read_as_a_line_number() -> None:
+    """`f:1:` read as "line 1" to editors and people; the document number is spelled out."""
+    bad = _valid()
+    bad["spec"]["replicatedJobs"][0]["replicas"] = -1
+    [line] = check_text("f.yaml", _yaml(bad))
+    assert line.startswith("f.yaml (document 1): spec.replicatedJobs[0].replicas: ")
+    assert not line.startswith("f.yaml:1")
+
+
+def test_a_directory_stands_for_the_manifest_files_directly_in_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _valid()
+    bad["spec"]["replicatedJobs"][0]["replicas"] = -1
+    (tmp_path / "a.yaml").write_bytes(_yaml(_valid()))
+    (tmp_path / "b.yml").write_bytes(_yaml(bad))
+    (tmp_path / "c.json").write_text(json.dumps(_valid()))
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "d.yaml").write_bytes(_yaml(bad))  # not entered, as kubectl -f DIR
+    assert main(["validate", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"{tmp_path / 'b.yml'} (document 1): spec.replicatedJobs[0].replicas: Invalid value: -1: "
+        "spec.replicatedJobs[0].replicas in body should be greater than or equal to 0"
+    ]
+    assert "checked 3 document(s): 1 problem" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("layout", "hint"),
+    [
+        pytest.param({}, "pass the manifest files", id="an empty directory"),
+        pytest.param({"team/jobset.yaml": "kind: JobSet"}, "pass the manifest files, e.g. ",
+                     id="manifests only in subdirectories get an example glob"),
+    ],
+)
+def test_a_directory_without_manifests_says_to_pass_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: dict[str, str], hint: str
+) -> None:
+    for relative, text in layout.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    assert main(["validate", str(tmp_path)]) == 1
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"{tmp_path}: a directory with no .yaml, .yml, .json files in it")
+    assert hint in line and "Is a directory" not in line
+    if layout:
+        assert line.endswith(str(tmp_path / "*" / "*.yaml"))
+
+
+@pytest.mark.slow
 def test_stdin_is_read_with_dash() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "jobset_infra.cli", "validate", "-"],

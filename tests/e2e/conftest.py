@@ -1,9 +1,15 @@
-"""A whole simulated cluster for the end-to-end examples suite, shared by one test module.
+"""A whole cluster for the end-to-end examples suite, shared by one test module, on two backends.
 
-The sim API server with the fake Job controller and the scheduler, Nodes shaped like GKE node pools
-(CPU pools and TPU v5e slice pools from `jobset_infra.sim.cluster.nodes`), our CRD, and our JobSet
-controller in the same event loop over real HTTP. Each case gets its own namespace; `World` holds
-the small verbs a test uses to drive Pods the way a kubelet, a preemption or a bad config would.
+`sim`: the sim API server with the fake Job controller and the scheduler, our CRD and our JobSet
+controller in the same event loop over real HTTP. `real` (marker `real`): the real local control
+plane from `make tools` (etcd, kube-apiserver, kube-controller-manager with the real Job controller
+and garbage collector, kube-scheduler, kwok Nodes), with our CRD, RBAC and controller Deployment
+installed as the JobSetSystem component installs them; the pod runner runs the controller's Pods
+as local processes with their ServiceAccount's token, so the real server authorizes every call
+against our generated RBAC. Both get Nodes shaped like GKE node pools (CPU pools and TPU v5e slice
+pools from `jobset_infra.sim.cluster.nodes`). Each case gets its own namespace; `World` holds the
+small verbs a case uses to drive Pods the way a kubelet, a preemption or a bad config would: on the
+sim through the fake Job controller, on the real cluster through the kwok exit annotations.
 """
 
 from __future__ import annotations
@@ -17,26 +23,29 @@ import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 import pytest_asyncio
 import yaml
 
 from jobset_infra.api import constants as k
+from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION, EXIT_REASON_ANNOTATION
 from jobset_infra.controller.runtime.auth import for_url
-from jobset_infra.controller.runtime.kube import KubeClient
-from jobset_infra.controller.runtime.manager import RunningController, start_controller
-from jobset_infra.controller.runtime.resources import JOBSETS
-from jobset_infra.sim.apiserver.errors import NotFoundError
+from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
+from jobset_infra.controller.runtime.kube import NotFoundError as ApiNotFound
+from jobset_infra.controller.runtime.manager import start_controller
+from jobset_infra.controller.runtime.resources import JOBSETS, Resource
+from jobset_infra.controller.runtime.resources import NODES as NODE_RES
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
-from jobset_infra.sim.apiserver.store import NAMESPACES
 from jobset_infra.sim.cluster.job_controller import JobController
+from jobset_infra.sim.cluster.job_pods import JOB_NAME_LABEL
 from jobset_infra.sim.cluster.nodes import PoolSpec, create_nodes, parse_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.sim.command import register_crd
 from jobset_infra.tpu import constants as tpu
+from tests.e2e.mirror import Mirror
 from tests.integration.conftest import fast_config
 
 T = TypeVar("T")
@@ -45,12 +54,25 @@ JOBS = GVR("batch", "v1", "jobs")
 PODS = GVR("", "v1", "pods")
 SERVICES = GVR("", "v1", "services")
 PVCS = GVR("", "v1", "persistentvolumeclaims")
+NODES_GVR = GVR("", "v1", "nodes")
+EVENTS_GVR = GVR("events.k8s.io", "v1", "events")
 JOBSET_GVR = GVR(k.GROUP, k.VERSION, k.PLURAL)
+JOB_RES = Resource("batch", "v1", "jobs", "Job")
+POD_RES = Resource("", "v1", "pods", "Pod")
+NAMESPACE_RES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+ACCOUNT_RES = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+MIRRORED = (JOBSETS, JOB_RES, POD_RES, NODE_RES, Resource("", "v1", "services", "Service"),
+            Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+            Resource("events.k8s.io", "v1", "events", "Event"))
 # Three CPU pools besides GKE's default pool (exclusive placement on CPU needs several), and
 # TPU v5e pools of both slice shapes the examples ask for.
 NODES = "cpu:4,v5e-2x4:4,v5e-4x4:2"
 EXTRA_CPU_POOLS = 3
 _namespaces = itertools.count()
+# How much longer a wait may take on the real cluster: real Job controller syncs, kwok stages
+# and graceful Pod deletion, on a shared 2-core machine.
+_TIMEOUT_SCALE = {"sim": 1.0, "real": 4.0}
+_scale = [1.0]
 
 
 def cpu_pools() -> list[PoolSpec]:
@@ -61,19 +83,45 @@ def cpu_pools() -> list[PoolSpec]:
     ]
 
 
+def _service_accounts(manifest: dict[str, Any]) -> set[str]:
+    """The ServiceAccounts the JobSet's Pod templates name (other than `default`)."""
+    names = set()
+    for rjob in (manifest.get("spec") or {}).get("replicatedJobs") or []:
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        name = (pod.get("spec") or {}).get("serviceAccountName")
+        if name and name != "default":
+            names.add(name)
+    return names
+
+
+class Store(Protocol):
+    """The reads a case makes: the sim's Store, or the Mirror of a real cluster."""
+
+    def list(self, gvr: GVR, namespace: str | None = None) -> Any: ...
+
+    def get(self, gvr: GVR, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+
+
+class Pods(Protocol):
+    """What happens to Pods: the fake Job controller on the sim, kwok annotations for real."""
+
+    async def succeed_job(self, namespace: str, name: str) -> None: ...
+
+    async def fail_pod(self, namespace: str, name: str, code: int) -> None: ...
+
+    async def preempt(self, namespace: str, name: str) -> None: ...
+
+
 @dataclasses.dataclass
 class World:
     """The running cluster and the verbs the cases drive it with (in-process, same loop)."""
 
-    sim: Sim
-    jobs_controller: JobController
+    backend: str
+    store: Store
+    pods: Pods
     api: KubeClient
-    controller: RunningController
+    kubectl_args: tuple[str, ...]  # --server=... or --kubeconfig=...
     created: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-
-    @property
-    def store(self) -> Any:
-        return self.sim.store
 
     # --- submitting ---------------------------------------------------------------------------
 
@@ -87,28 +135,41 @@ class World:
     ) -> tuple[str, str]:
         """Create a copy of `manifest` in a fresh namespace; return (namespace, name)."""
         manifest = copy.deepcopy(manifest)
-        self.clear_earlier_cases()
+        await self.clear_earlier_cases()
         namespace = f"e2e-{next(_namespaces)}"
-        self.store.create(NAMESPACES, {"metadata": {"name": namespace}})
+        await self.api.create(NAMESPACE_RES, {"metadata": {"name": namespace}})
+        for account in sorted(_service_accounts(manifest)):
+            # As a user must on a real cluster: the API server refuses a Pod whose
+            # ServiceAccount does not exist (its ServiceAccount admission plugin).
+            await self.api.create(ACCOUNT_RES, {"metadata": {"name": account}}, namespace)
         manifest["metadata"]["namespace"] = namespace
         if change is not None:
             change(manifest)
         await self.api.create(JOBSETS, manifest, namespace)
-        self.created.append((namespace, manifest["metadata"]["name"]))
-        return namespace, manifest["metadata"]["name"]
+        name = manifest["metadata"]["name"]
+        self.created.append((namespace, name))
+        # The real backend reads from a watch-fed mirror: wait until it has seen the create.
+        await until(lambda: bool(self.store.list(JOBSET_GVR, namespace).items),
+                    f"{namespace}/{name} in the store")
+        return namespace, name
 
-    def clear_earlier_cases(self) -> None:
-        """Delete what a failed earlier case left, so its Pods hold no nodes or pools now (the
-        sim's garbage collector finishes a foreground delete before it returns)."""
+    async def clear_earlier_cases(self) -> None:
+        """Delete what a failed earlier case left, so its Pods hold no nodes or pools now."""
         for namespace, name in self.created:
-            with contextlib.suppress(NotFoundError):
-                self.store.delete(JOBSET_GVR, name, namespace, propagation="Foreground")
+            if self.live_pods(namespace) or self.live_jobs(namespace):
+                await self.remove(namespace, name)
         self.created.clear()
 
     async def remove(self, namespace: str, name: str) -> None:
-        """Delete the JobSet in the foreground so its Pods free their nodes for the next case."""
-        self.store.delete(JOBSET_GVR, name, namespace, propagation="Foreground")
-        await until(lambda: not self.live_jobs(namespace), f"{namespace}/{name} Jobs deleted")
+        """Delete the JobSet in the foreground, and wait until its Jobs and Pods are gone so
+        they free their nodes for the next case."""
+        with contextlib.suppress(ApiNotFound):
+            await self.api.delete(JOBSETS, name, namespace=namespace, propagation="Foreground")
+        await until(lambda: not self.live_jobs(namespace) and not self.live_pods(namespace),
+                    f"{namespace}/{name} Jobs and Pods deleted")
+
+    async def delete_job(self, namespace: str, name: str) -> None:
+        await self.api.delete(JOB_RES, name, namespace=namespace, propagation="Foreground")
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -123,6 +184,18 @@ class World:
             if not j["metadata"].get("deletionTimestamp")
             and (rjob is None or j["metadata"]["labels"].get(k.REPLICATED_JOB_NAME_KEY) == rjob)
         ]
+
+    def live_pods(self, namespace: str) -> list[dict[str, Any]]:
+        return [p for p in self.store.list(PODS, namespace).items
+                if not p["metadata"].get("deletionTimestamp")]
+
+    def pods_of(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        """The Pods Job `job` owns, by completion index then name."""
+        found = [p for p in self.store.list(PODS, namespace).items
+                 if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == job]
+        return sorted(found, key=lambda p: (
+            int((p["metadata"].get("annotations") or {}).get(k.JOB_COMPLETION_INDEX_KEY, 0)),
+            p["metadata"]["name"]))
 
     def job(self, namespace: str, rjob: str, index: int = 0) -> dict[str, Any]:
         for job in self.live_jobs(namespace, rjob):
@@ -151,11 +224,15 @@ class World:
     async def succeed(self, namespace: str, rjob: str | None = None) -> None:
         """Every Pod of the live Jobs (of `rjob`) exits 0."""
         for job in self.live_jobs(namespace, rjob):
-            await self.jobs_controller.succeed_job(namespace, job["metadata"]["name"])
+            await self.pods.succeed_job(namespace, job["metadata"]["name"])
+
+    async def succeed_job(self, namespace: str, name: str) -> None:
+        await self.pods.succeed_job(namespace, name)
 
     def first_pod(self, namespace: str, rjob: str, index: int) -> str:
-        pods = self.jobs_controller.pods_of(namespace, self.job(namespace, rjob, index)
-                                            ["metadata"]["name"])
+        pods = [p for p in self.pods_of(namespace, self.job(namespace, rjob, index)
+                                        ["metadata"]["name"])
+                if not p["metadata"].get("deletionTimestamp")]
         assert pods, f"Job {index} of {rjob} has no Pods"
         name: str = pods[0]["metadata"]["name"]
         return name
@@ -163,27 +240,11 @@ class World:
     async def exit(self, namespace: str, rjob: str, index: int = 0, code: int = 1) -> None:
         """The main container of the first Pod of Job `index` of `rjob` exits with `code`."""
         pod = self.first_pod(namespace, rjob, index)
-        await self.jobs_controller.fail_pod(namespace, pod, exit_code=code, in_place=False)
+        await self.pods.fail_pod(namespace, pod, code)
 
     async def preempt(self, namespace: str, rjob: str, index: int = 0) -> None:
         """The scheduler preempts the first Pod of Job `index`: DisruptionTarget, then killed."""
-        name = self.first_pod(namespace, rjob, index)
-        pod = self.store.get(PODS, name, namespace)
-        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = dict(pod["status"])
-        status["phase"] = "Failed"
-        status["conditions"] = [
-            *[c for c in status.get("conditions") or () if c["type"] == "PodScheduled"],
-            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-             "message": "preempted by a higher-priority workload", "lastTransitionTime": at},
-            {"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": at},
-        ]
-        status["containerStatuses"] = [
-            {**cs, "ready": False, "state": {"terminated": {
-                "exitCode": 137, "reason": "Error", "finishedAt": at}}}
-            for cs in status.get("containerStatuses") or ()
-        ]
-        self.store.update(PODS, {**pod, "status": status}, subresource="status")
+        await self.pods.preempt(namespace, self.first_pod(namespace, rjob, index))
 
     async def finished(self, namespace: str, name: str) -> dict[str, Any]:
         """Wait for the JobSet's terminal state; return the JobSet."""
@@ -216,7 +277,7 @@ async def until(check: Callable[[], T], what: str, timeout: float = 10.0, *,
                 explain: Callable[[], str] = str) -> T:
     """Poll `check` until it is truthy (returned); fail naming `what` (and what `explain` says
     about the cluster) after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * _scale[0]
     while not (value := check()):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g}s waiting for {what}\n{explain()}")
@@ -224,8 +285,108 @@ async def until(check: Callable[[], T], what: str, timeout: float = 10.0, *,
     return value
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world() -> AsyncIterator[World]:
+
+
+# --- Pods on the sim: the fake Job controller ---------------------------------------------------
+
+
+@dataclasses.dataclass
+class SimPods:
+    sim: Sim
+    jobs: JobController
+
+    async def succeed_job(self, namespace: str, name: str) -> None:
+        await self.jobs.succeed_job(namespace, name)
+
+    async def fail_pod(self, namespace: str, name: str, code: int) -> None:
+        await self.jobs.fail_pod(namespace, name, exit_code=code, in_place=False)
+
+    async def preempt(self, namespace: str, name: str) -> None:
+        pod = self.sim.store.get(PODS, name, namespace)
+        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = dict(pod["status"])
+        status["phase"] = "Failed"
+        status["conditions"] = [
+            *[c for c in status.get("conditions") or () if c["type"] == "PodScheduled"],
+            _disruption(at),
+            {"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": at},
+        ]
+        status["containerStatuses"] = [
+            {**cs, "ready": False, "state": {"terminated": {
+                "exitCode": 137, "reason": "Error", "finishedAt": at}}}
+            for cs in status.get("containerStatuses") or ()
+        ]
+        self.sim.store.update(PODS, {**pod, "status": status}, subresource="status")
+
+
+def _disruption(at: str) -> dict[str, str]:
+    return {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": "preempted by a higher-priority workload", "lastTransitionTime": at}
+
+
+# --- Pods on the real cluster: kwok's exit annotations ------------------------------------------
+
+
+@dataclasses.dataclass
+class RealPods:
+    api: KubeClient
+    mirror: Mirror
+
+    async def _annotate(self, namespace: str, name: str, code: int, reason: str = "") -> None:
+        annotations = {EXIT_CODE_ANNOTATION: str(code)}
+        if reason:
+            annotations[EXIT_REASON_ANNOTATION] = reason
+        with contextlib.suppress(ApiNotFound):  # already gone: nothing left to end
+            await self.api.patch(POD_RES, name, {"metadata": {"annotations": annotations}},
+                                 namespace=namespace, content_type=MERGE_PATCH)
+
+    async def succeed_job(self, namespace: str, name: str) -> None:
+        """Every Pod of the Job exits 0, including the ones the Job controller starts after the
+        first ones finish (completions > parallelism), until the Job is Complete."""
+
+        def finished() -> bool:
+            try:
+                job = self.mirror.get(JOBS, name, namespace)
+            except Exception:
+                return True  # deleted: nothing to finish
+            return any(c.get("type") in ("Complete", "SuccessCriteriaMet", "Failed")
+                       and c.get("status") == "True"
+                       for c in (job.get("status") or {}).get("conditions") or ())
+
+        ended: set[str] = set()
+        deadline = time.monotonic() + 60
+        while not finished() and time.monotonic() < deadline:
+            for pod in self.mirror.list(PODS, namespace).items:
+                meta = pod["metadata"]
+                if ((meta.get("labels") or {}).get(JOB_NAME_LABEL) == name
+                        and meta["name"] not in ended and not meta.get("deletionTimestamp")
+                        and (pod.get("status") or {}).get("phase") == "Running"):
+                    ended.add(meta["name"])
+                    await self._annotate(namespace, meta["name"], 0)
+            await asyncio.sleep(0.05)
+
+    async def fail_pod(self, namespace: str, name: str, code: int) -> None:
+        await self._annotate(namespace, name, code)
+
+    async def preempt(self, namespace: str, name: str) -> None:
+        """DisruptionTarget first (as the scheduler writes it), then the container is killed."""
+        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await self.api.patch(POD_RES, name, {"status": {"conditions": [_disruption(at)]}},
+                             namespace=namespace, subresource="status",
+                             content_type="application/strategic-merge-patch+json")
+        await self._annotate(namespace, name, 137)
+
+
+# --- the fixtures -------------------------------------------------------------------------------
+
+
+def controller_config() -> Any:
+    return fast_config(controller={"workers": 4},
+                       featureGates={"RestartJob": True, "InPlaceRestart": True})
+
+
+@contextlib.asynccontextmanager
+async def sim_world() -> AsyncIterator[World]:
     sim = Sim(port=0)
     jobs_controller = JobController(sim.store, wait_for_binding=True)
     sim.add_component(Scheduler(sim.store))
@@ -234,15 +395,46 @@ async def world() -> AsyncIterator[World]:
     try:
         register_crd(sim.store)
         await create_nodes(sim.store, [*parse_nodes(NODES), *cpu_pools()], datetime.now(UTC))
-        config = fast_config(
-            controller={"workers": 4},
-            featureGates={"RestartJob": True, "InPlaceRestart": True},
-        )
-        controller = await start_controller(config, url=sim.url)
+        controller = await start_controller(controller_config(), url=sim.url)
         try:
             async with KubeClient(for_url(sim.url), enforce_permissions=False) as api:
-                yield World(sim, jobs_controller, api, controller)
+                yield World("sim", sim.store, SimPods(sim, jobs_controller), api,
+                            (f"--server={sim.url}",))
         finally:
             await controller.stop()
     finally:
         await sim.stop()
+
+
+@contextlib.asynccontextmanager
+async def real_world() -> AsyncIterator[World]:
+    from jobset_infra.cluster.install import install_jobset_system, local_install
+    from tests.realcluster import real_cluster
+
+    with real_cluster(NODES, extra_pools=tuple(cpu_pools())) as cluster:
+        install = local_install(replicas=1, config=controller_config().model_copy(
+            update={"metrics": fast_config().metrics.model_copy(
+                update={"bind_address": ":8443"}),
+                "health": fast_config().health.model_copy(
+                update={"health_probe_bind_address": ":8081"})}))
+        async with cluster.client() as api:
+            await install_jobset_system(api, install)
+            mirror = Mirror(api, MIRRORED)
+            await mirror.start()
+            try:
+                yield World("real", mirror, RealPods(api, mirror), api,
+                            (f"--kubeconfig={cluster.kubeconfig}",))
+            finally:
+                await mirror.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module",
+                        params=["sim", pytest.param("real", marks=pytest.mark.real)])
+async def world(request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    _scale[0] = _TIMEOUT_SCALE[request.param]
+    make = sim_world if request.param == "sim" else real_world
+    try:
+        async with make() as w:
+            yield w
+    finally:
+        _scale[0] = 1.0

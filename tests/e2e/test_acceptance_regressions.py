@@ -34,6 +34,7 @@ def test_controller_config_that_is_not_text_is_a_named_error(tmp_path: Path) -> 
     assert f"--config: {config} is not UTF-8 text" in done.stderr
 
 
+@pytest.mark.slow
 def test_controller_stops_at_once_on_sigterm_while_its_caches_cannot_sync() -> None:
     """The kubelet sends SIGTERM and waits 30 s; the cache-sync timeout is 120 s."""
     proc = subprocess.Popen(
@@ -113,6 +114,7 @@ async def test_leader_election_in_a_missing_namespace_is_a_warning(
     assert not ctl.is_leader
 
 
+@pytest.mark.slow
 def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -124,7 +126,7 @@ def test_the_watch_the_demo_suggests_works_with_the_real_kubectl(
 
     assert main(["sim", "--demo"]) == 0
     hint = capsys.readouterr().out.strip().splitlines()[-1]
-    command = re.search(r"watch(?: it)?: kubectl (get \S+ -w)", hint)
+    command = re.search(r"watch(?: it)?: (?:\S*/)?kubectl (get \S+ -w)", hint)
     assert command is not None, hint
     with SimThread(port=0) as sim:
         sim.call(register_crd)

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobset_infra.sim.apiserver.event_views import EVENTS_V1
-from tests.e2e.conftest import ROOT, World, until
+from tests.e2e.conftest import EVENTS_GVR, ROOT, World, until
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(150)]
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 
@@ -21,7 +20,7 @@ KUBECTL = Path(sys.executable).parent / "kubectl"
 async def kubectl(w: World, *args: str) -> str:
     """Run kubectl without blocking the loop the sim and the controller serve from."""
     proc = await asyncio.create_subprocess_exec(
-        str(KUBECTL), f"--server={w.sim.url}", *args,
+        str(KUBECTL), *w.kubectl_args, *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
@@ -34,7 +33,7 @@ async def test_kubectl_shows_the_events_the_controller_writes(world: World) -> N
     await world.succeed(ns)
     await world.finished(ns, name)
     written = await until(
-        lambda: [e for e in world.store.list(EVENTS_V1, ns).items
+        lambda: [e for e in world.store.list(EVENTS_GVR, ns).items
                  if e["regarding"].get("name") == name],
         f"an events.k8s.io/v1 Event about {ns}/{name}")
     reasons = {e["reason"] for e in written}

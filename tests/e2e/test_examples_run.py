@@ -26,11 +26,20 @@ from jobset_infra.api import constants as k
 from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.resources import JOBSETS
 from jobset_infra.sim.cluster.job_pods import JOB_NAME_LABEL
-from jobset_infra.sim.cluster.nodes import NODES
 from jobset_infra.tpu import constants as tpu
-from tests.e2e.conftest import JOBS, JOBSET_GVR, PODS, PVCS, ROOT, SERVICES, World, until
+from tests.e2e.conftest import (
+    JOB_RES,
+    JOBSET_GVR,
+    NODES_GVR,
+    PODS,
+    PVCS,
+    ROOT,
+    SERVICES,
+    World,
+    until,
+)
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(150)]
 
 EXAMPLES = ROOT / "examples"
 FIXTURES = ROOT / "tests/api/fixtures"
@@ -114,7 +123,7 @@ async def in_stages(w: World, ns: str, name: str) -> None:
         for job in w.live_jobs(ns):
             status = job.get("status") or {}
             if status.get("ready", 0) == job["spec"].get("parallelism", 1):
-                await w.jobs_controller.succeed_job(ns, job["metadata"]["name"])
+                await w.succeed_job(ns, job["metadata"]["name"])
 
 
 async def retried_by_the_job(w: World, ns: str, name: str) -> None:
@@ -123,7 +132,7 @@ async def retried_by_the_job(w: World, ns: str, name: str) -> None:
     first = w.first_pod(ns, "workers", 0)
     await w.exit(ns, "workers", 0, code=1)
     await until(lambda: w.first_pod(ns, "workers", 0) != first
-                or len(w.jobs_controller.pods_of(ns, w.job(ns, "workers", 0)["metadata"]["name"]))
+                or len(w.pods_of(ns, w.job(ns, "workers", 0)["metadata"]["name"]))
                 > 2, "a replacement Pod")
     await w.all_running(ns, name)
     await w.succeed(ns)
@@ -292,19 +301,20 @@ async def test_pytorch_ddp_rank_zero_is_reachable_at_master_addr(world: World) -
 
 
 async def test_depends_on_creates_workers_only_once_the_driver_is_ready(world: World) -> None:
-    since = world.store.resource_version
+    since = (await world.api.list(JOB_RES, limit=1))["metadata"]["resourceVersion"]
     ns, name = await world.submit(EXAMPLES / "depends-on/jobset.yaml")
-    watch = world.store.watch(JOBS, ns, since_rv=since)
     await world.all_running(ns, name)
     order: list[tuple[str, str, bool]] = []
-    async with asyncio.timeout(2):
-        async for kind, job in watch:
+    async with asyncio.timeout(10):
+        async for event in world.api.watch(JOB_RES, ns, since):
+            if event["type"] not in ("ADDED", "MODIFIED"):
+                continue
+            job = event["object"]
             rjob = job["metadata"]["labels"][k.REPLICATED_JOB_NAME_KEY]
             ready = (job.get("status") or {}).get("ready", 0) == job["spec"]["parallelism"]
-            order.append((kind, rjob, ready))
+            order.append((event["type"], rjob, ready))
             if sum(1 for o in order if o[1] == "workers" and o[0] == "ADDED") == 2:
                 break
-    watch.close()
     first_worker = next(i for i, o in enumerate(order) if o[1] == "workers")
     assert ("MODIFIED", "driver", True) in order[:first_worker], order
     coordinator = f"{name}-driver-0-0.{name}"
@@ -383,7 +393,7 @@ async def test_a_child_job_deleted_by_hand_is_recreated(world: World) -> None:
     ns, name = await world.submit(FIXTURES / "paralleljobs.yaml")
     await world.all_running(ns, name)
     victim = world.job(ns, "workers", 2)
-    world.store.delete(JOBS, victim["metadata"]["name"], ns, propagation="Foreground")
+    await world.delete_job(ns, victim["metadata"]["name"])
     await until(lambda: any(j["metadata"]["uid"] != victim["metadata"]["uid"]
                             for j in world.live_jobs(ns, "workers")
                             if j["metadata"]["name"] == victim["metadata"]["name"]),
@@ -412,7 +422,7 @@ def pools_of_jobs(w: World, ns: str) -> dict[str, set[str]]:
     """The node pools each Job's Pods run on."""
     pools: dict[str, set[str]] = {}
     for pod in w.store.list(PODS, ns).items:
-        node = w.store.get(NODES, pod["spec"]["nodeName"])
+        node = w.store.get(NODES_GVR, pod["spec"]["nodeName"])
         job = pod["metadata"]["labels"][JOB_NAME_LABEL]
         pools.setdefault(job, set()).add(node["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL])
     return pools

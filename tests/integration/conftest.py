@@ -25,6 +25,7 @@ import yaml
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.defaults import default
+from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
@@ -36,7 +37,6 @@ from jobset_infra.controller.runtime.manager import RunningController, run_contr
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, SERVICES, Resource
 from jobset_infra.testing.jobs import job_from
 from jobset_infra.testing.jobsets import JobSetBuilder
-from jobset_infra.cluster.local import RunningCluster
 from tests.integration import envtest
 from tests.realcluster import real_cluster
 

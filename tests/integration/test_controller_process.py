@@ -62,7 +62,7 @@ async def test_endpoints_serve_health_readiness_and_metrics(cluster: Cluster) ->
     config = fast_config(
         controller={"watchNamespace": cluster.namespace},
         health={"healthProbeBindAddress": "127.0.0.1:0"},
-        metrics={"bindAddress": "127.0.0.1:0"},
+        metrics={"bindAddress": "127.0.0.1:0", "secureServing": False},  # plain HTTP on loopback
         leaderElection={
             "leaderElect": True,
             "resourceNamespace": cluster.namespace,
@@ -115,6 +115,7 @@ def sim_url() -> Iterator[str]:
         yield sim.url
 
 
+@pytest.mark.slow
 def test_process_serves_probes_and_stops_gracefully_on_sigterm(sim_url: str) -> None:
     port = free_port()
     proc = subprocess.Popen(
@@ -152,6 +153,7 @@ def test_process_serves_probes_and_stops_gracefully_on_sigterm(sim_url: str) -> 
     assert all({"ts", "level", "logger", "msg"} <= set(entry) for entry in logs)
 
 
+@pytest.mark.slow
 async def test_kubeconfig_with_an_exec_credential_plugin(tmp_path: Path) -> None:
     from jobset_infra.sim.apiserver.server import Sim, write_kubeconfig
     from jobset_infra.sim.command import register_crd

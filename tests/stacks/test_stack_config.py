@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,10 @@ from jobset_infra.components.stack_config import (
     StackConfigError,
     load_stack_config,
 )
+from jobset_infra.tpu.cluster import validate_cluster_spec
+from jobset_infra.tpu.parse import parse_cluster_spec, parse_slice_pools_spec
+from jobset_infra.tpu.pools import plan_slice_pools
+from jobset_infra.tpu.spec import SlicePoolsError
 from tests.stacks.stack_runs import STACK_NAMES, committed_config
 
 NS = "jobset-infra"
@@ -120,8 +125,8 @@ SLICES = {
             id="controller without image or build",
         ),
         pytest.param(
-            "v5e-multislice", {"kueue": {"version": "v0.19.2"}},
-            f"{NS}:kueue: version: 'v0.19.2': Helm chart versions have no leading 'v'",
+            "v5e-multislice", {"kueue": {"install": {"version": "v0.19.2"}}},
+            f"{NS}:kueue.install.version: 'v0.19.2': Helm chart versions have no leading 'v'",
             id="kueue version with a v",
         ),
         pytest.param(
@@ -147,11 +152,110 @@ SLICES = {
             f"{NS}:workload.queued: the local stack has no TPU pools",
             id="queued workload on local",
         ),
+        pytest.param(
+            "v5e-multislice", {"slices": {**SLICES, "slices": True}},
+            f"{NS}:slices.slices: expected an integer, got true",
+            id="a boolean slice count is not one slice",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "slices": True}},
+            f"{NS}:workload.slices: expected an integer, got true",
+            id="a boolean workload slice count",
+        ),
+        pytest.param(
+            "local", {"workload": {"image": "python:3.11", "command": ["python"], "cpu": "lots"}},
+            f"{NS}:workload.cpu: 'lots' is not a Kubernetes quantity",
+            id="a cpu that is not a quantity",
+        ),
+        pytest.param(
+            "local",
+            {"workload": {"image": "python:3.11", "command": ["python"], "memory": "-1Gi"}},
+            f"{NS}:workload.memory: '-1Gi' is negative",
+            id="a negative memory request",
+        ),
     ],
 )
 def test_bad_config_names_the_key(stack: str, changes: dict[str, Any], expected: str) -> None:
     problems = _problems(_with(stack, **changes))
     assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_misspelt_namespace_is_refused_with_the_key_it_meant() -> None:
+    config = committed_config("v5e-multislice")
+    config["jobset-infr:slices"] = config.pop(f"{NS}:slices")
+    expected = "unknown config namespace 'jobset-infr'; did you mean jobset-infra:slices?"
+    assert f"jobset-infr:slices: {expected}" in _problems(config)
+
+
+def test_a_malformed_kueue_key_does_not_hide_the_other_problems() -> None:
+    config = _with(
+        "v5e-multislice",
+        kueue={"queues": {"local_queue_name": "Not A Name"}},
+        slices={"name": "v5e", "accelerator": "v5e", "topology": "3x3", "slices": 4},
+    )
+    problems = _problems(config)
+    assert any(p.startswith(f"{NS}:kueue.queues.local_queue_name:") for p in problems), problems
+    assert any(p.startswith(f"{NS}:slices.topology:") for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("changes", "stack_fix", "python_fix"),
+    [
+        pytest.param(
+            {"slices": {**SLICES, "machine_type": "ct5lp-hightpu-8t", "slices": 4}},
+            f"set {NS}:slices.multislice: false for independent single-host pools",
+            "set multislice=False for independent single-host pools",
+            id="a multislice of single-host slices suggests the multislice key",
+        ),
+        pytest.param(
+            {"slices": {**SLICES, "node_count": 3}},
+            f"set {NS}:slices.node_count: 2 or leave it unset", "set node_count=2 or",
+            id="a wrong node count suggests the node_count key",
+        ),
+        pytest.param(
+            {"slices": {**SLICES, "autoscaling": {"min_nodes": 1, "max_nodes": 2}}},
+            f"set {NS}:slices.autoscaling: {{min_nodes: 0, max_nodes: 2}} or "
+            f"{NS}:slices.autoscaling: {{min_nodes: 2, max_nodes: 2}}",
+            "set autoscaling=Autoscaling(0, 2) or autoscaling=Autoscaling(2, 2)",
+            id="partial autoscaling suggests a mapping, not a Python constructor",
+        ),
+        pytest.param(
+            {"slices": {**SLICES, "capacity": "reservation"}},
+            f"set {NS}:slices.reservation: <reservation name>",
+            'set reservation="<reservation name>"',
+            id="a reservation capacity without a name suggests the reservation key",
+        ),
+        pytest.param(
+            {"cluster": {"release_channel": "REGULAR", "version": "1.33"}},
+            f"set {NS}:cluster.release_channel: null when pinning version",
+            "set release_channel=None when pinning version",
+            id="a channel and a version suggest null, not None",
+        ),
+    ],
+)
+def test_fixes_are_worded_as_stack_keys_for_a_stack_and_as_arguments_in_python(
+    changes: dict[str, Any], stack_fix: str, python_fix: str
+) -> None:
+    """The same rule fires for `TpuSlicePools(...)` and for `Pulumi.<stack>.yaml`; each user
+    reads the fix in what they wrote."""
+    problems = _problems(_with("v5e-multislice", **changes))
+    assert any(stack_fix in p for p in problems), problems
+    assert not any(python_fix in p for p in problems)
+    with pytest.raises(SlicePoolsError) as caught:
+        _python_surface(changes)
+    assert python_fix in str(caught.value) and f"{NS}:" not in str(caught.value)
+
+
+def _python_surface(changes: dict[str, Any]) -> object:
+    """What a Python program passing the same fields to the tpu specs runs into."""
+    ((key, fields),) = changes.items()
+    if key == "slices":
+        spec = parse_slice_pools_spec({**fields, "zone": "us-west4-a"})
+        return plan_slice_pools(replace(spec, cluster_location="us-west4"))
+    cluster = {**fields, "project": "my-project", "location": "us-west4"}
+    validate_cluster_spec(parse_cluster_spec(cluster))
+    return None
 
 
 def test_every_problem_is_one_line() -> None:

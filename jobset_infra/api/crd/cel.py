@@ -19,25 +19,52 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from jobset_infra.api.errors import FieldError, child
+from jobset_infra.api.errors import FieldError, child, show_value
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
 _FIELD_PATH_PART: Final = re.compile(
     r"\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]*)['\"]\]|\[(\d+)\]"
 )
 _REASON_FORMATS: Final = {
-    "FieldValueInvalid": "Invalid value: {type}: {message}",
+    "FieldValueInvalid": "Invalid value: {value}{message}",
     "FieldValueForbidden": "Forbidden: {message}",
     "FieldValueRequired": "Required value: {message}",
-    "FieldValueDuplicate": "Duplicate value: {message}",
+    "FieldValueDuplicate": "Duplicate value: {value_only}",
 }
 
 
-def _cause(error: Exception) -> str:
-    # A CELEvalError's str() is its whole args tuple; its first arg is the cause. celpy words
-    # int64 overflow two ways; cel-go (the apiserver) says "integer overflow".
-    cause = str(error.args[0]) if isinstance(error, CELEvalError) and error.args else str(error)
-    return "integer overflow" if "overflow" in cause else cause
+# celpy's wording of a runtime error -> cel-go's (the apiserver's), checked in order.
+_CEL_GO_WORDS: Final = (
+    (re.compile(r"overflow", re.I), "integer overflow"),
+    (re.compile(r"divi\w* by zero|ZeroDivision", re.I), "division by zero"),
+    (re.compile(r"modul\w* by zero", re.I), "modulus by zero"),
+    (re.compile(r"index out of range|IndexError|list index", re.I), "index out of bounds"),
+    (re.compile(r"overload|<class|TypeError|unsupported operand", re.I), "no such overload"),
+)
+_NO_SUCH_KEY: Final = re.compile(r"no such (?:key|member)[^']*'([^']+)'", re.I)
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """celpy wraps an operand's error in the operator's ("no matching overload for _&&_
+    applied to (CELEvalError(...), ...)"); the operand's is the cause CEL reports."""
+    for arg in error.args:
+        nested = arg if isinstance(arg, BaseException) else next(
+            (a for a in arg if isinstance(a, BaseException)), None) if isinstance(
+            arg, tuple) else None
+        if nested is not None:
+            return _innermost(nested)
+    return error
+
+
+def _cause(error: BaseException) -> str:
+    """A runtime error as cel-go words it, never celpy's internals (class names, tuples)."""
+    inner = _innermost(error)
+    text = " ".join(map(str, inner.args)) if isinstance(inner, CELEvalError) else str(inner)
+    if isinstance(inner, KeyError) or (key := _NO_SUCH_KEY.search(text)):
+        name = key.group(1) if not isinstance(inner, KeyError) and key else str(inner).strip("'")
+        return f"no such key: {name}"
+    return next((words for pattern, words in _CEL_GO_WORDS if pattern.search(text)),
+                "no such overload")
 
 
 class RuleCompileError(ValueError):
@@ -150,6 +177,12 @@ class Bindings:
         self._value, self._old = value, old
         self._cel: dict[str, Any] = {}
 
+    @property
+    def shown(self) -> str | None:
+        """`self` as a failed rule's error shows it: scalars as values, objects and lists
+        not at all (kube-apiserver 1.37 omits structured values)."""
+        return None if isinstance(self._value, (dict, list)) else show_value(self._value)
+
     def cel_self(self) -> Any:
         """`self` as a CEL value."""
         if "self" not in self._cel:
@@ -206,14 +239,19 @@ class Rule:
                 activation["oldSelf"] = bindings.cel_old()
             result = compile_expression(self.rule).evaluate(activation)
         except Exception as exc:  # celpy raises CELEvalError and Python errors alike
-            return self._error(path, type_name, f"{_cause(exc)} evaluating rule: {self.rule}")
+            return self._error(path, f'"{type_name}"', f"{_cause(exc)} evaluating rule: "
+                               f"{self.rule}")
         if isinstance(result, CELEvalError):
-            return self._error(path, type_name, f"{_cause(result)} evaluating rule: {self.rule}")
+            return self._error(path, f'"{type_name}"', f"{_cause(result)} evaluating rule: "
+                               f"{self.rule}")
         if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
             return None
-        return self._error(path, type_name, self._message(activation))
+        expressed = self._expressed(activation)
+        if expressed is not None:  # a messageExpression embeds the value itself if it wants
+            return self._error(path, None, expressed)
+        return self._error(path, bindings.shown, self.message or f"failed rule: {self.rule}")
 
-    def _message(self, activation: Mapping[str, Any]) -> str:
+    def _expressed(self, activation: Mapping[str, Any]) -> str | None:
         if self.message_expression:
             try:
                 text = compile_expression(self.message_expression).evaluate(dict(activation))
@@ -221,12 +259,13 @@ class Rule:
                     return str(text)
             except Exception:
                 pass
-        return self.message or f"failed rule: {self.rule}"
+        return None
 
-    def _error(self, path: str, type_name: str, message: str) -> FieldError:
+    def _error(self, path: str, shown: str | None, message: str) -> FieldError:
         where = append_field_path(path, self.field_path) if self.field_path else path
         template = _REASON_FORMATS.get(self.reason or "", _REASON_FORMATS["FieldValueInvalid"])
-        return FieldError(where, template.format(type=f'"{type_name}"', message=message))
+        return FieldError(where, template.format(
+            value="" if shown is None else f"{shown}: ", value_only=shown or "", message=message))
 
 
 def append_field_path(path: str, field_path: str) -> str:

@@ -10,8 +10,9 @@ items of associative lists, `v:` for set members). Applying a configuration:
 4. removes fields this manager applied before, no longer applies, and nobody else owns.
 
 Lists are associative when their field name is one built-in kinds declare a patch merge key for
-(`patch.MERGE_KEYS`: containers by name, conditions by type, ...); other lists, including a CRD's
-`x-kubernetes-list-type: map` lists, are treated as atomic (a simplification).
+(`patch.MERGE_KEYS`: containers by name, conditions by type, ...) or, for a custom resource, one
+its CRD declares `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`
+(`ResourceInfo.list_keys`, by field name); other lists are atomic.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+from jobset_infra.api.input_limits import SIM_LIMITS
+from jobset_infra.api.yaml_io import YamlError, load_documents
+from jobset_infra.sim.apiserver import field_validation
+from jobset_infra.sim.apiserver.errors import (
+    StatusError,
+    bad_request,
+    field_cause,
+    invalid,
+    name_mismatch,
+)
 from jobset_infra.sim.apiserver.patch import MERGE_KEYS, SET_LISTS
 
 if TYPE_CHECKING:
@@ -35,9 +43,16 @@ SKIP_META = frozenset({"name", "namespace", "uid", "resourceVersion", "generatio
                         "deletionGracePeriodSeconds"})
 
 
-def _list_key(field: str, items: list[Any]) -> list[str] | None:
+ListKeys = dict[str, list[str]]
+
+
+def _list_key(field: str, items: list[Any], keys: ListKeys | None = None) -> list[str] | None:
     if field in SET_LISTS:
         return None
+    if keys and field in keys:
+        names = keys[field]
+        return names if all(isinstance(i, dict) and all(k in i for k in names)
+                            for i in items) else None
     key = MERGE_KEYS.get(field)
     if field == "ports" and items and isinstance(items[0], dict):
         key = "containerPort" if "containerPort" in items[0] else "port"
@@ -50,7 +65,8 @@ def _item_key(item: JsonObj, keys: list[str]) -> str:
     return "k:" + json.dumps({k: item[k] for k in keys}, separators=(",", ":"), sort_keys=True)
 
 
-def field_paths(obj: Any, prefix: Path = (), top: bool = True) -> set[Path]:
+def field_paths(obj: Any, prefix: Path = (), top: bool = True,
+                keys: ListKeys | None = None) -> set[Path]:
     """The leaf fields `obj` sets, as FieldsV1 path tuples."""
     out: set[Path] = set()
     if not isinstance(obj, dict):
@@ -62,20 +78,21 @@ def field_paths(obj: Any, prefix: Path = (), top: bool = True) -> set[Path]:
             continue
         path = (*prefix, f"f:{key}")
         if isinstance(value, dict) and value:
-            out |= field_paths(value, path, top=False)
+            out |= field_paths(value, path, top=False, keys=keys)
         elif isinstance(value, list) and key in SET_LISTS:
             out |= {(*path, "v:" + json.dumps(v)) for v in value}
-        elif isinstance(value, list) and value and (keys := _list_key(key, value)):
+        elif isinstance(value, list) and value and (names := _list_key(key, value, keys)):
             for item in value:
-                item_path = (*path, _item_key(item, keys))
+                item_path = (*path, _item_key(item, names))
                 out.add(item_path)
-                out |= field_paths(item, item_path, top=False)
+                out |= field_paths(item, item_path, top=False, keys=keys)
         else:
             out.add(path)
     return out
 
 
-def fields_v1_of(obj: Any, top: bool = True, meta: bool = False) -> JsonObj:
+def fields_v1_of(obj: Any, top: bool = True, meta: bool = False,
+                 keys: ListKeys | None = None) -> JsonObj:
     """`to_fields_v1(field_paths(obj))` built in one pass (what a create owns), without the
     intermediate path set: creates are the hot path of the benchmarks."""
     out: JsonObj = {}
@@ -84,13 +101,14 @@ def fields_v1_of(obj: Any, top: bool = True, meta: bool = False) -> JsonObj:
             continue
         name = f"f:{key}"
         if isinstance(value, dict) and value:
-            sub = fields_v1_of(value, False, top and key == "metadata")
+            sub = fields_v1_of(value, False, top and key == "metadata", keys)
             if sub:  # metadata holding only server-set fields owns nothing
                 out[name] = sub
         elif isinstance(value, list) and key in SET_LISTS:
             out[name] = {"v:" + json.dumps(v): {} for v in value}
-        elif isinstance(value, list) and value and (keys := _list_key(key, value)):
-            out[name] = {_item_key(item, keys): fields_v1_of(item, False) for item in value}
+        elif isinstance(value, list) and value and (names := _list_key(key, value, keys)):
+            out[name] = {_item_key(item, names): fields_v1_of(item, False, keys=keys)
+                         for item in value}
         else:
             out[name] = {}
     return out
@@ -152,36 +170,49 @@ def _remove(obj: Any, path: Path) -> None:
     elif last.startswith("v:") and isinstance(parent, list):
         value = json.loads(last[2:])
         parent[:] = [i for i in parent if i != value]
+    if isinstance(parent, list) and not parent and parents:
+        _remove(obj, tuple(parents))  # a list whose last item went is gone too
 
 
-def merge(live: Any, config: Any, field: str = "") -> Any:
+def merge(live: Any, config: Any, field: str = "", keys: ListKeys | None = None) -> Any:
     """The live object with the configuration's values laid over it."""
     if isinstance(config, dict) and isinstance(live, dict):
         out = dict(live)
         for key, value in config.items():
-            out[key] = merge(live.get(key), value, key)
+            out[key] = merge(live.get(key), value, key, keys)
         return out
     if isinstance(config, list) and isinstance(live, list):
         if field in SET_LISTS:
             return live + [v for v in config if v not in live]
-        keys = _list_key(field, config)
-        if keys and all(isinstance(i, dict) for i in live):
+        names = _list_key(field, config, keys)
+        if names and all(isinstance(i, dict) for i in live):
             out_list = list(live)
             for item in config:
                 index = next((n for n, cur in enumerate(out_list)
-                              if all(cur.get(k) == item[k] for k in keys)), None)
+                              if all(cur.get(k) == item[k] for k in names)), None)
                 if index is None:
                     out_list.append(item)
                 else:
-                    out_list[index] = merge(out_list[index], item)
+                    out_list[index] = merge(out_list[index], item, keys=keys)
             return out_list
     return config
 
 
 def _render(path: Path) -> str:
+    """A field path as structured-merge-diff prints it: `.spec.containers[name="a"].image`,
+    `[containerPort=80,protocol="TCP"]` for a multi-key item, `[="x"]` for a set member."""
     parts = []
     for part in path:
-        parts.append("." + part[2:] if part.startswith("f:") else "[" + part[2:] + "]")
+        if part.startswith("f:"):
+            parts.append("." + part[2:])
+        elif part.startswith("k:"):
+            keys = json.loads(part[2:])
+            parts.append("[" + ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                                        for k, v in sorted(keys.items())) + "]")
+        elif part.startswith("v:"):
+            parts.append(f"[={part[2:]}]")
+        else:
+            parts.append("[" + part[2:] + "]")
     return "".join(parts)
 
 
@@ -203,9 +234,10 @@ def _entry(store: Store, info: ResourceInfo, manager: str, *, operation: str,
 def parse_body(body: Any) -> JsonObj:
     if isinstance(body, bytes | str):
         try:
-            body = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
+            documents = load_documents(body, SIM_LIMITS)  # bounded like every request body
+        except YamlError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from None
+        body = documents[0] if documents else None
     if not isinstance(body, dict):
         raise bad_request("apply configuration must be an object")
     return body
@@ -224,16 +256,21 @@ def server_side_apply(
     dry_run: bool = False,
 ) -> JsonObj:
     if not field_manager:
-        raise bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required "
-                          "value: is required for apply patch")
+        raise invalid("meta.k8s.io", "PatchOptions", "", [field_cause(
+            "FieldValueRequired", "fieldManager", "Required value: is required for apply patch")])
     config = parse_body(body)
+    if not config.get("apiVersion") or not config.get("kind"):
+        group, _, version = str(config.get("apiVersion") or "").rpartition("/")
+        raise bad_request(f"invalid object type: {group}/{version}, Kind={config.get('kind', '')}")
     config.setdefault("metadata", {})
     if config["metadata"].get("name", name) != name:
-        raise bad_request("the name of the object does not match the name on the URL")
+        raise bad_request(name_mismatch(str(config["metadata"]["name"]), name))
     config["metadata"]["name"] = name
+    field_validation.check_apply(info, name, field_validation.unknown_fields(
+        store, info, config)[1])
     if subresource == "status":
         config = {"metadata": config["metadata"], "status": config.get("status") or {}}
-    paths = field_paths(config)
+    paths = field_paths(config, keys=info.keys)
     live = store.peek(info.gvr, ns, name)
     if live is None:
         config["metadata"]["managedFields"] = [
@@ -256,11 +293,13 @@ def _apply_to_live(
         if entry.get("manager") == manager:
             continue
         for path in owned & paths:
+            if path[-1].startswith("k:"):
+                continue  # owning a list item is not a value that can conflict; its fields can
             if _lookup(live, path) != _lookup(config, path):
                 conflicts.append((_manager_words(entry), path))
     if conflicts and not force:
         raise _conflict(info, live, conflicts)
-    merged: JsonObj = merge({k: v for k, v in live.items()}, config)
+    merged: JsonObj = merge({k: v for k, v in live.items()}, config, keys=info.keys)
     others: set[Path] = set()
     new_entries: list[JsonObj] = []
     for entry, owned in entries:
@@ -270,7 +309,8 @@ def _apply_to_live(
         others |= kept
         if kept:
             new_entries.append(entry | {"fieldsV1": to_fields_v1(kept)})
-    for path in sorted(mine - paths - others, key=len, reverse=True):
+    # a list item no manager keeps goes whole, before its fields (whose removal would unkey it)
+    for path in sorted(mine - paths - others, key=len):
         _remove(merged, path)
     new_entries.append(_entry(store, info, manager, operation="Apply", paths=paths,
                                subresource=subresource))
@@ -318,6 +358,4 @@ def _conflict(info: ResourceInfo, live: JsonObj, conflicts: list[tuple[str, Path
             lines.append(f"conflicts with {words}:")
             lines += sorted(f"- {_render(p)}" for m, p in conflicts if m == words)
         message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
-    return StatusError(409, "Conflict", message, details={
-        "name": live["metadata"]["name"], "group": info.gvr.group, "kind": info.gvr.resource,
-        "causes": causes})
+    return StatusError(409, "Conflict", message, details={"causes": causes})

@@ -28,6 +28,25 @@ CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
 
 
+def map_list_keys(schema: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Every `x-kubernetes-list-type: map` list of a schema, by field name, with its keys (the
+    first declaration of a name wins: server-side apply looks lists up by name)."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, name: str) -> None:
+        if not isinstance(node, dict):
+            return
+        if node.get("x-kubernetes-list-type") == "map" and name not in found:
+            found[name] = tuple(node.get("x-kubernetes-list-map-keys") or ())
+        for key, child in (node.get("properties") or {}).items():
+            walk(child, key)
+        walk(node.get("items"), name)
+        walk(node.get("additionalProperties"), name)
+
+    walk(schema, "")
+    return tuple(sorted(found.items()))
+
+
 def infos_for(crd: JsonObj) -> list[ResourceInfo]:
     """One ResourceInfo per served version of a CRD."""
     spec = crd.get("spec") or {}
@@ -49,6 +68,7 @@ def infos_for(crd: JsonObj) -> list[ResourceInfo]:
             categories=tuple(names.get("categories") or ()),
             selectable_fields=selectable,
             crd=crd,
+            list_keys=map_list_keys((version.get("schema") or {}).get("openAPIV3Schema")),
         ))
     return out
 
@@ -96,7 +116,8 @@ def _cause(error: FieldError) -> JsonObj:
     """A FieldError as an entry of Status details.causes (reason from the message's prefix)."""
     reason = next((r for prefix, r in _REASONS if error.message.startswith(prefix)),
                   "FieldValueInvalid")
-    return field_cause(reason, error.path, error.message)
+    # an error about the object itself has a nil field path, which Go prints as "<nil>"
+    return field_cause(reason, error.path or "<nil>", error.message)
 
 
 def _admit_custom(schema: CrdSchema) -> Admit:

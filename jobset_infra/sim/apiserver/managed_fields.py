@@ -12,6 +12,7 @@ from typing import Any
 
 from jobset_infra.sim.apiserver.apply import (
     SKIP_META,
+    ListKeys,
     Path,
     field_paths,
     fields_v1_of,
@@ -22,10 +23,11 @@ from jobset_infra.sim.apiserver.apply import (
 JsonObj = dict[str, Any]
 
 
-def changed_paths(old: Any, new: Any, prefix: Path = ()) -> set[Path]:
+def changed_paths(old: Any, new: Any, prefix: Path = (),
+                  keys: ListKeys | None = None) -> set[Path]:
     """Leaf field paths of `new` whose value differs from `old` (all of them when `old` is None)."""
     if old is None:
-        return field_paths(new, prefix, top=not prefix)
+        return field_paths(new, prefix, top=not prefix, keys=keys)
     out: set[Path] = set()
     if not isinstance(new, dict) or not isinstance(old, dict):
         return out
@@ -35,13 +37,13 @@ def changed_paths(old: Any, new: Any, prefix: Path = ()) -> set[Path]:
         if prefix == ("f:metadata",) and key in SKIP_META:
             continue
         if key not in old:
-            out |= field_paths({key: value}, prefix, top=False)
+            out |= field_paths({key: value}, prefix, top=False, keys=keys)
         elif value != old[key]:
-            sub = changed_paths(old[key], value, (*prefix, f"f:{key}"))
+            sub = changed_paths(old[key], value, (*prefix, f"f:{key}"), keys)
             if isinstance(value, dict) and isinstance(old[key], dict) and sub:
                 out |= sub
             else:
-                out |= field_paths({key: value}, prefix, top=False)
+                out |= field_paths({key: value}, prefix, top=False, keys=keys)
     return out
 
 
@@ -51,14 +53,15 @@ def _under(path: Path, roots: set[Path]) -> bool:
 
 def record_update(
     old: JsonObj | None, new: JsonObj, *, manager: str, api_version: str, now: str,
-    subresource: str | None = None,
+    subresource: str | None = None, keys: ListKeys | None = None,
 ) -> list[JsonObj]:
-    """The managedFields of `new` after `manager` wrote it over `old` (None on create)."""
+    """The managedFields of `new` after `manager` wrote it over `old` (None on create);
+    `keys` names the associative lists of a custom resource."""
     old_meta = (old or {}).get("metadata", {})
     before = new["metadata"].get("managedFields") or old_meta.get("managedFields") or []
     if old is None and not before:
-        return [_entry(manager, api_version, now, subresource, fields_v1_of(new))]
-    changed = field_paths(new) if old is None else changed_paths(old, new)
+        return [_entry(manager, api_version, now, subresource, fields_v1_of(new, keys=keys))]
+    changed = field_paths(new, keys=keys) if old is None else changed_paths(old, new, keys=keys)
     if not changed and old is not None:
         return list(before)
     entries: list[JsonObj] = []

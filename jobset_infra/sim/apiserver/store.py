@@ -30,7 +30,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jobset_infra.api.crd.schema import CrdSchema
-from jobset_infra.sim.apiserver import gc, listing, managed_fields, patch, strategies, updates
+from jobset_infra.sim.apiserver import (
+    field_validation,
+    gc,
+    listing,
+    managed_fields,
+    patch,
+    pod_updates,
+    strategies,
+    updates,
+)
 from jobset_infra.sim.apiserver.clock import Clock, SystemClock
 from jobset_infra.sim.apiserver.errors import (
     NotFoundError,
@@ -41,7 +50,6 @@ from jobset_infra.sim.apiserver.errors import (
 from jobset_infra.sim.apiserver.event_views import CORE_EVENTS, EVENTS_V1, to_core, to_events_v1
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.objects import ObjectIndex, Ref
-from jobset_infra.sim.apiserver.pruning import prune_builtin
 from jobset_infra.sim.apiserver.resources import GVR, Registry, ResourceInfo, builtin_resources
 from jobset_infra.sim.apiserver.selectors import parse_field_selector, parse_label_selector
 from jobset_infra.sim.apiserver.updates import clone
@@ -59,6 +67,7 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Admit = Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]
 Observer = Callable[["Store", str, ResourceInfo, JsonObj], None]
+UnknownFields = Callable[[JsonObj, list[str]], None]
 
 
 class Store:
@@ -87,6 +96,7 @@ class Store:
         self.gc_queue: deque[tuple[str, Ref, Any]] = deque()  # the collector's work
         self.gc_busy = False
         self.gc_cascaded: set[str] = set()  # owners whose dependents foreground deletion hit
+        self.collector = True  # kube-controller-manager's collectors run (gc module docstring)
         strategies.install(self)
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -103,7 +113,7 @@ class Store:
         if info is None:
             raise NotFoundError(404, "NotFound",
                                 "the server could not find the requested resource",
-                                details={"group": gvr.group, "kind": gvr.resource})
+                                details={})
         return info
 
     def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
@@ -154,7 +164,8 @@ class Store:
         """Objects sorted by namespace and name (etcd key order), filtered and paged."""
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
-        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
+        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource,
+                                     own_fields=bool(info.selectable_fields) or bool(info.crd))
         return listing.page(self.index.by_namespace(gvr), namespace, label=label, field=field,
                             limit=limit, continue_token=continue_token, current_rv=self._rv)
 
@@ -181,7 +192,7 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         ns = updates.namespace_of(info, namespace, obj)
         suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
         obj = updates.prepare_create(info, obj, ns, uid=updates.new_uid(self.rng), now=self.now(),
@@ -192,9 +203,10 @@ class Store:
         if self.index.peek(gvr, ns, name) is not None:
             raise already_exists(gvr.group, gvr.resource, name)
         obj = self._admit(info, obj, None)
-        if field_manager:
+        if field_manager:  # a write to the main resource owns no status (its reset fields)
             obj["metadata"]["managedFields"] = managed_fields.record_update(
-                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now())
+                None, updates.owned_part(info, obj, None), manager=field_manager,
+                api_version=gvr.api_version, now=self.now(), keys=info.keys)
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -212,7 +224,7 @@ class Store:
     ) -> JsonObj:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         meta = obj["metadata"]
         ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
@@ -238,14 +250,19 @@ class Store:
         old_meta, name = old["metadata"], old["metadata"]["name"]
         updates.check_preconditions(info, old, obj)
         new = updates.merge_subresource(info, old, obj, subresource)
+        if subresource is None and info.gvr == pod_updates.PODS:
+            pod_updates.check(old, new)
         updates.check_finalizers(info, old, new)
+        updates.check_metadata(info, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         new = self._admit(info, new, old)
         if field_manager and new != old:
             new["metadata"]["managedFields"] = managed_fields.record_update(
-                old, new, manager=field_manager, api_version=info.gvr.api_version,
-                now=self.now(), subresource=subresource)
+                updates.owned_part(info, old, subresource),
+                updates.owned_part(info, new, subresource), manager=field_manager,
+                api_version=info.gvr.api_version, now=self.now(), subresource=subresource,
+                keys=info.keys)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")
@@ -268,8 +285,11 @@ class Store:
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
+        on_unknown: UnknownFields | None = None,
     ) -> JsonObj:
-        """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body."""
+        """PATCH with a merge, JSON, strategic-merge or apply (server-side apply) body.
+        `on_unknown(patched, paths)` sees the unknown fields of the patched object (it raises
+        or records warnings, per fieldValidation); apply refuses unknown fields itself."""
         info = self.info(gvr)
         ns = updates.namespace_of(info, namespace) if info.namespaced else ""
         if patch_type in (patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR):
@@ -280,8 +300,10 @@ class Store:
                                            dry_run=dry_run)
         old = self._find(info, name, ns)
         new = updates.patched(info, old, patch_type, body)
-        if info.crd is None:  # a built-in type cannot hold fields its Go type lacks
-            new = prune_builtin(info.gvr.api_version, info.kind, new)[0]
+        pruned, unknown = field_validation.unknown_fields(self, info, new)
+        if unknown and on_unknown is not None:
+            on_unknown(new, unknown)
+        new = pruned  # a built-in type cannot hold fields its Go type lacks
         return self.replace(info, old, new, subresource=subresource,
                             field_manager=field_manager, dry_run=dry_run)
 
@@ -400,7 +422,8 @@ class Store:
             api_version=gvr.api_version, kind=info.kind, namespace=namespace or None,
             label=parse_label_selector(label_selector),
             field=parse_field_selector(field_selector, info.selectable_fields,
-                                       gvr.group_resource),
+                                       gvr.group_resource,
+                                       own_fields=bool(info.selectable_fields) or bool(info.crd)),
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
         start = listing.parse_version(since_rv)

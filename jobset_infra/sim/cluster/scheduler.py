@@ -34,11 +34,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from jobset_infra.placement.scheduling_terms import matches_node_affinity
+from jobset_infra.sim.apiserver import pod_updates
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.patch import MERGE_PATCH
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.watch import Watch
+from jobset_infra.sim.cluster import events
 from jobset_infra.sim.cluster.background import Background, Component
 from jobset_infra.sim.cluster.scheduling import (
     BLOCKING_EFFECTS,
@@ -283,9 +285,7 @@ class Scheduler(Component):
             self._park(key, pod, why)
             return
         try:
-            bound = self.store.patch(
-                PODS, key[1], key[0], MERGE_PATCH, {"spec": {"nodeName": node}}
-            )
+            bound = pod_updates.bind(self.store, key[0], key[1], node)
         except StatusError:
             return  # deleted meanwhile; its event tells us
         self.binds += 1
@@ -363,3 +363,10 @@ class Scheduler(Component):
             if c.get("type") != "PodScheduled"
         ]
         self._patch_status(key, {"conditions": [*others, condition]})
+        self._record_failure(pod, message)
+
+    def _record_failure(self, pod: JsonObj, message: str) -> None:
+        """A FailedScheduling Warning event for the Pod, as kube-scheduler records it (so that
+        `kubectl describe pod` shows why it waits); once per distinct reason."""
+        events.warn(self.store, {"kind": "Pod", "apiVersion": "v1", **pod}, "FailedScheduling",
+                    message, component="default-scheduler", action="Scheduling")

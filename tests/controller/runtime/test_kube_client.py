@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from jobset_infra.api.input_limits import CONTROLLER_LIMITS
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
 from jobset_infra.controller.runtime.kube import (
     AlreadyExistsError,
@@ -17,6 +18,7 @@ from jobset_infra.controller.runtime.kube import (
     GoneError,
     KubeClient,
     NotFoundError,
+    ResponseTooLargeError,
     ServerError,
     UndeclaredCallError,
 )
@@ -208,3 +210,34 @@ async def test_idle_connections_outlive_a_quiet_spell_but_not_the_servers_idle_t
     assert connector is not None
     assert 15 < connector._keepalive_timeout == KEEPALIVE_SECONDS < 90
     await api.close()
+
+
+def raw(body: bytes) -> Responder:
+    return lambda _: web.Response(body=body, content_type="application/json")
+
+
+async def test_an_object_nested_deeper_than_the_api_server_allows_is_refused(
+    server: Any,
+) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"metadata": {"name": "x"}, "spec": ' + b"[" * 20_000 + b"]" * 20_000
+                      + b"}"))
+    async with client(url) as kube:
+        with pytest.raises(ResponseTooLargeError, match="deeper than 10000 levels"):
+            await kube.list(JOBSETS, namespace="ns")
+
+
+async def test_an_object_as_deep_as_the_api_server_allows_decodes(server: Any) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"metadata": {"deep": ' + b"[" * 9_998 + b"]" * 9_998 + b"}}"))
+    async with client(url) as kube:
+        got = await kube.list(JOBSETS, namespace="ns")
+    assert isinstance(got["metadata"]["deep"], list)
+
+
+async def test_a_response_over_the_size_limit_is_refused(server: Any) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"items": ["' + b"x" * (CONTROLLER_LIMITS.max_bytes + 1) + b'"]}'))
+    async with client(url) as kube:
+        with pytest.raises(ResponseTooLargeError, match="over 67108864 bytes"):
+            await kube.list(JOBSETS, namespace="ns")

@@ -1,0 +1,118 @@
+"""`jobset-infra cluster up | status | down` as a user runs them, with the real kubectl."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.realcluster import tools_or_skip
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, env: dict[str, str] | None = None,
+        timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "jobset-infra"), "cluster", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, check=False)
+
+
+def kubectl(kubeconfig: Path, *args: str) -> str:
+    done = subprocess.run([str(BIN / "kubectl"), f"--kubeconfig={kubeconfig}", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_up_without_the_tools_names_the_command_that_builds_them(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "JOBSET_INFRA_CACHE": str(tmp_path / "empty"),
+           "HOME": str(tmp_path)}
+    done = cli("up", "--dir", str(tmp_path / "c"), env=env)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "not found: run `make tools`" in done.stderr
+
+
+def test_up_reports_a_component_that_exits_with_its_log(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+        path = tools / name
+        path.write_text("#!/bin/sh\necho \"$0: no space left on device\" >&2\nexit 1\n")
+        path.chmod(0o755)
+    env = {**os.environ, "JOBSET_INFRA_TOOLS": str(tools)}
+    done = cli("up", "--dir", str(tmp_path / "c"), env=env)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "etcd exited during start-up" in done.stderr
+    assert "no space left on device" in done.stderr
+
+
+def test_status_and_down_of_no_cluster(tmp_path: Path) -> None:
+    status = cli("status", "--dir", str(tmp_path / "none"))
+    assert (status.returncode, "no cluster recorded" in status.stderr) == (1, True)
+    down = cli("down", "--dir", str(tmp_path / "none"))
+    assert (down.returncode, "nothing to stop" in down.stdout) == (0, True)
+
+
+def wait_for(check: object, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.mark.real
+def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) -> None:
+    """README's session: cluster up with TPU pools and our controller, kubectl apply the
+    example, its Pods exit 0, the JobSet is Completed; down leaves no process or file."""
+    tools_or_skip()
+    folder = tmp_path / "cluster"
+    up = cli("up", "--nodes", "v5e-2x4:4", "--controller", "--dir", str(folder),
+             "--name", "cmd-test")
+    assert up.returncode == 0, up.stderr + up.stdout
+    kubeconfig = Path(cli("status", "--dir", str(folder), "--kubeconfig").stdout.strip())
+    state = json.loads((folder / "state.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+    try:
+        again = cli("up", "--dir", str(folder))
+        assert (again.returncode, "already running" in again.stderr) == (1, True)
+        kubectl(kubeconfig, "apply", "-f", str(ROOT / "examples/tpu-multislice/jobset.yaml"))
+        selector = "-l=jobset.sigs.k8s.io/jobset-name=tpu-multislice"
+
+        def all_running() -> bool:
+            phases = kubectl(kubeconfig, "get", "pods", selector,
+                             "-o=jsonpath={.items[*].status.phase}").split()
+            return phases == ["Running"] * 8
+
+        wait_for(all_running, "8 Pods Running")
+        pools = kubectl(kubeconfig, "get", "pods", selector, "-o=jsonpath={range .items[*]}"
+                        "{.metadata.labels.batch\\.kubernetes\\.io/job-name} "
+                        "{.spec.nodeName}{\"\\n\"}{end}")
+        by_job: dict[str, set[str]] = {}
+        for line in pools.splitlines():
+            job, node = line.split()
+            by_job.setdefault(job, set()).add(node.rsplit("-node-", 1)[0])
+        assert len(by_job) == 4 and all(len(p) == 1 for p in by_job.values()), by_job
+        assert len(set().union(*by_job.values())) == 4  # one pool per slice
+        kubectl(kubeconfig, "annotate", "pods", selector, "jobset-infra.dev/exit-code=0")
+
+        def completed() -> bool:
+            return kubectl(kubeconfig, "get", "jobset", "tpu-multislice",
+                           "-o=jsonpath={.status.terminalState}") == "Completed"
+
+        wait_for(completed, "the JobSet Completed")
+        assert cli("status", "--dir", str(folder)).returncode == 0
+    finally:
+        down = cli("down", "--dir", str(folder))
+    assert down.returncode == 0, down.stderr
+    assert not folder.exists()
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text(
+        ).rsplit(")", 1)[-1].split()[0], pid

@@ -1,0 +1,77 @@
+"""Starting, watching and stopping the cluster's processes (cluster/processes.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jobset_infra.cluster.layout import ProcessSpec
+from jobset_infra.cluster.processes import (
+    ComponentError,
+    Started,
+    alive,
+    free_port,
+    start,
+    stop,
+    wait_healthy,
+)
+
+SLEEP = shutil.which("sleep") or "/bin/sleep"
+
+
+def script(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_started_process_is_alive_until_stopped(tmp_path: Path) -> None:
+    started = start(ProcessSpec("sleeper", (SLEEP, "60"), ""), tmp_path / "log")
+    assert alive(started)
+    assert stop([started]) == ["sleeper"]
+    assert not alive(started)
+
+
+def test_a_pid_running_another_binary_is_not_ours(tmp_path: Path) -> None:
+    started = start(ProcessSpec("sleeper", (SLEEP, "60"), ""), tmp_path / "log")
+    try:
+        impostor = Started("etcd", started.pid, "/usr/local/bin/etcd", tmp_path / "log")
+        assert not alive(impostor)
+        assert stop([impostor]) == []  # never signalled
+        assert alive(started)
+    finally:
+        stop([started])
+
+
+def test_a_script_is_recognised_by_its_path(tmp_path: Path) -> None:
+    """A wrapper script (a user's KUBEBUILDER_ASSETS may hold one) runs as its interpreter."""
+    path = script(tmp_path, "server", f"while true; do {SLEEP} 1; done")
+    started = start(ProcessSpec("server", (str(path),), ""), tmp_path / "log")
+    try:
+        assert alive(started)
+    finally:
+        assert stop([started]) == ["server"]
+    assert not alive(started)
+
+
+def test_a_component_that_exits_is_reported_with_its_log_tail(tmp_path: Path) -> None:
+    path = script(tmp_path, "etcd", "echo 'listen tcp 127.0.0.1:2379: bind: address already in "
+                                    "use' >&2; exit 1")
+    started = start(ProcessSpec("etcd", (str(path),), ""), tmp_path / "etcd.log")
+    with pytest.raises(ComponentError) as err:
+        wait_healthy(started, f"http://127.0.0.1:{free_port()}/health", None, timeout=20)
+    assert "etcd exited during start-up" in str(err.value)
+    assert "address already in use" in str(err.value)
+
+
+def test_a_component_that_never_answers_times_out_naming_it(tmp_path: Path) -> None:
+    started = start(ProcessSpec("kwok", (SLEEP, "60"), ""), tmp_path / "kwok.log")
+    try:
+        with pytest.raises(ComponentError) as err:
+            wait_healthy(started, f"http://127.0.0.1:{free_port()}/healthz", None, timeout=0.5)
+        assert "kwok not healthy" in str(err.value)
+    finally:
+        stop([started])

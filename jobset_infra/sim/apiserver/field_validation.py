@@ -49,8 +49,8 @@ def unknown_fields(store: Store, info: ResourceInfo, obj: Any) -> tuple[Any, lis
     if not isinstance(obj, dict):
         return obj, []
     schema = store.schemas.get(info.gvr)
-    if schema is not None:
-        return obj, schema.pruned_fields(obj)  # admission prunes custom resources itself
+    if schema is not None:  # admission prunes custom resources itself; paths come sorted
+        return obj, sorted(schema.pruned_fields(obj))
     return prune_builtin(info.gvr.api_version, info.kind, obj)
 
 

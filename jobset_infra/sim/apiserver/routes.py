@@ -14,7 +14,14 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import discovery, openapi, patch, protobuf, reviews
+from jobset_infra.sim.apiserver import (
+    decode_errors,
+    discovery,
+    openapi,
+    patch,
+    protobuf,
+    reviews,
+)
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
     bad_request,
@@ -104,7 +111,16 @@ async def read_body(request: web.Request, kind: str | None = None) -> Any:
     try:
         if "yaml" in content_type:
             return yaml.safe_load(raw)
-        return json.loads(raw)
+        body = json.loads(raw)
+        if kind is not None and not isinstance(body, dict):
+            raise decode_errors.not_an_object(kind, raw, body)
+        return body
+    except json.JSONDecodeError as exc:
+        if kind is not None:
+            raise decode_errors.json_body_error(kind, raw, exc) from None
+        if content_type == patch.MERGE_PATCH:
+            raise bad_request("invalid JSON patch") from None
+        raise bad_request(f"error decoding the request body: {exc}") from None
     except (ValueError, yaml.YAMLError) as exc:
         if content_type == patch.MERGE_PATCH:
             raise bad_request("invalid JSON patch") from None
@@ -115,13 +131,9 @@ def _protobuf_body(raw: bytes, kind: str) -> Any:
     """A protobuf body, worded as the API server's decoder words its failures."""
     try:
         body = protobuf.decode(raw)
-    except protobuf.ProtobufError as err:
-        raise bad_request(f"the object provided is unrecognized (must be of type {kind}): "
-                          f"{err}") from None
-    if body["kind"] != kind:
-        raise bad_request(f'{body["kind"]} in version "{body["apiVersion"]}" cannot be handled '
-                          f"as a {kind}: the body is a {body['kind']}")
-    return body
+    except protobuf.ProtobufError:  # Go's protobuf decoder meets a truncated message
+        raise decode_errors.unrecognized(kind, "unexpected EOF", raw) from None
+    return body  # another kind is refused as `updates.decoded_body` words it
 
 
 def _accepted(accept: str) -> list[str]:

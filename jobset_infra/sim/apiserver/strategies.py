@@ -8,6 +8,7 @@ them, or it loops forever against a real cluster.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -163,12 +164,26 @@ def _namespace(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj
     return obj
 
 
+def _secret(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
+    """stringData is written into data (base64) and dropped; the type defaults to Opaque."""
+    written = obj.pop("stringData", None)
+    if isinstance(written, dict) and written:
+        obj["data"] = dict(obj.get("data") or {}) | {
+            k: base64.b64encode(str(v).encode()).decode() for k, v in written.items()}
+    obj.setdefault("type", "Opaque")
+    return obj
+
+
 class _ServiceIPs:
     def __init__(self) -> None:
         self.next = 1
 
     def __call__(self, info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         spec = obj.setdefault("spec", {})
+        if not spec.get("ports") and spec.get("clusterIP") != "None" and spec.get(
+                "type") != "ExternalName":
+            raise invalid("", "Service", obj["metadata"]["name"], [field_cause(
+                "FieldValueRequired", "spec.ports", "Required value")])
         if old is not None:
             for key in ("clusterIP", "clusterIPs"):
                 if key in old.get("spec", {}):
@@ -192,7 +207,7 @@ class _ServiceIPs:
 
 def install(store: Store) -> None:
     """Register the built-in strategies (and CRD serving) with a new store."""
-    from jobset_infra.sim.apiserver import crds, pod_admission, service_accounts
+    from jobset_infra.sim.apiserver import crds, event_views, pod_admission, service_accounts
     from jobset_infra.sim.apiserver.resources import GVR
 
     table: dict[GVR, Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]] = {
@@ -200,6 +215,9 @@ def install(store: Store) -> None:
         GVR("", "v1", "pods"): _pod,
         GVR("", "v1", "namespaces"): _namespace,
         GVR("", "v1", "services"): _ServiceIPs(),
+        GVR("", "v1", "secrets"): _secret,
+        event_views.CORE_EVENTS: event_views.zero_fields(event_views.CORE_EVENTS),
+        event_views.EVENTS_V1: event_views.zero_fields(event_views.EVENTS_V1),
     }
     for gvr, admit in table.items():
         store.admission.setdefault(gvr, []).append(admit)

@@ -9,6 +9,7 @@ them, or it loops forever against a real cluster.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     if old is not None:
         _check_job_update(info, obj, old)
         _labels_from_template(obj)
+        _pod_spec_defaults((spec.get("template") or {}).get("spec") or {})  # on every decode
         return obj
     meta = obj["metadata"]
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -88,7 +90,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     pod_spec = template.setdefault("spec", {})
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         raise invalid(info.gvr.group, info.kind, meta["name"], [field_cause(
-            "FieldValueRequired" if "restartPolicy" not in pod_spec else "FieldValueNotSupported",
+            "FieldValueRequired",  # field.Required, also for a value it does not take
             "spec.template.spec.restartPolicy",
             'Required value: valid values: "OnFailure", "Never"')])
     _pod_spec_defaults(pod_spec)
@@ -116,8 +118,9 @@ def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:
         causes.append(field_cause("FieldValueInvalid", "spec.template",
                                   "Invalid value: ...: field is immutable"))
     if spec.get("completionMode") != old_spec.get("completionMode"):
+        shown = json.dumps(spec.get("completionMode"))
         causes.append(field_cause("FieldValueInvalid", "spec.completionMode",
-                                  "Invalid value: ...: field is immutable"))
+                                  f"Invalid value: {shown}: field is immutable"))
     causes += job_status.problems(obj, old)
     if causes:
         raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], causes)

@@ -23,7 +23,8 @@ from jobset_infra.sim.apiserver.errors import (
 )
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult, check_list_version
-from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.patch import STRATEGIC_PATCH
+from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
 from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.strategies import RETURNS_DELETED
@@ -97,7 +98,16 @@ def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Re
     if page is None:
         return json_response(items[0])
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
-                          "metadata": meta, "items": items})
+                          "metadata": meta, "items": list_items(info, items)})
+
+
+def list_items(info: ResourceInfo, items: list[JsonObj]) -> list[JsonObj]:
+    """A built-in list's items carry no apiVersion and kind (the typed list's do not); a custom
+    resource list's keep theirs."""
+    if info.crd is not None:
+        return items
+    return [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+            for item in items]
 
 
 @contextmanager
@@ -169,8 +179,11 @@ async def patch(call: Call) -> web.Response:
     how = fields.mode(call.query, "patch")
     warnings: list[str] = []
 
+    strategic = call.content_type == STRATEGIC_PATCH
+
     def check(patched: JsonObj, unknown: list[str]) -> None:
-        warnings.extend(fields.check_patched(patched, unknown, how))
+        warnings.extend(fields.check_patched(patched, unknown, how,
+                                             call.body if strategic else None))
 
     info = call.store.info(call.gvr)
     ns = call.api.namespace or "" if info.namespaced else ""
@@ -221,7 +234,7 @@ async def delete_collection(call: Call) -> web.Response:
     info = call.store.info(call.gvr)
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
                           "metadata": {"resourceVersion": str(call.store.resource_version)},
-                          "items": items})
+                          "items": list_items(info, items)})
 
 
 def bind(call: Call) -> JsonObj:

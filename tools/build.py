@@ -189,7 +189,8 @@ def build_group(group: Group, root: Path, go: str) -> Path:
     (staging / "bin").mkdir(parents=True)
     folder = TOOLS / group.name
     versions = pinned_versions(folder / "go.mod")
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly", **dict(group.env)}
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false",
+           **dict(group.env)}
     timings: dict[str, float] = {}
     for index, binary in enumerate(group.binaries, 1):
         _say(f"{group.name}: building {binary.name} ({index}/{len(group.binaries)}) "

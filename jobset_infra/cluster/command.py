@@ -103,11 +103,17 @@ def _up(args: argparse.Namespace) -> int:
             raise
         say("controller running (as its ServiceAccount; logs under "
             f"{cluster.layout.folder / 'pods'})")
-    kubeconfig = cluster.kubeconfig
-    print(f"\nexport KUBECONFIG={kubeconfig}\n"
-          f"kubectl get nodes -L cloud.google.com/gke-nodepool\n"
-          f"kubectl annotate pod POD jobset-infra.dev/exit-code=0   # a Pod's container exits\n"
-          f"jobset-infra cluster down{_name_flag(args)}              # stop it all\n")
+    from jobset_infra.sim.command import kubectl_note, shown  # one way to name our tools
+
+    kubectl, cli = shown("kubectl"), shown("jobset-infra")
+    lines = [
+        f"export KUBECONFIG={cluster.kubeconfig}",
+        f"{kubectl} get nodes -L cloud.google.com/gke-nodepool",
+        f"{kubectl} annotate pod POD jobset-infra.dev/exit-code=0   # a Pod's containers exit",
+        f"{cli} cluster down{_name_flag(args)}   # stop it all",
+        *kubectl_note(),
+    ]
+    print("\n" + "\n".join(lines) + "\n")
     return 0
 
 

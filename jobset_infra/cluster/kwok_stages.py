@@ -64,9 +64,8 @@ def _is_not(key: str, *values: str) -> JsonObj:
 
 _READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 
-# The Node's conditions as a healthy kubelet reports them; allocatable and capacity are the
-# ones we created the Node with (TPU chips included), never kwok's defaults.
-_NODE_STATUS: Final = """\
+# A healthy kubelet's Node conditions, as of now (a heartbeat is the same report again).
+_NODE_HEARTBEAT: Final = """\
 {{ $now := Now }}
 conditions:
 {{ range NodeConditions }}
@@ -77,6 +76,10 @@ conditions:
   status: {{ .status | Quote }}
   type: {{ .type | Quote }}
 {{ end }}
+"""
+# The first report adds the rest: allocatable and capacity are the ones we created the Node
+# with (TPU chips included), never kwok's defaults.
+_NODE_STATUS: Final = _NODE_HEARTBEAT + """\
 {{ with .status.addresses }}
 addresses:
 {{ YAML . 1 }}
@@ -102,19 +105,6 @@ nodeInfo:
   osImage: ""
   systemUUID: ""
 phase: Running
-"""
-
-_NODE_HEARTBEAT: Final = """\
-{{ $now := Now }}
-conditions:
-{{ range NodeConditions }}
-- lastHeartbeatTime: {{ $now | Quote }}
-  lastTransitionTime: {{ $now | Quote }}
-  message: {{ .message | Quote }}
-  reason: {{ .reason | Quote }}
-  status: {{ .status | Quote }}
-  type: {{ .type | Quote }}
-{{ end }}
 """
 
 _POD_RUNNING: Final = """\

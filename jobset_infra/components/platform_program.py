@@ -27,7 +27,6 @@ from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobS
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
-from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]
@@ -119,26 +118,9 @@ def _system(
     return JobSetSystem(
         "jobset",
         JobSetSystemArgs(
-            provider=provider,
-            image=settings.image,
-            build=build,
-            namespace=settings.namespace,
-            replicas=settings.replicas,
-            pools=pools,
+            provider=provider, image=settings.image, build=build, pools=pools, **settings.options()
         ),
     )
-
-
-def _queue_spec(config: StackConfig) -> QueueSpec:
-    settings = config.kueue
-    fields: dict[str, Any] = {
-        "cluster_queue_name": settings.cluster_queue,
-        "local_queue_name": settings.queue,
-        "namespaces": settings.namespaces,
-    }
-    if settings.priority_classes is not None:
-        fields["priority_classes"] = settings.priority_classes
-    return QueueSpec(**fields)
 
 
 def _kueue(
@@ -154,8 +136,8 @@ def _kueue(
         KueueArgs(
             provider=provider,
             pools=pools,
-            queues=_queue_spec(config),
-            install=KueueInstall(version=config.kueue.version),
+            queues=config.kueue.queues,
+            install=config.kueue.install,
             install_only=not pools,
             # The stack owns the platform: it creates the team namespaces its queues serve.
             create_namespaces=True,
@@ -239,7 +221,7 @@ def _jobset(
             namespace=settings.namespace,
             failure_policy={"maxRestarts": settings.max_restarts},
             ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
-            queue=config.kueue.queue if queued else None,
+            queue=config.kueue.queues.local_queue_name if queued else None,
             priority_class=settings.priority_class,
             system=system,
             kueue=kueue,

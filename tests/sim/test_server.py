@@ -467,3 +467,28 @@ async def test_a_protobuf_body_for_a_custom_resource_is_refused_with_415(
     assert (response.status, body["reason"]) == (415, "UnsupportedMediaType")
     assert body["message"].endswith("accepted media types include: application/json, "
                                     "application/yaml")
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hmac
+
+    from jobset_infra.sim.apiserver import tokens
+
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(tokens.hmac, "compare_digest", recording)
+    with SimThread(token="s3cret") as sim:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(sim.url + "/version",
+                                         headers={"Authorization": "Bearer guess"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 401
+    assert compared == [(b"guess", b"s3cret")]

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from jobset_infra.api.input_limits import SIM_LIMITS
+from jobset_infra.api.yaml_io import YamlError, load_documents
 from jobset_infra.sim.apiserver import field_validation
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
@@ -234,9 +234,10 @@ def _entry(store: Store, info: ResourceInfo, manager: str, *, operation: str,
 def parse_body(body: Any) -> JsonObj:
     if isinstance(body, bytes | str):
         try:
-            body = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
+            documents = load_documents(body, SIM_LIMITS)  # bounded like every request body
+        except YamlError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from None
+        body = documents[0] if documents else None
     if not isinstance(body, dict):
         raise bad_request("apply configuration must be an object")
     return body

@@ -41,16 +41,6 @@ def name_causes(group: str, kind: str, meta: dict[str, Any]) -> list[dict[str, A
 
 
 # finalizers the API server knows without a domain (metav1 and core/v1's "kubernetes")
-STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
-
-
-def finalizer_causes(meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """422 causes for finalizers of a built-in object that are neither standard nor
-    domain-qualified (custom resources only get a warning for them on a real server)."""
-    return [_cause(f"metadata.finalizers[{i}]", name,
-                   "name is neither a standard finalizer name nor is it fully qualified")
-            for i, name in enumerate(meta.get("finalizers") or ())
-            if isinstance(name, str) and "/" not in name and name not in STANDARD_FINALIZERS]
 
 
 def _cause(field: str, value: str, problem: str) -> dict[str, Any]:

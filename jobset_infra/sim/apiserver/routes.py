@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from jobset_infra.sim.apiserver import (
+    bodies,
     decode_errors,
     discovery,
     openapi,
@@ -24,7 +24,6 @@ from jobset_infra.sim.apiserver import (
 )
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
-    bad_request,
     internal,
     method_not_allowed,
     not_acceptable,
@@ -97,34 +96,23 @@ def check_patch_type(content_type: str, custom: bool) -> None:
         raise unsupported_media_type(CUSTOM_PATCH_TYPES)
 
 
-async def read_body(request: web.Request, kind: str | None = None) -> Any:
-    """JSON, YAML, or protobuf for a built-in `kind`; CBOR bodies (and protobuf for custom
-    resources) are 415."""
+async def read_body(request: web.Request, kind: str | None = None,
+                    expected: str = "Object") -> Any:
+    """JSON or YAML within the API server's bounds (`bodies`), or protobuf for a built-in
+    `kind`; CBOR bodies (and protobuf for custom resources) are 415. `expected` is the type the
+    body should be, named in refusals."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
-    raw = await request.read()
+    raw = await bodies.read_capped(request)
     if content_type == PROTOBUF and kind is not None:
         return _protobuf_body(raw, kind)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
         raise unsupported_media_type(BODY_TYPES if kind is not None else BODY_TYPES[:2])
     if not raw:
         return None
-    try:
-        if "yaml" in content_type:
-            return yaml.safe_load(raw)
-        body = json.loads(raw)
-        if kind is not None and not isinstance(body, dict):
-            raise decode_errors.not_an_object(kind, raw, body)
-        return body
-    except json.JSONDecodeError as exc:
-        if kind is not None:
-            raise decode_errors.json_body_error(kind, raw, exc) from None
-        if content_type == patch.MERGE_PATCH:
-            raise bad_request("invalid JSON patch") from None
-        raise bad_request(f"error decoding the request body: {exc}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        if content_type == patch.MERGE_PATCH:
-            raise bad_request("invalid JSON patch") from None
-        raise bad_request(f"error decoding the request body: {exc}") from None
+    body = await bodies.decode(raw, content_type, kind or expected)
+    if kind is not None and not isinstance(body, dict):
+        raise decode_errors.not_an_object(kind, raw, body)
+    return body
 
 
 def _protobuf_body(raw: bytes, kind: str) -> Any:
@@ -241,8 +229,12 @@ class ApiHandler:
             check_patch_type(request.headers.get("Content-Type", "").split(";")[0].strip(),
                              custom=info is not None and info.crd is not None)
         body = None if api.verb in ("get", "list") else await read_body(
-            request, self._builtin_kind(api))
+            request, self._builtin_kind(api), self._kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))
+
+    def _kind(self, api: ApiRequest) -> str:
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource or ""))
+        return info.kind if info is not None else "Object"
 
     async def _review(self, request: web.Request, api: ApiRequest,
                       info: ResourceInfo) -> web.Response:

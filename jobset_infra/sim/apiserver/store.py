@@ -253,6 +253,7 @@ class Store:
         if subresource is None and info.gvr == pod_updates.PODS:
             pod_updates.check(old, new)
         updates.check_finalizers(info, old, new)
+        updates.check_metadata(info, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         new = self._admit(info, new, old)

@@ -22,7 +22,8 @@ from jobset_infra.sim.apiserver.errors import (
     stale,
     unsupported_media_type,
 )
-from jobset_infra.sim.apiserver.object_names import finalizer_causes, name_causes
+from jobset_infra.sim.apiserver.metadata import metadata_causes
+from jobset_infra.sim.apiserver.object_names import name_causes
 from jobset_infra.sim.apiserver.resources import ResourceInfo
 
 JsonObj = dict[str, Any]
@@ -147,9 +148,7 @@ def prepare_create(
         raise invalid(info.gvr.group, info.kind, "", [field_cause(
             "FieldValueRequired", "metadata.name",
             "Required value: name or generateName is required")])
-    causes = name_causes(info.gvr.group, info.kind, meta)
-    if info.crd is None:
-        causes += finalizer_causes(meta)
+    causes = name_causes(info.gvr.group, info.kind, meta) + metadata_causes(info, meta)
     if causes:
         raise invalid(info.gvr.group, info.kind, meta["name"], causes)
     if info.namespaced:
@@ -256,6 +255,13 @@ def _etcd_key(info: ResourceInfo, meta: JsonObj) -> str:
     group = f"{info.gvr.group}/" if info.crd is not None else ""
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
     return f"/registry/{group}{info.gvr.resource}/{where}{meta['name']}"
+
+
+def check_metadata(info: ResourceInfo, new: JsonObj) -> None:
+    """422 when an update leaves labels, annotations or finalizers the API server refuses."""
+    causes = metadata_causes(info, new["metadata"])
+    if causes:
+        raise invalid(info.gvr.group, info.kind, new["metadata"].get("name", ""), causes)
 
 
 def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:

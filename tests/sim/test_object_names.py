@@ -59,5 +59,8 @@ def test_invalid_names_are_422_in_the_api_servers_words(
 def test_valid_names_are_accepted(
     gvr: GVR, kind: str, api_version: str, meta: dict[str, str]
 ) -> None:
-    created = Store().create(gvr, _obj(kind, api_version, **meta), "default")
+    body = _obj(kind, api_version, **meta)
+    if kind == "Service":  # a Service needs ports (unless headless)
+        body["spec"] = {"ports": [{"port": 80}]}
+    created = Store().create(gvr, body, "default")
     assert created["metadata"]["name"]

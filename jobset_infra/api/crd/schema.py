@@ -165,12 +165,7 @@ class CrdSchema:
             yield from type_errors
             return
         yield from check_value(schema, value, path)
-        if isinstance(value, dict):
-            yield from self._validate_object(
-                schema, value, old, path, cel_errors, has_old=has_old, root=root
-            )
-        elif isinstance(value, list):
-            yield from self._validate_array(schema, value, old, path, cel_errors, has_old=has_old)
+        # a node's rules before its children's, in the order the apiserver's validator walks
         bindings = Bindings(value, old)
         for rule in self._rules.get(id(schema), []):
             if rule.is_transition and not has_old:
@@ -178,6 +173,12 @@ class CrdSchema:
             error = rule.evaluate_bound(bindings, path, type_of(schema) or "object")
             if error is not None:
                 cel_errors.append(error)
+        if isinstance(value, dict):
+            yield from self._validate_object(
+                schema, value, old, path, cel_errors, has_old=has_old, root=root
+            )
+        elif isinstance(value, list):
+            yield from self._validate_array(schema, value, old, path, cel_errors, has_old=has_old)
 
     def _validate_object(
         self,

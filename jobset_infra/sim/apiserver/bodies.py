@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import itertools
+import json
 import re
 import sys
 import weakref
@@ -30,6 +31,7 @@ from jobset_infra.api.input_limits import (
     loads_json,
 )
 from jobset_infra.api.yaml_io import YamlError, load_documents
+from jobset_infra.sim.apiserver import decode_errors
 from jobset_infra.sim.apiserver.errors import StatusError, bad_request
 
 __all__ = ["INLINE_BYTES", "decode", "read_capped", "too_large"]
@@ -112,6 +114,8 @@ def decode_now(raw: bytes, content_type: str, kind: str, *, interruptible: bool 
     except (ValueError, RecursionError) as exc:
         if content_type == "application/merge-patch+json":
             raise bad_request("invalid JSON patch") from None  # kube-apiserver's words
+        if isinstance(exc, json.JSONDecodeError) and kind != "Object":  # a built-in kind's body
+            raise decode_errors.json_body_error(kind, raw, exc) from None
         raise bad_request(f"error decoding the request body: {exc}") from None
 
 

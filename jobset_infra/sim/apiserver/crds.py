@@ -116,6 +116,8 @@ def _cause(error: FieldError) -> JsonObj:
     """A FieldError as an entry of Status details.causes (reason from the message's prefix)."""
     reason = next((r for prefix, r in _REASONS if error.message.startswith(prefix)),
                   "FieldValueInvalid")
+    if " in body must be of type " in error.message:
+        reason = "FieldValueTypeInvalid"
     # an error about the object itself has a nil field path, which Go prints as "<nil>"
     return field_cause(reason, error.path or "<nil>", error.message)
 

@@ -32,6 +32,7 @@ class StatusError(Exception):
         self.message = message
         self.details = details
         self.retry_after = retry_after
+        self.warnings: list[str] = []  # sent with the error, as field validation's are
 
     @property
     def status(self) -> JsonObj:

@@ -10,6 +10,7 @@ the events.k8s.io/v1 form next to it as a view with the same uid and resourceVer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from jobset_infra.sim.apiserver.resources import GVR
@@ -42,8 +43,30 @@ def to_events_v1(event: JsonObj) -> JsonObj:
     return _typed(EVENTS_V1, {_BACK.get(k, k): v for k, v in event.items()})
 
 
+# Fields each view always has, as Go serialises them when they are zero (structs, times and
+# strings without omitempty); events.k8s.io/v1 omits its empty strings.
+_ZERO: Final[dict[GVR, JsonObj]] = {
+    CORE_EVENTS: {"involvedObject": {}, "source": {}, "firstTimestamp": None,
+                  "lastTimestamp": None, "eventTime": None, "reportingComponent": "",
+                  "reportingInstance": ""},
+    EVENTS_V1: {"deprecatedSource": {}, "deprecatedFirstTimestamp": None,
+                "deprecatedLastTimestamp": None, "eventTime": None},
+}
+_OMIT_EMPTY: Final[dict[GVR, tuple[str, ...]]] = {
+    EVENTS_V1: ("reportingController", "reportingInstance")}
+
+
+def zero_fields(gvr: GVR) -> Callable[[Any, JsonObj, JsonObj | None], JsonObj]:
+    """Admission of an Event write through `gvr`: the fields Go always serialises."""
+    def admit(info: Any, obj: JsonObj, old: JsonObj | None) -> JsonObj:
+        return _typed(gvr, obj)
+
+    return admit
+
+
 def _typed(gvr: GVR, fields: JsonObj) -> JsonObj:
     """apiVersion and kind first, as the API server serialises objects. Metadata is shared, not
     copied: stored snapshots are never mutated after publication."""
-    rest = {k: v for k, v in fields.items() if k not in ("apiVersion", "kind")}
-    return {"apiVersion": gvr.api_version, "kind": "Event", **rest}
+    rest = {k: v for k, v in fields.items() if k not in ("apiVersion", "kind")
+            and not (k in _OMIT_EMPTY.get(gvr, ()) and v == "")}
+    return {"apiVersion": gvr.api_version, "kind": "Event", **_ZERO[gvr], **rest}

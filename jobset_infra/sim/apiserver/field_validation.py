@@ -49,8 +49,8 @@ def unknown_fields(store: Store, info: ResourceInfo, obj: Any) -> tuple[Any, lis
     if not isinstance(obj, dict):
         return obj, []
     schema = store.schemas.get(info.gvr)
-    if schema is not None:
-        return obj, schema.pruned_fields(obj)  # admission prunes custom resources itself
+    if schema is not None:  # admission prunes custom resources itself; paths come sorted
+        return obj, sorted(schema.pruned_fields(obj))
     return prune_builtin(info.gvr.api_version, info.kind, obj)
 
 
@@ -71,10 +71,24 @@ def check_body(info: ResourceInfo, paths: list[str], how: str) -> list[str]:
     return warnings_for(paths, how)
 
 
-def check_patched(patched: JsonObj, paths: list[str], how: str) -> list[str]:
-    """Merge, JSON and strategic patches: 422 on the `patch` field under Strict."""
+def go_value(value: Any) -> str:
+    """A decoded JSON value as Go's %v prints it: `map[a:map[b:true]]`, `[x y]`."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_value(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "<nil>" if value is None else str(value)
+
+
+def check_patched(patched: JsonObj, paths: list[str], how: str,
+                  patch: Any = None) -> list[str]:
+    """Merge, JSON and strategic patches: 422 on the `patch` field under Strict, quoting the
+    patched object (a strategic merge patch quotes the patch itself, as Go prints a map)."""
     if paths and how == "Strict":
-        shown = json.dumps(patched, separators=(",", ":"))
+        shown = go_value(patch) if patch is not None else json.dumps(patched,
+                                                                      separators=(",", ":"))
         raise invalid("", "", "", [field_cause(
             "FieldValueInvalid", "patch",
             f"Invalid value: {json.dumps(shown)}: strict decoding error: {_words(paths)}")])

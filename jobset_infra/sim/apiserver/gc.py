@@ -198,12 +198,17 @@ _STEPS = {"delete": _step_delete, "collect": _step_collect, "advance": _step_adv
 
 
 def _finalizers_for(info: ResourceInfo, obj: JsonObj, propagation: str | None) -> list[str]:
-    policy = propagation or default_policy(info)
-    finalizers = list(obj["metadata"].get("finalizers") or ())
-    if policy == "Foreground" and FOREGROUND not in finalizers:
-        finalizers.append(FOREGROUND)
-    if policy == "Orphan" and ORPHAN not in finalizers:
+    """The finalizers a delete leaves: the collector's two replaced by the one the policy
+    asks for (without one, the object's own GC finalizer decides, then the kind's default)."""
+    current = list(obj["metadata"].get("finalizers") or ())
+    held = next((f for f in current if f in (ORPHAN, FOREGROUND)), None)
+    policy = propagation or {ORPHAN: "Orphan", FOREGROUND: "Foreground"}.get(
+        held or "", default_policy(info))
+    finalizers = [f for f in current if f not in (ORPHAN, FOREGROUND)]
+    if policy == "Orphan":
         finalizers.append(ORPHAN)
+    elif policy == "Foreground":
+        finalizers.append(FOREGROUND)
     return finalizers
 
 

@@ -26,7 +26,7 @@ def error_response(error: StatusError) -> web.Response:
     response = json_response(error.status, error.code)
     if error.retry_after is not None:
         response.headers["Retry-After"] = str(error.retry_after)
-    return response
+    return with_warnings(response, error.warnings)
 
 
 def with_warnings(response: web.Response, warnings: list[str]) -> web.Response:
@@ -48,4 +48,4 @@ def number(query: Mapping[str, str], name: str) -> float | None:
     try:
         return float(text)
     except ValueError:
-        raise bad_request(f'{name}: Invalid value: "{text}": must be a number') from None
+        raise bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None

@@ -13,10 +13,17 @@ from typing import Any
 
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import bodies, discovery, openapi, patch, protobuf, reviews
+from jobset_infra.sim.apiserver import (
+    bodies,
+    decode_errors,
+    discovery,
+    openapi,
+    patch,
+    protobuf,
+    reviews,
+)
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
-    bad_request,
     internal,
     method_not_allowed,
     not_acceptable,
@@ -102,20 +109,19 @@ async def read_body(request: web.Request, kind: str | None = None,
         raise unsupported_media_type(BODY_TYPES if kind is not None else BODY_TYPES[:2])
     if not raw:
         return None
-    return await bodies.decode(raw, content_type, expected)
+    body = await bodies.decode(raw, content_type, kind or expected)
+    if kind is not None and not isinstance(body, dict):
+        raise decode_errors.not_an_object(kind, raw, body)
+    return body
 
 
 def _protobuf_body(raw: bytes, kind: str) -> Any:
     """A protobuf body, worded as the API server's decoder words its failures."""
     try:
         body = protobuf.decode(raw)
-    except protobuf.ProtobufError as err:
-        raise bad_request(f"the object provided is unrecognized (must be of type {kind}): "
-                          f"{err}") from None
-    if body["kind"] != kind:
-        raise bad_request(f'{body["kind"]} in version "{body["apiVersion"]}" cannot be handled '
-                          f"as a {kind}: the body is a {body['kind']}")
-    return body
+    except protobuf.ProtobufError:  # Go's protobuf decoder meets a truncated message
+        raise decode_errors.unrecognized(kind, "unexpected EOF", raw) from None
+    return body  # another kind is refused as `updates.decoded_body` words it
 
 
 def _accepted(accept: str) -> list[str]:

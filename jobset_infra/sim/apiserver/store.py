@@ -300,6 +300,7 @@ class Store:
                                            dry_run=dry_run)
         old = self._find(info, name, ns)
         new = updates.patched(info, old, patch_type, body)
+        updates.check_name(new, name)
         pruned, unknown = field_validation.unknown_fields(self, info, new)
         if unknown and on_unknown is not None:
             on_unknown(new, unknown)

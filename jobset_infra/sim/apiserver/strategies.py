@@ -8,6 +8,8 @@ them, or it loops forever against a real cluster.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     if old is not None:
         _check_job_update(info, obj, old)
         _labels_from_template(obj)
+        _pod_spec_defaults((spec.get("template") or {}).get("spec") or {})  # on every decode
         return obj
     meta = obj["metadata"]
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -87,7 +90,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     pod_spec = template.setdefault("spec", {})
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         raise invalid(info.gvr.group, info.kind, meta["name"], [field_cause(
-            "FieldValueRequired" if "restartPolicy" not in pod_spec else "FieldValueNotSupported",
+            "FieldValueRequired",  # field.Required, also for a value it does not take
             "spec.template.spec.restartPolicy",
             'Required value: valid values: "OnFailure", "Never"')])
     _pod_spec_defaults(pod_spec)
@@ -115,8 +118,9 @@ def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:
         causes.append(field_cause("FieldValueInvalid", "spec.template",
                                   "Invalid value: ...: field is immutable"))
     if spec.get("completionMode") != old_spec.get("completionMode"):
+        shown = json.dumps(spec.get("completionMode"))
         causes.append(field_cause("FieldValueInvalid", "spec.completionMode",
-                                  "Invalid value: ...: field is immutable"))
+                                  f"Invalid value: {shown}: field is immutable"))
     causes += job_status.problems(obj, old)
     if causes:
         raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], causes)
@@ -163,12 +167,26 @@ def _namespace(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj
     return obj
 
 
+def _secret(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
+    """stringData is written into data (base64) and dropped; the type defaults to Opaque."""
+    written = obj.pop("stringData", None)
+    if isinstance(written, dict) and written:
+        obj["data"] = dict(obj.get("data") or {}) | {
+            k: base64.b64encode(str(v).encode()).decode() for k, v in written.items()}
+    obj.setdefault("type", "Opaque")
+    return obj
+
+
 class _ServiceIPs:
     def __init__(self) -> None:
         self.next = 1
 
     def __call__(self, info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         spec = obj.setdefault("spec", {})
+        if not spec.get("ports") and spec.get("clusterIP") != "None" and spec.get(
+                "type") != "ExternalName":
+            raise invalid("", "Service", obj["metadata"]["name"], [field_cause(
+                "FieldValueRequired", "spec.ports", "Required value")])
         if old is not None:
             for key in ("clusterIP", "clusterIPs"):
                 if key in old.get("spec", {}):
@@ -192,7 +210,7 @@ class _ServiceIPs:
 
 def install(store: Store) -> None:
     """Register the built-in strategies (and CRD serving) with a new store."""
-    from jobset_infra.sim.apiserver import crds, pod_admission, service_accounts
+    from jobset_infra.sim.apiserver import crds, event_views, pod_admission, service_accounts
     from jobset_infra.sim.apiserver.resources import GVR
 
     table: dict[GVR, Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]] = {
@@ -200,6 +218,9 @@ def install(store: Store) -> None:
         GVR("", "v1", "pods"): _pod,
         GVR("", "v1", "namespaces"): _namespace,
         GVR("", "v1", "services"): _ServiceIPs(),
+        GVR("", "v1", "secrets"): _secret,
+        event_views.CORE_EVENTS: event_views.zero_fields(event_views.CORE_EVENTS),
+        event_views.EVENTS_V1: event_views.zero_fields(event_views.EVENTS_V1),
     }
     for gvr, admit in table.items():
         store.admission.setdefault(gvr, []).append(admit)

@@ -17,6 +17,7 @@ from jobset_infra.sim.apiserver.errors import (
     field_cause,
     forbidden,
     invalid,
+    name_mismatch,
     not_found,
     stale,
     unsupported_media_type,
@@ -219,6 +220,13 @@ def owned_part(info: ResourceInfo, obj: JsonObj, subresource: str | None) -> Jso
     if subresource is None and info.has_status and "status" in obj:
         return {k: v for k, v in obj.items() if k != "status"}
     return obj
+
+
+def check_name(obj: JsonObj, name: str) -> None:
+    """A patch may not rename the object (400, as the patch handler words it)."""
+    patched_name = (obj.get("metadata") or {}).get("name")
+    if patched_name != name:
+        raise bad_request(name_mismatch(str(patched_name), name))
 
 
 def check_put_version(info: ResourceInfo, old: JsonObj, meta: JsonObj) -> None:

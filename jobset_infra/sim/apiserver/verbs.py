@@ -3,7 +3,8 @@ the response a real API server gives, dispatched through `VERBS`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,14 +13,18 @@ from aiohttp import web
 from jobset_infra.sim.apiserver import field_validation as fields
 from jobset_infra.sim.apiserver import list_options, pod_updates, tables
 from jobset_infra.sim.apiserver.errors import (
+    StatusError,
     bad_request,
+    field_cause,
+    invalid,
     method_not_allowed,
     name_mismatch,
     not_found_resource,
 )
 from jobset_infra.sim.apiserver.hooks import ApiRequest
-from jobset_infra.sim.apiserver.listing import ListResult
-from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.listing import ListResult, check_list_version
+from jobset_infra.sim.apiserver.patch import STRATEGIC_PATCH
+from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
 from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.strategies import RETURNS_DELETED
@@ -43,7 +48,17 @@ class Call:
 
     @property
     def dry_run(self) -> bool:
-        return self.query.get("dryRun") == "All"
+        """`dryRun=All`; any other value is 422 on the verb's options, as the server checks."""
+        values = [v for k, v in self.query.items() if k == "dryRun"]
+        wrong = [v for v in values if v != "All"]
+        if wrong:
+            options = {"create": "CreateOptions", "update": "UpdateOptions",
+                       "patch": "PatchOptions"}.get(self.api.verb, "DeleteOptions")
+            shown = "[" + ", ".join(f'"{v}"' for v in wrong) + "]"
+            raise invalid("meta.k8s.io", options, "", [field_cause(
+                "FieldValueNotSupported", "dryRun",
+                f'Unsupported value: {shown}: supported values: "All"')])
+        return bool(values)
 
     @property
     def content_type(self) -> str:
@@ -71,16 +86,38 @@ def _render(call: Call, items: list[JsonObj], page: ListResult | None) -> web.Re
     meta: JsonObj = {"resourceVersion": str(call.store.resource_version)}
     if page is not None:
         meta = {"resourceVersion": page.resource_version}
+        if info.crd is not None:  # an unstructured list keeps an empty continue
+            meta["continue"] = ""
         if page.continue_token:  # a Table page keeps it too: kubectl pages tables by 500
             meta["continue"] = page.continue_token
-            meta["remainingItemCount"] = page.remaining
+            if page.remaining is not None:
+                meta["remainingItemCount"] = page.remaining
     if "as=Table" in call.headers.get("Accept", ""):
         include = call.query.get("includeObject", "Metadata")
         return json_response(tables.table(info, items, meta, include))
     if page is None:
         return json_response(items[0])
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
-                          "metadata": meta, "items": items})
+                          "metadata": meta, "items": list_items(info, items)})
+
+
+def list_items(info: ResourceInfo, items: list[JsonObj]) -> list[JsonObj]:
+    """A built-in list's items carry no apiVersion and kind (the typed list's do not); a custom
+    resource list's keep theirs."""
+    if info.crd is not None:
+        return items
+    return [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
+            for item in items]
+
+
+@contextmanager
+def _warned(warnings: list[str]) -> Iterator[None]:
+    """A write that fails still sends the field validation warnings gathered before it."""
+    try:
+        yield
+    except StatusError as error:
+        error.warnings = [*warnings, *error.warnings]
+        raise
 
 
 def field_validation(call: Call) -> tuple[Any, list[str]]:
@@ -102,6 +139,7 @@ async def get(call: Call) -> web.Response:
 async def list_(call: Call) -> web.Response:
     query = call.query
     list_options.check(query, watch=False)
+    check_list_version(query.get("resourceVersion"))
     limit = number(query, "limit")
     page = call.store.list(call.gvr, call.api.namespace,
                            label_selector=query.get("labelSelector"),
@@ -117,8 +155,9 @@ async def create(call: Call) -> web.Response:
     if call.api.name or (call.api.namespace is None and call.store.info(call.gvr).namespaced):
         raise method_not_allowed()  # POST is served on a namespace's collection only
     body, warnings = field_validation(call)
-    obj = call.store.create(call.gvr, as_object(body), call.api.namespace,
-                            field_manager=call.field_manager, dry_run=call.dry_run)
+    with _warned(warnings):
+        obj = call.store.create(call.gvr, as_object(body), call.api.namespace,
+                                field_manager=call.field_manager, dry_run=call.dry_run)
     return with_warnings(json_response(obj, 201), warnings)
 
 
@@ -128,8 +167,10 @@ async def update(call: Call) -> web.Response:
     if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
         raise bad_request(name_mismatch(str(body["metadata"]["name"]), call.api.name or ""))
     body.setdefault("metadata", {})["name"] = call.api.name
-    obj = call.store.update(call.gvr, body, call.api.namespace, field_manager=call.field_manager,
-                            subresource=call.api.subresource, dry_run=call.dry_run)
+    with _warned(warnings):
+        obj = call.store.update(call.gvr, body, call.api.namespace,
+                                field_manager=call.field_manager,
+                                subresource=call.api.subresource, dry_run=call.dry_run)
     return with_warnings(json_response(obj), warnings)
 
 
@@ -138,18 +179,22 @@ async def patch(call: Call) -> web.Response:
     how = fields.mode(call.query, "patch")
     warnings: list[str] = []
 
+    strategic = call.content_type == STRATEGIC_PATCH
+
     def check(patched: JsonObj, unknown: list[str]) -> None:
-        warnings.extend(fields.check_patched(patched, unknown, how))
+        warnings.extend(fields.check_patched(patched, unknown, how,
+                                             call.body if strategic else None))
 
     info = call.store.info(call.gvr)
     ns = call.api.namespace or "" if info.namespaced else ""
     created = applying and call.store.peek(call.gvr, ns, call.api.name or "") is None
-    obj = call.store.patch(
-        call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
-        subresource=call.api.subresource,
-        field_manager=call.query.get("fieldManager") if applying else call.field_manager,
-        force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run,
-        on_unknown=check)
+    with _warned(warnings):
+        obj = call.store.patch(
+            call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
+            subresource=call.api.subresource,
+            field_manager=call.query.get("fieldManager") if applying else call.field_manager,
+            force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run,
+            on_unknown=check)
     return with_warnings(json_response(obj, 201 if created else 200), warnings)
 
 
@@ -189,7 +234,7 @@ async def delete_collection(call: Call) -> web.Response:
     info = call.store.info(call.gvr)
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
                           "metadata": {"resourceVersion": str(call.store.resource_version)},
-                          "items": items})
+                          "items": list_items(info, items)})
 
 
 def bind(call: Call) -> JsonObj:

@@ -76,7 +76,7 @@ def test_multislice_cluster_queue_holds_the_32_chips() -> None:
     queue = _one(run_stack("v5e-multislice"), CLUSTER_QUEUE)
     [group] = queue.inputs["spec"]["resourceGroups"]
     [flavor] = group["flavors"]
-    assert flavor["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": 32}]
+    assert flavor["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": "32"}]
 
 
 def test_multislice_jobset_is_4_slices_of_2_pods_with_exclusive_pools() -> None:
@@ -87,8 +87,8 @@ def test_multislice_jobset_is_4_slices_of_2_pods_with_exclusive_pools() -> None:
     container = job["template"]["spec"]["containers"][0]
     assert rjob["replicas"] == 4
     assert (job["parallelism"], job["completions"]) == (2, 2)
-    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == 4
-    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == 4
+    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == "4"
+    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == "4"
     assert jobset["metadata"]["annotations"][k.EXCLUSIVE_KEY] == tpu.GKE_NODEPOOL_LABEL
     assert jobset["spec"]["failurePolicy"]["maxRestarts"] == 3
     assert jobset["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"

@@ -3,9 +3,15 @@
 `build_platform(config)` is what `stacks/__main__.py` runs:
 
 - platform `local`: an explicit Kubernetes provider from the configured kubeconfig file and
-  context (never the ambient one), JobSetSystem, Kueue without queues, a CPU-only demo JobSet;
+  context (never the ambient one), JobSetSystem, Kueue and a demo JobSet. With TPU pools in
+  `nodes` (the cluster's own, e.g. kwok Nodes from `jobset-infra cluster up --nodes v5e-2x4:4`)
+  they are the controller's placement domains, Kueue gets a TPU queue holding their chips and
+  the JobSet is a queued TPU JobSet on whole slices; without, Kueue has no queues and the JobSet
+  is CPU-only;
 - platform `gke`: GkeCluster, TpuSlicePools, JobSetSystem (pools declared as placement domains),
-  Kueue with a TPU queue holding the pools' chips, and a TPU JobSet on whole slices.
+  Kueue with a TPU queue holding the pools' chips, and a TPU JobSet on whole slices. With
+  `kubeconfig` set, only the Kubernetes half, onto that cluster, whose pools are the planned
+  ones (no GCP resource; the real-engine test runs v5e-multislice so on kwok pools).
 
 `read_config()` collects the stack's config as Pulumi hands it to a program.
 """
@@ -27,7 +33,7 @@ from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobS
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
-from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.manifests.kueue_spec import KueueInstall, LoopbackWebhooks, QueueSpec
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]
@@ -59,16 +65,19 @@ def run() -> Platform:
 
 def build_platform(config: StackConfig) -> Platform:
     """Create every resource the config describes."""
-    if config.platform == "local":
-        return _local(config)
+    if config.existing_cluster:
+        return _existing(config)
     return _gke(config)
 
 
-def _local(config: StackConfig) -> Platform:
+def _existing(config: StackConfig) -> Platform:
+    """The Kubernetes half onto a cluster whose node pools already exist."""
     provider = _kubeconfig_provider(config)
-    system = _system(config, provider, pools=())
-    kueue = _kueue(config, provider, pools=(), after=system)
-    workload = _cpu_workload(config, provider, system, kueue)
+    plans = config.pool_plans()
+    system = _system(config, provider, pools=plans)
+    kueue = _kueue(config, provider, pools=plans, after=system)
+    workload = (_tpu_workload(config, provider, system, kueue, plans[0]) if plans
+                else _cpu_workload(config, provider, system, kueue))
     return Platform(provider, system, kueue, workload)
 
 
@@ -90,8 +99,8 @@ def _kubeconfig_provider(config: StackConfig) -> k8s.Provider:
     kubeconfig = path.read_text() if path.is_file() else None
     if kubeconfig is None and not pulumi.runtime.is_dry_run():
         raise FileNotFoundError(
-            f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (kind create "
-            "cluster) or set jobset-infra:kubeconfig to your kubeconfig file"
+            f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (jobset-infra "
+            "cluster up, or kind create cluster) or set jobset-infra:kubeconfig to your file"
         )
     if kubeconfig is None:
         pulumi.log.warn(f"jobset-infra:kubeconfig: {path} does not exist (fine for a preview)")
@@ -125,6 +134,7 @@ def _system(
             namespace=settings.namespace,
             replicas=settings.replicas,
             pools=pools,
+            retain_crd=settings.retain_crd,
         ),
     )
 
@@ -155,7 +165,7 @@ def _kueue(
             provider=provider,
             pools=pools,
             queues=_queue_spec(config),
-            install=KueueInstall(version=config.kueue.version),
+            install=_kueue_install(config),
             install_only=not pools,
             # The stack owns the platform: it creates the team namespaces its queues serve.
             create_namespaces=True,
@@ -163,6 +173,37 @@ def _kueue(
         # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
         opts=pulumi.ResourceOptions(depends_on=[after]),
     )
+
+
+def _kueue_install(config: StackConfig) -> KueueInstall:
+    settings = config.kueue
+    loopback = None
+    if settings.loopback_webhooks is not None:
+        loopback = LoopbackWebhooks(port=settings.loopback_webhooks.port,
+                                    ca_pem=_ca_pem(settings.loopback_webhooks.ca_file))
+    return KueueInstall(
+        version=settings.version,
+        chart_path=os.path.expanduser(settings.chart) if settings.chart else None,
+        loopback_webhooks=loopback,
+    )
+
+
+# What a preview without the cluster (`jobset-infra plan`) trusts instead of the cluster's CA.
+_CA_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n(the cluster's CA)\n-----END CERTIFICATE-----\n"
+
+
+def _ca_pem(ca_file: str) -> str:
+    path = Path(os.path.expanduser(ca_file))
+    if path.is_file():
+        return path.read_text()
+    if not pulumi.runtime.is_dry_run():
+        raise FileNotFoundError(
+            f"jobset-infra:kueue.loopback_webhooks.ca_file: {path} does not exist; start the "
+            "cluster first (jobset-infra cluster up) or point it at the cluster's pki/ca.crt"
+        )
+    pulumi.log.warn(f"jobset-infra:kueue.loopback_webhooks.ca_file: {path} does not exist "
+                    "(fine for a preview)")
+    return _CA_PLACEHOLDER
 
 
 def _container(settings: WorkloadSettings) -> dict[str, Any]:
@@ -184,7 +225,7 @@ def _tpu_workload(
     provider: k8s.Provider,
     system: JobSetSystem,
     kueue: Kueue | None,
-    pools: TpuSlicePools,
+    pools: TpuSlicePools | SlicePoolsPlan,
 ) -> JobSet | None:
     settings = config.workload
     if settings is None or not settings.enabled:
@@ -225,7 +266,7 @@ def _jobset(
     kueue: Kueue | None,
     replicated_jobs: list[Any],
     *,
-    pools: list[TpuSlicePools],
+    pools: list[TpuSlicePools | SlicePoolsPlan],
 ) -> JobSet:
     settings = config.workload
     assert settings is not None

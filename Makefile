@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 help: ## show the targets
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
-venv: ## create .venv and install the package with its test extra
+venv: ## create .venv: the locked runtime and Pulumi SDKs, then the package with its test extras
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q --require-hashes -r locks/platform.txt
+	$(BIN)/pip install -q -e '.[test,platform,bench,lock]'
 
 tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi) into the cache
 	python3 tools/build.py
@@ -32,7 +33,7 @@ test-real: tools ## only the tiers that run on the real control plane (envtest a
 	JOBSET_REQUIRE_REAL=1 $(BIN)/pytest -q -m "envtest or real"
 
 ##@ Develop
-.PHONY: demo check test test-fast test-integration verify generate bench bench-quick
+.PHONY: demo check test test-fast test-integration verify generate lock bench bench-quick
 demo: ## run a multislice JobSet end to end on the simulated cluster (no cloud)
 	$(BIN)/jobset-infra sim --demo
 
@@ -52,8 +53,12 @@ test-integration: ## only the controller-against-API-server tier
 generate: ## regenerate the CRD from the models
 	$(BIN)/jobset-infra crd
 
-verify: ## fail if a generated file differs from a fresh generation
+lock: ## regenerate locks/controller.txt and locks/platform.txt from pyproject.toml (needs PyPI)
+	UV=$(BIN)/uv .ci/lock
+
+verify: ## fail if a generated file (the CRD, the locks) differs from a fresh generation
 	$(BIN)/jobset-infra crd --check
+	UV=$(BIN)/uv .ci/lock --check
 
 bench: ## the full benchmark run (minutes); results in benchmarks/RESULTS.md
 	$(BIN)/python -m benchmarks

@@ -169,7 +169,7 @@ async def bench_end_to_end(slices: int, hosts: int, mode: str) -> float:
         config = ControllerConfig.model_validate(
             {
                 "health": {"healthProbeBindAddress": "127.0.0.1:0"},
-                "metrics": {"bindAddress": "127.0.0.1:0"},
+                "metrics": {"bindAddress": "127.0.0.1:0", "secureServing": False},
                 "placement": {"mode": mode},
             }
         )

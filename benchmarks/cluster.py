@@ -155,6 +155,7 @@ def controller_command(url: str, metrics_port: int, profile: Path | None) -> lis
         f"--master={url}",
         "--leader-elect=false",
         f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+        "--metrics-secure=false",  # the harness scrapes plain HTTP on loopback
         "--health-probe-bind-address=0",
         "--log-level=error",
     ]

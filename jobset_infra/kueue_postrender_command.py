@@ -1,7 +1,7 @@
 """`jobset-infra kueue-postrender --port P --ca-bundle B`: Helm post-renderer for a loopback Kueue.
 
 The Kueue component passes this command to helm.v4.Chart when Kueue's webhooks are served on
-the API server's loopback (`kueue.loopback_webhooks`, the local cluster): Helm writes the
+the API server's loopback (`kueue.install.loopback_webhooks`, the local cluster): Helm writes the
 rendered chart to stdin and installs what this prints. The change itself is
 `jobset_infra.manifests.kueue_loopback.loopback_documents` (webhooks to 127.0.0.1:P trusting B,
 visibility APIServices left out).

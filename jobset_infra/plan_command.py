@@ -61,11 +61,24 @@ def available_stacks(stack_dir: Path) -> list[str]:
 
 
 def stack_config(stack_file: Path, project: str = PROJECT) -> dict[str, str]:
-    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string."""
+    """Return a stack file's config as Pulumi hands it to a program: `project:key` -> string.
+
+    The file is read like any manifest (`api.input_limits`: at most 8 MiB, bounded YAML), and
+    anything that is not one YAML mapping in UTF-8 is a PlanError naming the file.
+    """
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
     try:
-        document = yaml.safe_load(stack_file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{stack_file}: not valid YAML: {exc}") from exc
+        with stack_file.open("rb") as handle:
+            documents = load_documents(read_bounded(handle, MANIFEST_LIMITS))
+    except OSError as exc:
+        raise PlanError(f"{stack_file}: cannot read: {exc.strerror or exc}") from None
+    except (YamlError, LimitError) as exc:
+        raise PlanError(f"{stack_file}: {exc}") from None
+    if len(documents) > 1:
+        raise PlanError(f"{stack_file}: {len(documents)} YAML documents; a stack file has one")
+    document = documents[0] if documents else {}
     if not isinstance(document, dict):
         raise PlanError(f"{stack_file}: expected a mapping with a `config:` key")
     config = document.get("config") or {}
@@ -218,6 +231,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
+    _require_pulumi()
     from jobset_infra.components.offline import ProgramError, run_offline
     from jobset_infra.components.preview import (
         apply_order,
@@ -261,6 +275,24 @@ def _plan(args: argparse.Namespace) -> int:
         return 1
     print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
     return 0
+
+
+PLATFORM_SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_docker_build")
+
+
+def _require_pulumi() -> None:
+    """Raise PlanError naming the extra to install when a Pulumi SDK is missing.
+
+    The base install is the controller's; the SDKs come with `jobset-infra[platform]`.
+    """
+    import importlib.util
+
+    missing = [name for name in PLATFORM_SDKS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PlanError(
+            f"`plan` runs the Pulumi program, which needs the Pulumi SDKs ({', '.join(missing)} "
+            "missing): pip install 'jobset-infra[platform]' (or -e '.[platform]' in a checkout)"
+        )
 
 
 def _progress_mocks(*, live: bool) -> Any:

@@ -1,9 +1,12 @@
-"""Shared test configuration: hypothesis profiles (fixed seed, bounded examples in CI)."""
+"""Shared test configuration: hypothesis profiles (fixed seed, bounded examples in CI) and the
+test tiers every test belongs to (docs/architecture.md, "Test tiers")."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -15,3 +18,45 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+ROOT = Path(__file__).resolve().parents[1]
+# Folder (or module) -> tier; the longest match wins. Every test gets exactly one of unit, sim
+# and e2e; a folder that is in no tier fails the collection, so none is left out of `-m`.
+TIERS: dict[str, str] = {
+    "tests": "unit",  # the modules directly in tests/ (Dockerfile, plan command, README)
+    "tests/api": "unit",
+    "tests/architecture": "unit",
+    "tests/cluster": "unit",  # the local cluster's command lines, certificates, processes
+    "tests/components": "unit",
+    "tests/controller/core": "unit",
+    "tests/controller/runtime": "unit",
+    "tests/examples": "unit",
+    "tests/manifests": "unit",
+    "tests/placement": "unit",
+    "tests/stacks": "unit",
+    "tests/tpu": "unit",
+    "tests/sim": "sim",
+    "tests/conformance": "sim",  # the sim held to the real server's recorded answers
+    "tests/integration": "sim",
+    "tests/reliability": "sim",
+    "tests/benchmarks": "e2e",
+    "tests/e2e": "e2e",
+}
+
+
+def tier_of(path: str) -> str | None:
+    """The tier of a test file (a path relative to the repository), None if it has none."""
+    folder = path.rpartition("/")[0]
+    matches = [k for k in TIERS if folder == k or (k != "tests" and folder.startswith(k + "/"))]
+    return TIERS[max(matches, key=len)] if matches else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+        tier = tier_of(path)
+        if tier is None:
+            raise pytest.UsageError(
+                f"{path} is in no test tier: add its folder to TIERS in tests/conftest.py"
+            )
+        item.add_marker(getattr(pytest.mark, tier))

@@ -46,9 +46,9 @@ def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
     engine.select(stack)
     engine.config_set(stack, "jobset-infra:kubeconfig", str(cluster.kubeconfig))
     port = free_port()
-    engine.config_set(stack, "jobset-infra:kueue.loopback_webhooks.port", str(port), path=True)
-    engine.config_set(stack, "jobset-infra:kueue.loopback_webhooks.ca_file",
-                      str(cluster.layout.pki.ca_cert), path=True)
+    loopback = "jobset-infra:kueue.install.loopback_webhooks"
+    engine.config_set(stack, f"{loopback}.port", str(port), path=True)
+    engine.config_set(stack, f"{loopback}.ca_file", str(cluster.layout.pki.ca_cert), path=True)
     return engine
 
 

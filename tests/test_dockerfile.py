@@ -1,4 +1,5 @@
-"""The controller image's Dockerfile: pinned base, non-root user, pinned closure, slim runtime."""
+"""The controller image's Dockerfile and the lock files: pinned base, non-root user, a hashed
+lock of exactly the controller's closure, slim runtime; the platform lock agrees with it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,17 +16,13 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
-# What jobset-controller imports at run time (the Pulumi SDKs are deliberately not here).
-CONTROLLER_ROOTS = (
-    "pydantic",
-    "PyYAML",
-    "jsonschema",
-    "kubernetes-validate",
-    "cel-python",
-    "aiohttp",
-    "kubernetes-asyncio",
-    "prometheus-client",
-)
+CONTROLLER_LOCK = ROOT / "locks" / "controller.txt"
+PLATFORM_LOCK = ROOT / "locks" / "platform.txt"
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+# What jobset-controller imports at run time: the base dependencies (no Pulumi SDK among them).
+CONTROLLER_ROOTS = tuple(Requirement(r).name for r in PROJECT["dependencies"])
+TOOLING = {"pip", "setuptools", "wheel"}
+PULUMI_SDKS = {"pulumi", "pulumi-kubernetes", "pulumi-gcp", "pulumi-docker-build"}
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -47,14 +45,16 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pinned() -> dict[str, str]:
-    """Return package -> version of every `name==version` the Dockerfile installs."""
-    pins: dict[str, str] = {}
-    for keyword, rest in instructions():
-        if keyword == "RUN" and "pip install" in rest:
-            for name, version in re.findall(r"([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+)", rest):
-                pins[_normal(name)] = version
-    return pins
+def locked(lock: Path) -> dict[str, str]:
+    """Return package -> version of every `name==version` a lock file pins."""
+    pins = re.findall(r"^([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+)", lock.read_text(), flags=re.M)
+    return {_normal(name): version for name, version in pins}
+
+
+def requirement_blocks(lock: Path) -> list[str]:
+    """Each pinned requirement with its continuation lines (its hashes)."""
+    text = re.sub(r"\\\n", " ", lock.read_text())
+    return [line for line in text.splitlines() if line and not line.startswith((" ", "#"))]
 
 
 def closure(roots: tuple[str, ...]) -> dict[str, str]:
@@ -80,7 +80,8 @@ def test_base_image_is_an_exact_python_311_slim_release_or_a_digest() -> None:
     assert bases, "no FROM"
     image = _args()["PYTHON_IMAGE"]
     assert all(base in ("${PYTHON_IMAGE}", image) for base in bases)
-    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", image), image
+    # An exact release tag and its digest: the tag says what it is, the digest makes it so.
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?@sha256:[0-9a-f]{64}", image), image
 
 
 def test_final_stage_runs_as_a_numeric_non_root_user() -> None:
@@ -97,31 +98,72 @@ def test_entrypoint_is_the_controller() -> None:
     assert entrypoints == ['["jobset-controller"]']
 
 
-def test_every_pip_install_is_pinned() -> None:
-    for keyword, rest in instructions():
-        if keyword == "RUN" and "pip install" in rest:
-            for command in rest.split("&&"):
-                if "pip install" not in command:
-                    continue
-                words = command.split("pip install", 1)[1].split()
-                packages = [w for w in words if not w.startswith("-") and w != "."]
-                assert all("==" in p for p in packages), command
+def test_every_pip_install_is_the_hashed_lock_or_the_package_without_deps() -> None:
+    installs = [
+        command.split("pip install", 1)[1].split()
+        for keyword, rest in instructions()
+        if keyword == "RUN" and "pip install" in rest
+        for command in rest.split("&&")
+        if "pip install" in command
+    ]
+    assert installs
+    for words in installs:
+        if "." in words:
+            assert {"--no-deps", "--no-build-isolation"} <= set(words), words
+        else:
+            assert {"--require-hashes", "--no-deps", "-r"} <= set(words), words
+            assert [w for w in words if not w.startswith("-")] == ["/tmp/controller.txt"]
+    copies = [rest.split() for kw, rest in instructions() if kw == "COPY"]
+    assert ["locks/controller.txt", "/tmp/controller.txt"] in copies
 
 
-def test_pins_are_exactly_the_controller_closure_the_tests_run_with() -> None:
+def test_lock_pins_exactly_the_controller_closure_the_tests_run_with() -> None:
     want = closure(CONTROLLER_ROOTS)
-    got = {name: version for name, version in pinned().items() if name in want}
-    assert got == want
-    tooling = {"pip", "setuptools", "wheel"}
-    assert set(pinned()) - set(want) == tooling
+    pins = locked(CONTROLLER_LOCK)
+    assert {name: version for name, version in pins.items() if name not in TOOLING} == want
+    assert set(pins) - set(want) == TOOLING
 
 
-def test_package_is_installed_from_source_without_its_pulumi_dependencies() -> None:
+@pytest.mark.parametrize(
+    "lock",
+    [
+        pytest.param(CONTROLLER_LOCK, id="the controller lock"),
+        pytest.param(PLATFORM_LOCK, id="the platform lock"),
+    ],
+)
+def test_every_locked_package_has_hashes(lock: Path) -> None:
+    blocks = requirement_blocks(lock)
+    assert len(blocks) == len(locked(lock)) > 10
+    unhashed = [b.split()[0] for b in blocks if "--hash=sha256:" not in b]
+    assert unhashed == []
+    assert "autogenerated by uv" in lock.read_text().partition("\n")[0]
+
+
+def test_platform_lock_adds_the_pulumi_sdks_at_the_controller_versions() -> None:
+    controller, platform = locked(CONTROLLER_LOCK), locked(PLATFORM_LOCK)
+    shared = set(controller) & set(platform)
+    assert {n: controller[n] for n in shared} == {n: platform[n] for n in shared}
+    assert set(controller) - TOOLING <= set(platform)
+    assert set(platform) >= PULUMI_SDKS
+    assert not PULUMI_SDKS & set(controller)
+
+
+def test_pulumi_sdks_are_the_platform_extra_and_gcp_one_major() -> None:
+    base = {_normal(Requirement(r).name) for r in PROJECT["dependencies"]}
+    extra = PROJECT["optional-dependencies"]["platform"]
+    platform = {Requirement(r).name: Requirement(r) for r in extra}
+    assert not any(name.startswith("pulumi") for name in base)
+    assert set(platform) == PULUMI_SDKS
+    gcp = platform["pulumi-gcp"].specifier
+    majors = {v.split(".")[0] for v in ("8.0", "9.0", "10.0", "10.9", "11.0") if gcp.contains(v)}
+    assert majors == {"10"}
+
+
+def test_package_is_installed_from_source_without_resolving_dependencies() -> None:
     installs = [rest for kw, rest in instructions() if kw == "RUN" and "install --no-deps" in rest]
     assert any(
         re.search(r"pip install --no-deps --no-build-isolation \.(\s|$)", r) for r in installs
     )
-    assert not any("pulumi" in name for name in pinned())
 
 
 @pytest.mark.timeout(60)
@@ -142,4 +184,20 @@ def test_controller_entry_point_imports_without_pulumi() -> None:
 def test_dockerignore_sends_only_the_package_sources() -> None:
     lines = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line]
     assert "*" in lines
-    assert {"!pyproject.toml", "!README.md", "!jobset_infra/"} <= set(lines)
+    assert {"!pyproject.toml", "!README.md", "!locks/controller.txt", "!jobset_infra/"} <= set(
+        lines
+    )
+
+
+def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
+    # `*` leaves everything out of the context, so each COPY source needs its own `!` line.
+    lines = {line for line in (ROOT / ".dockerignore").read_text().splitlines() if line}
+    sources = [
+        source
+        for keyword, rest in instructions()
+        if keyword == "COPY" and not rest.startswith("--from")
+        for source in rest.split()[:-1]
+    ]
+    assert sources
+    missing = [s for s in sources if f"!{s.rstrip('/')}" not in lines and f"!{s}/" not in lines]
+    assert missing == [], f"add !<path> to .dockerignore for {missing}"

@@ -8,7 +8,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from tests.test_dockerfile import instructions, pinned
+from tests.test_dockerfile import CONTROLLER_LOCK, instructions, locked
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -40,4 +40,4 @@ def test_the_build_requires_a_setuptools_that_reads_that_form() -> None:
 def test_the_image_build_has_the_license_file_and_a_new_enough_setuptools() -> None:
     copied = " ".join(rest for keyword, rest in instructions() if keyword == "COPY")
     assert all(pattern in copied.split() for pattern in PROJECT["project"]["license-files"])
-    assert Version(pinned()["setuptools"]) in _setuptools_requirement().specifier
+    assert Version(locked(CONTROLLER_LOCK)["setuptools"]) in _setuptools_requirement().specifier

@@ -91,12 +91,45 @@ def test_unknown_stack_lists_the_known_ones(
     assert "(stacks: demo)" in err
 
 
+def test_without_the_platform_extra_plan_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The base install is the controller's; `plan` needs jobset-infra[platform].
+    project = _project(tmp_path, "config: {}\n")
+    monkeypatch.setitem(sys.modules, "pulumi_gcp", None)  # as if it were not installed
+    code = main(["plan", "--stack", "demo", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "pulumi_gcp missing" in err
+    assert "pip install 'jobset-infra[platform]'" in err
+    assert "Traceback" not in err
+
+
 def test_broken_stack_yaml_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = _project(tmp_path, "config: [unclosed\n")
     assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b"config:\n  x: \xff\xfe\n", "not UTF-8 text", id="not UTF-8"),
+        pytest.param(b"config: &a [*a]\n", "refers to a node that contains it",
+                     id="a recursive alias"),
+        pytest.param(b"a: 1\n---\nb: 2\n", "2 YAML documents", id="two documents"),
+    ],
+)
+def test_an_unreadable_stack_file_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+) -> None:
+    project = _project(tmp_path, "")
+    (project / "stacks" / "Pulumi.demo.yaml").write_bytes(content)
+    assert main(["plan", "--stack", "demo", "--project-dir", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and expected in err and "Pulumi.demo.yaml" in err
 
 
 # --- the real stacks ------------------------------------------------------------------------------

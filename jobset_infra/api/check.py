@@ -4,13 +4,13 @@
 1. the generated CRD schema (prune -> structural defaults -> schema and CEL validation), reporting
    unknown fields as errors (kubectl's default `--validate=strict`);
 2. the pydantic models (types, the Job template against the pinned Kubernetes OpenAPI);
-3. `default` + `validate`: upstream's webhook rules, also those the CRD cannot express.
-Problems found twice are reported once. Pure apart from loading the packaged CRD (cached).
+3. `default` + the Python rules of the registry (`rules.webhook_problems`): upstream's webhook
+   rules the CRD cannot express. Each rule is declared once (as CEL in the CRD or as a Python
+   check), so no problem is found twice. Pure apart from compiling the CRD schema (cached).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,13 +18,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.crd.generate import generate_crd
-from jobset_infra.api.crd.schema import CrdSchema
+from jobset_infra.api.cluster_bounds import size_errors
+from jobset_infra.api.crd.generate import jobset_crd_schema
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import JobSet, field_errors
 from jobset_infra.api.names import dns1123_subdomain
-from jobset_infra.api.validation import validate
+from jobset_infra.api.object_meta import metadata_errors
+from jobset_infra.api.rules import Context, webhook_problems
+from jobset_infra.api.validation import check_name, with_generated_name
 
 __all__ = ["CheckResult", "check_jobset", "jobset_crd_schema"]
 
@@ -42,12 +45,6 @@ class CheckResult:
         return not self.errors
 
 
-@functools.cache
-def jobset_crd_schema() -> CrdSchema:
-    """The schema of the generated JobSet CRD (built once)."""
-    return CrdSchema.from_crd(generate_crd(), c.VERSION, strict=True)
-
-
 def check_jobset(
     manifest: object,
     old: object | None = None,
@@ -62,11 +59,12 @@ def check_jobset(
     if type_errors:
         return CheckResult(type_errors)
     errors = _Errors()
+    errors.extend(metadata_errors(manifest.get("metadata"), builtin=False))
     schema = jobset_crd_schema()
     admitted_old = schema.admit(old)[0] if isinstance(old, dict) else None
     for path in schema.pruned_fields(manifest):
         errors.add(FieldError(path, f'unknown field "{path.rsplit(".", 1)[-1]}"'))
-    errors.extend(schema.admit(manifest, admitted_old)[1])
+    errors.extend(schema.admit(with_generated_name(manifest), admitted_old)[1])
     try:
         js = JobSet.model_validate(manifest)
     except ValidationError as exc:
@@ -84,9 +82,11 @@ def check_jobset(
         return CheckResult(errors.items)
     defaulted = default(js)
     old_defaulted = default(old_js) if old_js is not None else None
-    gates, pvcs = feature_gates, existing_pvcs
-    rules = validate(defaulted, old_defaulted, feature_gates=gates, existing_pvcs=pvcs)
-    errors.extend_unless_restated(rules)
+    gates = {**c.FEATURE_GATE_DEFAULTS, **(feature_gates or {})}
+    context = Context(check_name(defaulted), gates, existing_pvcs or {}, old_defaulted)
+    errors.extend(webhook_problems(defaulted, context))
+    errors.extend(size_errors(defaulted))
+    errors.extend(child_job_errors(manifest))
     return CheckResult(errors.items, defaulted)
 
 
@@ -148,12 +148,6 @@ class _Errors:
                 self.add(error)
 
 
-    def extend_unless_restated(self, errors: list[FieldError]) -> None:
-        """Add errors, except one whose message an error at its path already says (the CRD's
-        CEL rule and the webhook both word `field is immutable`): one line per problem."""
-        for error in errors:
-            if not any(e.path == error.path and error.message in e.message for e in self.items):
-                self.add(error)
 
 
 def _under(path: str, parent: str) -> bool:

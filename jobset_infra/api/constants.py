@@ -263,12 +263,6 @@ MAX_INT32: Final = 2_147_483_647
 FIRST_RJOB_DEPENDS_ON_MESSAGE: Final = "DependsOn can't be set for the first ReplicatedJob"
 # A dependsOn target that is not a previously listed rjob; format rjob and dep.
 DEPENDS_ON_ORDER_MESSAGE: Final = "replicatedJob: {rjob} cannot depend on replicatedJob: {dep}"
-SUBDOMAIN_TOO_LONG_MESSAGE: Final = (
-    ".spec.network.subdomain is too long, must be less than 63 characters"
-)
-GROUP_NAME_TOO_LONG_MESSAGE: Final = (
-    ".spec.replicatedJob[].groupName is too long, must be less than 63 characters"
-)
 JOB_NAME_TOO_LONG_MESSAGE: Final = (
     "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
 )
@@ -283,9 +277,6 @@ UNKNOWN_TARGET_MESSAGE: Final = (
 DUPLICATE_RULE_NAMES_MESSAGE: Final = (
     "rule names are not unique, rules with indices {indices} all have the same name '{name}'"
 )
-COORDINATOR_LABEL_MESSAGE: Final = (
-    "spec will lead to invalid label value {value} (long JobSet / ReplicatedJob / SubDomain name?)"
-)
 # A VolumeClaimPolicy template with no matching volumeMount; format name.
 VCP_NO_MOUNT_MESSAGE: Final = (
     "replicatedJob containers don't have a matching volumeMount: {name} from VolumeClaimPolicies"
@@ -294,6 +285,11 @@ VCP_NO_MOUNT_MESSAGE: Final = (
 VCP_RETAIN_MESSAGE: Final = "retentionPolicy must be retain when PVC exists"
 # Generic immutable-field message (apimachinery ValidateImmutableField).
 FIELD_IMMUTABLE_MESSAGE: Final = "field is immutable"
+# A suspended JobSet's replicated jobs changed beyond what upstream's ValidateUpdate allows.
+RJOBS_SUSPENDED_CHANGES_MESSAGE: Final = (
+    f"{FIELD_IMMUTABLE_MESSAGE}: while the JobSet is suspended only the pod templates' labels, "
+    "annotations, nodeSelector, tolerations and schedulingGates may change"
+)
 # CEL immutability message used in the CRD.
 VALUE_IMMUTABLE_MESSAGE: Final = "Value is immutable"
 # CEL message for startupPolicy InOrder together with dependsOn.

@@ -155,6 +155,12 @@ class LeaderElection(_Section):
 
 class Metrics(_Section):
     bind_address: str = ":8443"
+    secure_serving: bool = True
+    """HTTPS, and each scrape's bearer token authenticated (TokenReview) and authorized for GET
+    /metrics (SubjectAccessReview), as controller-runtime's secure metrics; false serves plain
+    HTTP to anyone who can connect (loopback harnesses)."""
+    cert_dir: str = ""
+    """Folder with tls.crt and tls.key (cert-manager, a Secret); empty: a self-signed one."""
 
 
 class Health(_Section):
@@ -379,6 +385,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("leader-election-id", ("leaderElection", "resourceName"), "Lease name"),
     Flag("leader-election-namespace", ("leaderElection", "resourceNamespace"), "Lease namespace"),
     Flag("metrics-bind-address", ("metrics", "bindAddress"), "metrics address (:8443)"),
+    Flag("metrics-secure", ("metrics", "secureServing"), "HTTPS + TokenReview/SAR (true)"),
+    Flag("metrics-cert-dir", ("metrics", "certDir"), "tls.crt/tls.key folder ('' = self-signed)"),
     Flag(
         "health-probe-bind-address",
         ("health", "healthProbeBindAddress"),

@@ -1,28 +1,37 @@
-"""The controller's permissions: the one declared list of every API call it is allowed to make.
+"""The controller's permissions: the one declaration of every API call it is allowed to make.
 
-The ClusterRole and the namespaced Role in `jobset_infra.manifests.rbac` are rendered from these
-rules and nothing else, and a runtime test compares them with the calls the runtime makes, so a
-verb the controller stops using shows up as a diff here. There are no wildcards: each rule names
-its API group, resources and verbs.
+Both readers take them from here: the ClusterRole and the namespaced Role in
+`jobset_infra.manifests.rbac` are rendered from these rules, and the runtime's client refuses,
+before any HTTP, a call that `called_permissions()` does not list
+(`jobset_infra.controller.runtime.kube`). tests/integration/test_rbac_calls.py drives the
+controller through every behaviour and compares the calls it really made with these rules, so a
+verb the controller stops using shows up there. There are no wildcards: each rule names its API
+group, resources and verbs.
 
 Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upstream.md §2.17) the
 controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
 pod webhook to repair), no webhook configurations (there are no webhooks, so no cert injection),
 PersistentVolumeClaims only listed, watched and created (volumeClaimPolicies; never read one by
-one), and Leases are granted in the controller's own namespace only.
+one), and Leases are granted in the controller's own namespace only, get/update of the
+controller's one Lease by name. TokenReviews and SubjectAccessReviews are created to check who
+scrapes the secure /metrics, as controller-runtime's metrics filters do; scrapers themselves
+get `METRICS_READER_RULES` (upstream's `metrics-reader` ClusterRole).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobset_infra.api.constants import GROUP
+from jobset_infra.api.constants import GROUP, LEADER_ELECTION_ID
 
 __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
+    "METRICS_READER_RULES",
     "NAMESPACE_RULES",
     "PolicyRule",
+    "called_permissions",
+    "leader_election_rules",
 ]
 
 _CORE_GROUP = ""
@@ -30,6 +39,8 @@ _BATCH_GROUP = "batch"
 _JOBSET_GROUP = GROUP
 _EVENTS_GROUP = "events.k8s.io"
 _COORDINATION_GROUP = "coordination.k8s.io"
+_AUTHENTICATION_GROUP = "authentication.k8s.io"
+_AUTHORIZATION_GROUP = "authorization.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -39,14 +50,31 @@ class PolicyRule:
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
+    """Only these objects (RBAC cannot name the object of a create: it is in the body)."""
+    non_resource_urls: tuple[str, ...] = ()
+    """A rule on URLs such as /metrics instead of API resources (api_groups and resources empty)."""
+    called: bool = True
+    """False for a grant the API server checks on our behalf; the controller never calls it."""
+
+    def permissions(self) -> frozenset[tuple[str, str, str]]:
+        """Return every (api group, resource, verb) the rule grants."""
+        return frozenset(
+            (g, r, v) for g in self.api_groups for r in self.resources for v in self.verbs
+        )
 
     def to_dict(self) -> dict[str, list[str]]:
         """Return the rule as a Kubernetes `rbac.authorization.k8s.io/v1` PolicyRule."""
-        return {
+        if self.non_resource_urls:
+            return {"nonResourceURLs": list(self.non_resource_urls), "verbs": list(self.verbs)}
+        rule = {
             "apiGroups": list(self.api_groups),
             "resources": list(self.resources),
             "verbs": list(self.verbs),
         }
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        return rule
 
 
 CLUSTER_RULES: tuple[PolicyRule, ...] = (
@@ -57,7 +85,7 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((_JOBSET_GROUP,), ("jobsets/status",), ("update",)),
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
     # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
-    PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",)),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",), called=False),
     # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart.
     PolicyRule((_BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
     # On resume the controller clears a child Job's status.startTime, as upstream does.
@@ -71,14 +99,38 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
     PolicyRule((_EVENTS_GROUP,), ("events",), ("create", "patch")),
     PolicyRule((_CORE_GROUP,), ("events",), ("create", "patch")),
+    # Secure metrics: each scraper's token is reviewed and its access to /metrics checked.
+    PolicyRule((_AUTHENTICATION_GROUP,), ("tokenreviews",), ("create",)),
+    PolicyRule((_AUTHORIZATION_GROUP,), ("subjectaccessreviews",), ("create",)),
 )
 """Cluster-wide rules, bound to the controller's ServiceAccount by a ClusterRoleBinding."""
 
-NAMESPACE_RULES: tuple[PolicyRule, ...] = (
-    # Leader election: one Lease in the controller's own namespace (a Role, not cluster-wide).
-    PolicyRule((_COORDINATION_GROUP,), ("leases",), ("get", "create", "update")),
+
+def leader_election_rules(lease_name: str = LEADER_ELECTION_ID) -> tuple[PolicyRule, ...]:
+    """Leader election, in the controller's own namespace (a Role, not cluster-wide): get and
+    update of its one Lease by name; create cannot be limited by name, so it is granted for
+    Leases of that namespace, which holds nothing but the controller."""
+    return (
+        PolicyRule((_COORDINATION_GROUP,), ("leases",), ("get", "update"),
+                   resource_names=(lease_name,)),
+        PolicyRule((_COORDINATION_GROUP,), ("leases",), ("create",)),
+    )
+
+
+NAMESPACE_RULES: tuple[PolicyRule, ...] = leader_election_rules()
+"""Rules granted only in the controller's namespace, for the default Lease name."""
+
+METRICS_READER_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule((), (), ("get",), non_resource_urls=("/metrics",)),
 )
-"""Rules granted only in the controller's namespace, through a Role and RoleBinding."""
+"""What a scraper (Prometheus' ServiceAccount) needs to be bound to, to read /metrics."""
 
 ALL_RULES: tuple[PolicyRule, ...] = CLUSTER_RULES + NAMESPACE_RULES
 """Every permission the controller holds, cluster-wide and namespaced."""
+
+
+def called_permissions(
+    rules: tuple[PolicyRule, ...] = ALL_RULES,
+) -> frozenset[tuple[str, str, str]]:
+    """Return the (api group, resource, verb) calls the rules allow the controller to make."""
+    return frozenset().union(*(rule.permissions() for rule in rules if rule.called))

@@ -101,11 +101,12 @@ def check_text(
 
 
 def _load_old(name: str) -> dict[tuple[str, str], Any] | str:
+    from jobset_infra.api.input_limits import LimitError
     from jobset_infra.api.yaml_io import YamlError, load_documents
 
     try:
         documents = load_documents(_read(name))
-    except (OSError, YamlError) as exc:
+    except (OSError, YamlError, LimitError) as exc:
         return f"{name}: {exc}"
     return {_key(d): d for d in documents if isinstance(d, dict)}
 
@@ -143,20 +144,29 @@ def _directory_hint(name: str) -> str:
 
 
 def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[str, int]]:
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
+
     if name != "-" and Path(name).is_dir():
         yield _directory_hint(name), 0
         return
+    shown = "<stdin>" if name == "-" else name
     try:
-        data = stdin.read() if name == "-" else _read(name)
+        data = read_bounded(stdin, MANIFEST_LIMITS) if name == "-" else _read(name)
     except OSError as exc:
         yield f"{name}: cannot read: {exc.strerror or exc}", 0
         return
-    yield from _check_data("<stdin>" if name == "-" else name, data, options)
+    except LimitError as exc:
+        yield f"{shown}: {exc}", 0
+        return
+    yield from _check_data(shown, data, options)
 
 
 def _read(name: str) -> bytes:
+    """The file's bytes, at most the manifest size limit (`validate /dev/zero` ends at once)."""
+    from jobset_infra.api.input_limits import MANIFEST_LIMITS, read_bounded
+
     with open(name, "rb") as handle:
-        return handle.read()
+        return read_bounded(handle, MANIFEST_LIMITS)
 
 
 def _check_data(name: str, data: bytes, options: Options) -> Iterator[tuple[str, int]]:
@@ -195,6 +205,7 @@ def _errors(document: Any, options: Options) -> list[Any]:
     from jobset_infra.api.check import check_jobset
     from jobset_infra.api.errors import FieldError
     from jobset_infra.api.k8s_openapi import K8S_VERSION, validate_builtin
+    from jobset_infra.api.object_meta import metadata_errors
 
     if not isinstance(document, dict):
         return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
@@ -211,4 +222,4 @@ def _errors(document: Any, options: Options) -> list[Any]:
                 "built-in kind",
             )
         ]
-    return errors
+    return metadata_errors(document.get("metadata"), builtin=True) + errors

@@ -1,14 +1,18 @@
 """Validation of a JobSet, identical to upstream's validating webhook plus its CRD rules.
 
 Pure: `validate(js, old=None, ...)` returns every problem as a FieldError; empty means valid. It
-expects a defaulted JobSet (see `defaults.default`), as upstream's webhook sees one. On create it
-runs upstream's ValidateCreate (reference §4.2); on update ValidateUpdate (§4.3, in
-`validation_update`). Rules upstream states as CRD CEL are checked here too, so a caller without
-an API server (Pulumi preview, `jobset-infra validate`) gets the complete verdict.
+expects a defaulted JobSet (see `defaults.default`), as upstream's webhook sees one. The rules
+are the registry in `jobset_infra.api.rules`, each declared once: those written as CEL are
+evaluated here the way the API server evaluates the generated CRD (celpy), the others are the
+Python checks below (upstream's ValidateCreate, reference §4.2; ValidateUpdate §4.3 is in
+`validation_update`). So a caller without an API server (Pulumi preview, `jobset-infra
+validate`, the controller's InvalidSpec condition) gets the complete verdict.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -21,19 +25,28 @@ from jobset_infra.api.errors import (
     invalid,
     not_supported,
     required,
-    too_long,
 )
 from jobset_infra.api.models import (
     FailurePolicyAction,
     JobSet,
     ReplicatedJob,
     RestartStrategy,
-    StartupPolicyOrder,
     WhenDeleted,
 )
-from jobset_infra.api.validation_update import validate_update
 
-__all__ = ["FieldError", "validate"]
+__all__ = [
+    "FieldError",
+    "check_name",
+    "coordinator_problems",
+    "crd_problems",
+    "failure_policy_problems",
+    "in_place_restart_gate",
+    "replicated_job_problems",
+    "success_policy_problems",
+    "validate",
+    "volume_claim_policy_problems",
+    "with_generated_name",
+]
 
 # Stand-in for the 5 random characters upstream's SimpleNameGenerator appends (same alphabet).
 _NAME_SUFFIX: Final = "bcdfg"
@@ -54,33 +67,47 @@ def validate(
     `existing_pvcs` maps PVC names in the JobSet's namespace to their manifests (upstream does a
     live GET); `feature_gates` overrides `constants.FEATURE_GATE_DEFAULTS`.
     """
+    from jobset_infra.api.rules import Context, webhook_problems
+
     gates = {**c.FEATURE_GATE_DEFAULTS, **(feature_gates or {})}
-    errors = list(_crd_rules(js))
-    if old is None:
-        errors += _validate_create(js, gates, existing_pvcs or {})
-    else:
-        errors += validate_update(js, old, gates)
-    return errors
+    context = Context(check_name(js), gates, existing_pvcs or {}, old)
+    return [*crd_problems(js, old), *webhook_problems(js, context)]
 
 
-def _validate_create(
-    js: JobSet, gates: Mapping[str, bool], existing_pvcs: Mapping[str, Mapping[str, Any]]
-) -> list[FieldError]:
-    name = _check_name(js)
-    return [
-        *_in_place_restart_gate(js, gates),
-        *_first_rjob_depends_on(js),
-        *_subdomain(js),
-        *_managed_by(js),
-        *(e for i, r in enumerate(js.spec.replicated_jobs) for e in _rjob(js, name, i, r, gates)),
-        *_success_policy(js),
-        *_failure_policy(js, gates),
-        *_coordinator(js, name),
-        *_volume_claim_policies(js, name, existing_pvcs),
-    ]
+def crd_problems(js: JobSet, old: JobSet | None = None) -> list[FieldError]:
+    """What the generated CRD's schema and CEL rules say about the spec of `js` (an update of
+    `old`). Memoized by content: the same spec gets the same verdict without a second run."""
+    new_key = _spec_key(with_generated_name(js.to_dict()))
+    return list(_crd_verdict(new_key, _spec_key(old.to_dict()) if old is not None else ""))
 
 
-def _check_name(js: JobSet) -> str:
+def _spec_key(manifest: dict[str, Any]) -> str:
+    # What the rules read: the spec and the name. Status is the controller's, and the rest of
+    # metadata (resourceVersion, labels, ...) changes without changing the verdict.
+    meta = manifest.get("metadata") or {}
+    named = {k: meta[k] for k in ("name", "generateName") if k in meta}
+    kept = {k: v for k, v in manifest.items() if k not in ("status", "metadata")}
+    return json.dumps({**kept, "metadata": named}, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _crd_verdict(new: str, old: str) -> tuple[FieldError, ...]:
+    from jobset_infra.api.crd.generate import jobset_crd_schema
+
+    schema = jobset_crd_schema()
+    return tuple(schema.validate(json.loads(new), json.loads(old) if old else None))
+
+
+def with_generated_name(manifest: dict[str, Any]) -> dict[str, Any]:
+    """`manifest` with the name the API server generates from generateName before it validates
+    (five characters appended), so rules on the name see one as they do on a real server."""
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") or not meta.get("generateName"):
+        return manifest
+    return {**manifest, "metadata": {**meta, "name": f"{meta['generateName']}{_NAME_SUFFIX}"}}
+
+
+def check_name(js: JobSet) -> str:
     """The name checks use: metadata.name, or generateName plus a 5-character suffix."""
     return js.metadata.name or f"{js.metadata.generate_name or ''}{_NAME_SUFFIX}"
 
@@ -98,28 +125,10 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-# --- rules upstream states in the CRD (CEL), checked on create and update -----------------------
+# --- create rules CEL cannot express (upstream ValidateCreate); listed in `rules` ------------
 
 
-def _crd_rules(js: JobSet) -> Iterator[FieldError]:
-    spec = js.spec
-    in_order = (
-        spec.startup_policy is not None
-        and spec.startup_policy.startup_policy_order is StartupPolicyOrder.IN_ORDER
-    )
-    if in_order and any(r.depends_on is not None for r in spec.replicated_jobs):
-        yield invalid("spec", {}, c.STARTUP_POLICY_DEPENDS_ON_EXCLUSIVE_MESSAGE)
-    for i, policy in enumerate(spec.volume_claim_policies or []):
-        for template in policy.templates:
-            if (template.get("metadata") or {}).get("namespace"):
-                yield invalid(f"spec.volumeClaimPolicies[{i}]", {}, c.VCP_NAMESPACE_MESSAGE)
-                break
-
-
-# --- create rules (upstream ValidateCreate), in upstream's order --------------------------------
-
-
-def _in_place_restart_gate(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+def in_place_restart_gate(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
     policy = js.spec.failure_policy
     in_place = policy is not None and policy.restart_strategy is RestartStrategy.IN_PLACE_RESTART
     if in_place and not gates[c.FEATURE_IN_PLACE_RESTART]:
@@ -129,63 +138,27 @@ def _in_place_restart_gate(js: JobSet, gates: Mapping[str, bool]) -> Iterator[Fi
         )
 
 
-def _first_rjob_depends_on(js: JobSet) -> Iterator[FieldError]:
-    rjobs = js.spec.replicated_jobs
-    if rjobs and rjobs[0].depends_on is not None:
-        yield invalid(
-            "spec.replicatedJobs[0].dependsOn",
-            rjobs[0].to_dict().get("dependsOn"),
-            c.FIRST_RJOB_DEPENDS_ON_MESSAGE,
-        )
-
-
-def _subdomain(js: JobSet) -> Iterator[FieldError]:
-    subdomain = js.spec.network.subdomain if js.spec.network else None
-    if not subdomain:
-        return
-    problems = dict.fromkeys(names.dns1123_subdomain(subdomain) + names.dns1035_label(subdomain))
-    for problem in problems:
-        message = c.SUBDOMAIN_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
-        yield invalid("spec.network.subdomain", subdomain, message)
-
-
-def _managed_by(js: JobSet) -> Iterator[FieldError]:
-    managed_by = js.spec.managed_by
-    if managed_by is None:
-        return
-    for problem in names.domain_prefixed_path(managed_by):
-        yield invalid("spec.managedBy", managed_by, problem)
-    if len(managed_by) > c.DNS_LABEL_MAX_LENGTH:
-        yield too_long("spec.managedBy", c.DNS_LABEL_MAX_LENGTH)
-
-
-def _rjob(
+def replicated_job_problems(
     js: JobSet, js_name: str, i: int, rjob: ReplicatedJob, gates: Mapping[str, bool]
 ) -> Iterator[FieldError]:
+    """Job and pod names that are not DNS-1035 labels (their length is a CEL rule), groupName,
+    dependsOn pointing at a later job, InPlaceRestart's Job fields."""
     path = f"spec.replicatedJobs[{i}]"
     spec = _job_spec(rjob)
-    parallelism = _int_or_none(spec.get("parallelism"))
     completions = _int_or_none(spec.get("completions"))
-    pods = rjob.replicas * (parallelism if parallelism is not None else 1)
-    if pods > c.MAX_INT32:
-        yield invalid(
-            f"{path}.replicas",
-            rjob.replicas,
-            f"replicas x parallelism = {pods} pods exceeds the maximum of {c.MAX_INT32}",
-        )
     for problem in names.dns1035_label(rjob.group_name):
-        message = c.GROUP_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
-        yield invalid(f"{path}.groupName", rjob.group_name, message)
+        if not names.is_too_long(problem):  # its length is the schema's maxLength
+            yield invalid(f"{path}.groupName", rjob.group_name, problem)
     # As upstream: the index of the last Job, -1 when there are no replicas.
     longest_job = f"{js_name}-{rjob.name}-{rjob.replicas - 1}"
     for problem in names.dns1035_label(longest_job):
-        message = c.JOB_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
-        yield invalid(f"{path}.name", longest_job, message)
+        if not names.is_too_long(problem):
+            yield invalid(f"{path}.name", longest_job, problem)
     if spec.get("completionMode") == c.COMPLETION_MODE_INDEXED and completions is not None:
         longest_pod = f"{longest_job}-{completions - 1}-{_NAME_SUFFIX}"
         for problem in names.dns1035_label(longest_pod):
-            message = c.POD_NAME_TOO_LONG_MESSAGE if names.is_too_long(problem) else problem
-            yield invalid(f"{path}.name", longest_pod, message)
+            if not names.is_too_long(problem):
+                yield invalid(f"{path}.name", longest_pod, problem)
     earlier = set(_rjob_names(js)[:i])
     for j, dep in enumerate((rjob.depends_on or []) if i > 0 else []):
         if dep.name not in earlier:
@@ -228,7 +201,8 @@ def _in_place_restart_job(
         )
 
 
-def _success_policy(js: JobSet) -> Iterator[FieldError]:
+def success_policy_problems(js: JobSet) -> Iterator[FieldError]:
+    """successPolicy targets that are not replicated jobs."""
     policy = js.spec.success_policy
     known = set(_rjob_names(js))
     for k, target in enumerate(policy.target_replicated_jobs if policy else []):
@@ -240,7 +214,9 @@ def _success_policy(js: JobSet) -> Iterator[FieldError]:
             )
 
 
-def _failure_policy(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+def failure_policy_problems(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+    """RestartJob actions without their gate or over too many replicas, rule names, targets and
+    failure reasons."""
     policy = js.spec.failure_policy
     if policy is None:
         return
@@ -280,19 +256,10 @@ def _failure_policy(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldErro
 
 
 def _rule_names(js: JobSet) -> Iterator[FieldError]:
+    """Rule names used twice (their length and pattern are the schema's)."""
     rules = js.spec.failure_policy.rules if js.spec.failure_policy else []
     by_name: dict[str, list[int]] = {}
     for k, rule in enumerate(rules):
-        path = f"spec.failurePolicy.rules[{k}].name"
-        if not c.RULE_NAME_MIN_LENGTH <= len(rule.name) <= c.RULE_NAME_MAX_LENGTH:
-            yield invalid(
-                path,
-                rule.name,
-                f"must be between {c.RULE_NAME_MIN_LENGTH} and "
-                f"{c.RULE_NAME_MAX_LENGTH} characters long",
-            )
-        elif not names.matches(c.RULE_NAME_PATTERN, rule.name):
-            yield invalid(path, rule.name, f"must match regex {c.RULE_NAME_PATTERN}")
         by_name.setdefault(rule.name, []).append(k)
     for name, indices in by_name.items():
         if len(indices) > 1:
@@ -304,21 +271,16 @@ def _rule_names(js: JobSet) -> Iterator[FieldError]:
             )
 
 
-def _coordinator(js: JobSet, js_name: str) -> Iterator[FieldError]:
+def coordinator_problems(js: JobSet) -> Iterator[FieldError]:
+    """A coordinator job that is not Indexed with completions, or a pod index out of range (that
+    the job exists and the job index fits, and the label's length, are CEL rules)."""
     coordinator = js.spec.coordinator
     if coordinator is None:
         return
     path = "spec.coordinator"
     rjob = next((r for r in js.spec.replicated_jobs if r.name == coordinator.replicated_job), None)
     if rjob is None:
-        yield invalid(
-            f"{path}.replicatedJob", coordinator.replicated_job, "replicatedJob does not exist"
-        )
         return
-    if not 0 <= coordinator.job_index < rjob.replicas:
-        yield invalid(
-            f"{path}.jobIndex", coordinator.job_index, f"must be in the range [0, {rjob.replicas})"
-        )
     spec = _job_spec(rjob)
     completions = _int_or_none(spec.get("completions"))
     if spec.get("completionMode") != c.COMPLETION_MODE_INDEXED or completions is None:
@@ -331,15 +293,13 @@ def _coordinator(js: JobSet, js_name: str) -> Iterator[FieldError]:
         yield invalid(
             f"{path}.podIndex", coordinator.pod_index, f"must be in the range [0, {completions})"
         )
-    subdomain = (js.spec.network.subdomain if js.spec.network else None) or js_name
-    endpoint = f"{js_name}-{rjob.name}-{coordinator.job_index}-{coordinator.pod_index}.{subdomain}"
-    if names.label_value(endpoint):
-        yield invalid(path, endpoint, c.COORDINATOR_LABEL_MESSAGE.format(value=endpoint))
 
 
-def _volume_claim_policies(
+def volume_claim_policy_problems(
     js: JobSet, js_name: str, existing: Mapping[str, Mapping[str, Any]]
 ) -> Iterator[FieldError]:
+    """Templates without a name, named twice, not a subdomain, not mounted, clashing with a
+    volume, or unlike an existing PVC (the PVC name's length is a CEL rule)."""
     seen: set[str] = set()
     mounts, volumes = _mounts_and_volumes(js)
     for i, policy in enumerate(js.spec.volume_claim_policies or []):
@@ -355,12 +315,6 @@ def _volume_claim_policies(
             for problem in names.dns1123_subdomain(name):
                 yield invalid(f"{path}.metadata.name", name, problem)
             pvc_name = f"{name}-{js_name}"
-            if len(pvc_name) > c.DNS_LABEL_MAX_LENGTH:
-                yield invalid(
-                    f"{path}.metadata.name",
-                    pvc_name,
-                    f"PVC name must be no more than {c.DNS_LABEL_MAX_LENGTH} characters",
-                )
             if name not in mounts:
                 yield invalid(
                     f"{path}.metadata.name", name, c.VCP_NO_MOUNT_MESSAGE.format(name=name)

@@ -1,6 +1,9 @@
-"""Update validation of a JobSet: upstream ValidateUpdate (§4.3) plus CRD transition rules.
+"""Update validation of a JobSet: what of upstream ValidateUpdate (§4.3) CEL cannot express.
 
-The replicated jobs are immutable, except that
+The CRD's transition rules (`rules`: names and order fixed, changes only while suspended,
+managedBy fixed; `models`: network, successPolicy, failurePolicy, startupPolicy,
+volumeClaimPolicies and dependsOn immutable) cover the rest. The replicated jobs are immutable,
+except that
 - while the old or the new JobSet is suspended, each pod template's labels, annotations,
   nodeSelector, tolerations and schedulingGates may change (what Kueue writes on admission);
 - with the ElasticJobSet gate, parallelism/completions of Indexed jobs may change (P == C >= 1)
@@ -17,7 +20,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError, invalid
 from jobset_infra.api.models import JobSet
 
-__all__ = ["SUSPENDED_MUTABLE_POD_FIELDS", "validate_update"]
+__all__ = ["SUSPENDED_MUTABLE_POD_FIELDS", "replicated_jobs_problems"]
 
 # Pod-template fields that may change while the JobSet is (or becomes, or stops being) suspended.
 SUSPENDED_MUTABLE_POD_FIELDS: Final = (
@@ -27,45 +30,14 @@ SUSPENDED_MUTABLE_POD_FIELDS: Final = (
     ("spec", "tolerations"),
     ("spec", "schedulingGates"),
 )
-# spec fields whose CRD rule is `self == oldSelf` (checked only when both values exist).
-_IMMUTABLE_SPEC_FIELDS: Final = (
-    "network",
-    "successPolicy",
-    "failurePolicy",
-    "startupPolicy",
-    "volumeClaimPolicies",
-)
 _ELASTIC_FIELDS: Final = ("parallelism", "completions")
 
 
-def validate_update(new: JobSet, old: JobSet, gates: Mapping[str, bool]) -> list[FieldError]:
-    """Problems of updating `old` to `new` (pure)."""
-    return [
-        *_crd_transition_rules(new, old),
-        *_replicated_jobs(new, old, gates),
-        *_managed_by(new, old),
-    ]
-
-
-def _crd_transition_rules(new: JobSet, old: JobSet) -> Iterator[FieldError]:
-    new_spec, old_spec = new.spec.to_dict(), old.spec.to_dict()
-    for key in _IMMUTABLE_SPEC_FIELDS:
-        if key in new_spec and key in old_spec and new_spec[key] != old_spec[key]:
-            yield invalid(f"spec.{key}", new_spec[key], c.VALUE_IMMUTABLE_MESSAGE)
-    old_rjobs = {r["name"]: r for r in old_spec.get("replicatedJobs", [])}
-    for i, rjob in enumerate(new_spec.get("replicatedJobs", [])):
-        before = old_rjobs.get(rjob["name"], {})
-        if (
-            "dependsOn" in rjob
-            and "dependsOn" in before
-            and rjob["dependsOn"] != before["dependsOn"]
-        ):
-            yield invalid(
-                f"spec.replicatedJobs[{i}].dependsOn", rjob["dependsOn"], c.VALUE_IMMUTABLE_MESSAGE
-            )
-
-
-def _replicated_jobs(new: JobSet, old: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+def replicated_jobs_problems(
+    new: JobSet, old: JobSet, gates: Mapping[str, bool]
+) -> Iterator[FieldError]:
+    """Elastic scaling out of bounds, and a suspended JobSet's changes beyond the pod fields
+    Kueue writes (other changes to the list are the CRD's transition rules)."""
     # 1. Start from the new replicated jobs; old ones are looked up by name.
     munged = [r.to_dict() for r in new.spec.replicated_jobs]
     old_rjobs = [r.to_dict() for r in old.spec.replicated_jobs]
@@ -77,20 +49,16 @@ def _replicated_jobs(new: JobSet, old: JobSet, gates: Mapping[str, bool]) -> Ite
             if before is not None and _indexed(rjob) and _indexed(before):
                 yield from _elastic(i, rjob, before, _finished(old))
                 _copy_fields(before, rjob, [("spec", f) for f in _ELASTIC_FIELDS])
-    # 3. Suspended (before or after): scheduling directives of the pod template may change.
-    if old.spec.suspend or new.spec.suspend:
-        for rjob in munged:
-            before = old_by_name.get(rjob["name"])
-            if before is not None:
-                _copy_pod_fields(before, rjob)
-    # 4. Everything else is immutable.
+    # 3. Not suspended, or the names changed: the CRD's transition rules decide.
+    suspended = bool(old.spec.suspend or new.spec.suspend)
+    if not suspended or [r["name"] for r in munged] != [r["name"] for r in old_rjobs]:
+        return
+    # 4. Suspended (before or after): scheduling directives of the pod template may change.
+    for rjob in munged:
+        _copy_pod_fields(old_by_name[rjob["name"]], rjob)
+    # 5. Everything else is immutable.
     if munged != old_rjobs:
-        yield FieldError("spec.replicatedJobs", c.FIELD_IMMUTABLE_MESSAGE)
-
-
-def _managed_by(new: JobSet, old: JobSet) -> Iterator[FieldError]:
-    if new.spec.managed_by != old.spec.managed_by:
-        yield FieldError("spec.managedBy", c.FIELD_IMMUTABLE_MESSAGE)
+        yield FieldError("spec.replicatedJobs", c.RJOBS_SUSPENDED_CHANGES_MESSAGE)
 
 
 def _elastic(

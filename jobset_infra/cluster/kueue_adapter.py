@@ -6,8 +6,8 @@ kept, with what running beside the API server instead of in a Pod changes
 (reference kueue-out-of-cluster.md §0-1):
 
 - health probes and metrics on loopback ports of ours; the webhook server on the host and port
-  the Configuration names when that is 127.0.0.1 (a stack with `kueue.loopback_webhooks`, whose
-  webhook configurations call exactly that URL), else on a port of ours (nothing calls it);
+  the Configuration names when that is 127.0.0.1 (a stack with `kueue.install.loopback_webhooks`,
+  whose webhook configurations call exactly that URL), else on a port of ours (nothing calls it);
 - the webhook server's certificate from the runner (`PodContext.serving`: 127.0.0.1, signed by
   the cluster CA the loopback webhook configurations trust), and Kueue's internal certificate
   rotation off: it expects kubelet to mount the Secret it fills and would replace that CA;

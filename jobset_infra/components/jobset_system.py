@@ -18,7 +18,7 @@ Kubernetes provider, in this order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,18 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pulumi_docker_build import Image, Platform
+from pydantic import ConfigDict, ValidationError
 
-from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.components.k8s_objects import kubernetes_object
 from jobset_infra.manifests import controller
-from jobset_infra.manifests.controller_spec import ControllerInstall, Resources, parse_install
+from jobset_infra.manifests.controller_spec import (
+    ControllerInstall,
+    ControllerInstallError,
+    ControllerOptions,
+    parse_install,
+)
 from jobset_infra.manifests.jobset_system import SystemObjects, system_objects
-from jobset_infra.manifests.meta import Manifest
+from jobset_infra.manifests.meta import Manifest, field_problems
 from jobset_infra.manifests.placement_domains import pool_plans, with_pool_domains
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
@@ -63,25 +68,29 @@ class ImageBuild:
     platform: str = "linux/amd64"
 
 
-@dataclass(frozen=True)
-class JobSetSystemArgs:
-    """Arguments of `JobSetSystem`; validated before anything is created."""
+class JobSetSystemArgs(ControllerOptions):
+    """Arguments of `JobSetSystem`: the controller options (`ControllerOptions`' fields:
+    namespace, replicas, config, resources, service_monitor, ..., declared there and never
+    restated here) plus the cluster, the image and the pools. Keyword arguments only; a bad
+    option is a `ControllerInstallError` naming the field."""
 
-    provider: k8s.Provider
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    provider: Any = None
     """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
     image: str | None = None
     """Controller image with a pinned tag or digest; or leave None and give `build`."""
     build: ImageBuild | None = None
-    namespace: str = "jobset-system"
-    replicas: int = 2
-    config: ControllerConfig = field(default_factory=ControllerConfig)
-    """Controller flags: QPS, burst, placement mode, log level, ... (api.controller_config)."""
-    resources: Resources = field(default_factory=Resources)
-    service_monitor: bool = False
     pools: Sequence[SlicePoolsPlan | Any] = ()
     """Slice pools (`TpuSlicePools` or their `.plan`) declared to the controller as domains."""
     retain_crd: bool = True
     """Keep the CRD when Pulumi deletes it (destroy, rename): deleting it deletes every JobSet."""
+
+    def __init__(self, **fields: Any) -> None:
+        try:
+            super().__init__(**fields)
+        except ValidationError as err:
+            raise ControllerInstallError("; ".join(field_problems(err))) from None
 
 
 def image_reference(build: ImageBuild) -> str:
@@ -105,14 +114,8 @@ def validate_args(args: JobSetSystemArgs) -> ControllerInstall:
         image = image_reference(args.build)
     else:
         raise ValueError("image/build: give exactly one: a pinned image, or an ImageBuild")
-    return parse_install(
-        image=image,
-        namespace=args.namespace,
-        replicas=args.replicas,
-        config=with_pool_domains(args.config, pool_plans(args.pools)),
-        resources=args.resources,
-        service_monitor=args.service_monitor,
-    )
+    options = {**args.options(), "config": with_pool_domains(args.config, pool_plans(args.pools))}
+    return parse_install(image=image, **options)
 
 
 class JobSetSystem(pulumi.ComponentResource):
@@ -149,6 +152,7 @@ class JobSetSystem(pulumi.ComponentResource):
         for key, manifest in (
             ("pdb", objects.pod_disruption_budget),
             ("metrics", objects.metrics_service),
+            ("metrics-reader", objects.metrics_reader_role),
             ("service-monitor", objects.service_monitor),
         ):
             if manifest is not None:
@@ -182,6 +186,7 @@ class JobSetSystem(pulumi.ComponentResource):
             self._create("cluster-role-binding", objects.cluster_role_binding),
             self._create("leader-election-role", objects.role, [ns]),
             self._create("leader-election-role-binding", objects.role_binding, [ns]),
+            self._create("network-policy", objects.network_policy, [ns]),
             self._create("config", objects.config_map, [ns]),
         ]
 

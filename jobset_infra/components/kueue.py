@@ -70,20 +70,22 @@ def _check_chart(folder: Path, version: str) -> None:
     chart = folder / "Chart.yaml"
     if not chart.exists() and pulumi.runtime.is_dry_run():
         # `jobset-infra plan` on a machine without the chart: the real engine would fail here.
-        pulumi.log.warn(f"kueue.chart: {folder} does not exist (fine for an offline preview)")
+        pulumi.log.warn(f"kueue.install.chart_path: {folder} does not exist (fine for an "
+                        "offline preview)")
         return
     try:
         found = (yaml.safe_load(chart.read_text()) or {}).get("version")
     except (OSError, yaml.YAMLError) as err:
         raise ValueError(
-            f"kueue.chart: {folder} is not a Helm chart folder ({err}); point it at Kueue's "
-            "charts/kueue (`go mod download -json sigs.k8s.io/kueue@v<version>` prints the "
+            f"kueue.install.chart_path: {folder} is not a Helm chart folder ({err}); point it at "
+            "Kueue's charts/kueue (`go mod download -json sigs.k8s.io/kueue@v<version>` prints the "
             "module's Dir)"
         ) from None
     if str(found) != version:
         raise ValueError(
-            f"kueue.chart: {chart} is chart version {found}, but kueue.version is {version}; "
-            "use the chart of that release or change the version"
+            f"kueue.install.chart_path: {chart} is chart version {found}, but "
+            f"kueue.install.version is {version}; use the chart of that release or change the "
+            "version"
         )
 
 
@@ -221,6 +223,28 @@ class Kueue(pulumi.ComponentResource):
         return kubernetes_object(key, manifest, self._options(depends_on))
 
 
+# What a preview without the cluster (`jobset-infra plan`) trusts instead of the cluster's CA.
+_CA_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n(the cluster's CA)\n-----END CERTIFICATE-----\n"
+
+
+def _ca_pem(ca_file: str) -> str:
+    path = Path(ca_file).expanduser()
+    if path.is_file():
+        pem = path.read_text()
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ValueError(f"kueue.install.loopback_webhooks.ca_file: {path} holds no PEM "
+                             "certificate; point it at the cluster's pki/ca.crt")
+        return pem
+    if not pulumi.runtime.is_dry_run():
+        raise FileNotFoundError(
+            f"kueue.install.loopback_webhooks.ca_file: {path} does not exist; start the cluster "
+            "first (jobset-infra cluster up) or point it at the cluster's pki/ca.crt"
+        )
+    pulumi.log.warn(f"kueue.install.loopback_webhooks.ca_file: {path} does not exist "
+                    "(fine for a preview)")
+    return _CA_PLACEHOLDER
+
+
 def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
     """An output that resolves once `resource` is created (a Chart: once it rendered all)."""
     if isinstance(resource, pulumi.CustomResource):
@@ -236,7 +260,7 @@ def _post_renderer(install: KueueInstall) -> k8s.helm.v4.PostRendererArgs | None
     if loopback is None:
         return None
     command = Path(sys.executable).with_name("jobset-infra")
-    bundle = base64.b64encode(loopback.ca_pem.encode()).decode()
+    bundle = base64.b64encode(_ca_pem(loopback.ca_file).encode()).decode()
     return k8s.helm.v4.PostRendererArgs(
         command=str(command),
         args=["kueue-postrender", f"--port={loopback.port}", f"--ca-bundle={bundle}"],

@@ -33,7 +33,6 @@ from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobS
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
-from jobset_infra.manifests.kueue_spec import KueueInstall, LoopbackWebhooks, QueueSpec
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]
@@ -128,27 +127,10 @@ def _system(
     return JobSetSystem(
         "jobset",
         JobSetSystemArgs(
-            provider=provider,
-            image=settings.image,
-            build=build,
-            namespace=settings.namespace,
-            replicas=settings.replicas,
-            pools=pools,
-            retain_crd=settings.retain_crd,
+            provider=provider, image=settings.image, build=build, pools=pools,
+            retain_crd=settings.retain_crd, **settings.options()
         ),
     )
-
-
-def _queue_spec(config: StackConfig) -> QueueSpec:
-    settings = config.kueue
-    fields: dict[str, Any] = {
-        "cluster_queue_name": settings.cluster_queue,
-        "local_queue_name": settings.queue,
-        "namespaces": settings.namespaces,
-    }
-    if settings.priority_classes is not None:
-        fields["priority_classes"] = settings.priority_classes
-    return QueueSpec(**fields)
 
 
 def _kueue(
@@ -164,8 +146,8 @@ def _kueue(
         KueueArgs(
             provider=provider,
             pools=pools,
-            queues=_queue_spec(config),
-            install=_kueue_install(config),
+            queues=config.kueue.queues,
+            install=config.kueue.install,
             install_only=not pools,
             # The stack owns the platform: it creates the team namespaces its queues serve.
             create_namespaces=True,
@@ -173,37 +155,6 @@ def _kueue(
         # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
         opts=pulumi.ResourceOptions(depends_on=[after]),
     )
-
-
-def _kueue_install(config: StackConfig) -> KueueInstall:
-    settings = config.kueue
-    loopback = None
-    if settings.loopback_webhooks is not None:
-        loopback = LoopbackWebhooks(port=settings.loopback_webhooks.port,
-                                    ca_pem=_ca_pem(settings.loopback_webhooks.ca_file))
-    return KueueInstall(
-        version=settings.version,
-        chart_path=os.path.expanduser(settings.chart) if settings.chart else None,
-        loopback_webhooks=loopback,
-    )
-
-
-# What a preview without the cluster (`jobset-infra plan`) trusts instead of the cluster's CA.
-_CA_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n(the cluster's CA)\n-----END CERTIFICATE-----\n"
-
-
-def _ca_pem(ca_file: str) -> str:
-    path = Path(os.path.expanduser(ca_file))
-    if path.is_file():
-        return path.read_text()
-    if not pulumi.runtime.is_dry_run():
-        raise FileNotFoundError(
-            f"jobset-infra:kueue.loopback_webhooks.ca_file: {path} does not exist; start the "
-            "cluster first (jobset-infra cluster up) or point it at the cluster's pki/ca.crt"
-        )
-    pulumi.log.warn(f"jobset-infra:kueue.loopback_webhooks.ca_file: {path} does not exist "
-                    "(fine for a preview)")
-    return _CA_PLACEHOLDER
 
 
 def _container(settings: WorkloadSettings) -> dict[str, Any]:
@@ -280,7 +231,7 @@ def _jobset(
             namespace=settings.namespace,
             failure_policy={"maxRestarts": settings.max_restarts},
             ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
-            queue=config.kueue.queue if queued else None,
+            queue=config.kueue.queues.local_queue_name if queued else None,
             priority_class=settings.priority_class,
             system=system,
             kueue=kueue,

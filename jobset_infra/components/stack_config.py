@@ -6,23 +6,37 @@ or raises StackConfigError with one line per problem, each naming the key (`jobs
 topology: ...`) and the fix. Besides the shape it runs the same checks the components run at
 preview (cluster spec, slice pools, controller install, Kueue versions), so `jobset-infra plan`
 reports every config mistake at once. Keys of other namespaces (`gcp:`, `kubernetes:`) pass.
+
+The controller and Kueue keys are the component models themselves (`ControllerOptions`,
+`KueueInstall`, `QueueSpec` of `jobset_infra.manifests`), so their defaults and bounds are
+declared once and the program hands them to the components unchanged.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from jobset_infra.manifests.controller_spec import parse_install
-from jobset_infra.manifests.kueue_spec import parse_kueue_install, parse_queue_spec
+from jobset_infra.api.quantity import parse_quantity_text
+from jobset_infra.manifests.controller_spec import ControllerOptions, parse_install
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
 from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
-from jobset_infra.tpu.parse import parse_cluster_spec, parse_slice_pools_spec
+from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
-from jobset_infra.tpu.pools_text import PoolsTextError, parse_pools_text, tpu_plans
+from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
 __all__ = [
@@ -30,7 +44,6 @@ __all__ = [
     "ControllerBuild",
     "ControllerSettings",
     "KueueSettings",
-    "LoopbackSettings",
     "StackConfig",
     "StackConfigError",
     "WorkloadSettings",
@@ -39,6 +52,8 @@ __all__ = [
 
 NAMESPACE = "jobset-infra"
 """The project's config namespace: keys are `jobset-infra:<field>`."""
+PROVIDER_NAMESPACES = ("gcp", "kubernetes", "pulumi", "docker", "docker-build", "command")
+"""Namespaces of the providers a stack may configure; a near miss of these or of ours is a typo."""
 
 
 class StackConfigError(ValueError):
@@ -52,6 +67,15 @@ class StackConfigError(ValueError):
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_int(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads `true` as 1 where an int is wanted: `slices: true` would be one slice.
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and bool_for_int(field.annotation, value):
+            raise ValueError(f"expected an integer, got {str(value).lower()}")
+        return value
+
 
 class ControllerBuild(_Strict):
     """Build the controller image from the repo's Dockerfile and push it (GKE only)."""
@@ -61,13 +85,13 @@ class ControllerBuild(_Strict):
     context: str = "."
 
 
-class ControllerSettings(_Strict):
-    """The JobSet controller: a pinned image, or a build; replicas and namespace."""
+class ControllerSettings(ControllerOptions):
+    """The JobSet controller: its options (`ControllerOptions`: replicas, namespace, config,
+    resources, ...) and a pinned image, or a build."""
 
     image: str | None = None
+    """Checked with the other semantic problems (`_check_controller`): a pinned tag or digest."""
     build: ControllerBuild | None = None
-    replicas: int = Field(default=2, ge=1, le=10)
-    namespace: str = "jobset-system"
     retain_crd: bool = True
     """Keep the JobSet CRD (and so every JobSet) on `pulumi destroy`; false on throwaway
     clusters, so destroy leaves nothing behind (docs/operations.md)."""
@@ -79,31 +103,13 @@ class ControllerSettings(_Strict):
         return self
 
 
-class LoopbackSettings(_Strict):
-    """Kueue's webhooks on the API server's loopback: the local cluster runs Kueue's manager as
-    a process beside kube-apiserver (its pod runner), with a certificate from the cluster's CA."""
-
-    port: int = Field(ge=1024, le=65535)
-    """The port the manager serves its webhooks on (one free port per cluster on the machine)."""
-    ca_file: str
-    """The cluster CA (PEM) the API server trusts the webhooks with; `~` is expanded."""
-
-
 class KueueSettings(_Strict):
-    """Kueue: whether to install it, its version, and the queue names JobSets use."""
+    """Kueue: whether to install it, the install (`KueueInstall`) and the queues (`QueueSpec`)."""
 
     enabled: bool = True
-    version: str = "0.19.2"
-    chart: str | None = None
-    """A local chart folder instead of the OCI chart (air-gapped; the local stack uses the one
-    in the sigs.k8s.io/kueue module `make tools` downloads); `~` is expanded."""
-    loopback_webhooks: LoopbackSettings | None = None
-    queue: str = "tpu-queue"
-    """LocalQueue name (in every namespace of `namespaces`)."""
-    cluster_queue: str = "tpu-cluster-queue"
-    namespaces: tuple[str, ...] = ("default",)
-    priority_classes: dict[str, int] | None = None
-    """WorkloadPriorityClass name -> value; None = low 100, medium 500, high 1000."""
+    install: KueueInstall = Field(default_factory=KueueInstall)
+    queues: QueueSpec = Field(default_factory=QueueSpec)
+    """LocalQueue `local_queue_name` in every namespace of `namespaces`, one ClusterQueue."""
 
 
 class WorkloadSettings(_Strict):
@@ -125,9 +131,19 @@ class WorkloadSettings(_Strict):
     memory: str = "128Mi"
     max_restarts: int = Field(default=0, ge=0)
     queued: bool | None = None
-    """Submit through Kueue; None = yes on GKE (TPU queue), no on local (no TPU queue)."""
+    """Submit through Kueue; None = yes when the stack has TPU pools (Kueue has a TPU queue)."""
     priority_class: str | None = None
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        amount = parse_quantity_text(value)
+        if amount is None:
+            raise ValueError(f"{value!r} is not a Kubernetes quantity; use e.g. 500m, 2 or 4Gi")
+        if amount < 0:
+            raise ValueError(f"{value!r} is negative; a request is 0 or more")
+        return value
 
 
 class StackConfig(_Strict):
@@ -167,6 +183,13 @@ class StackConfig(_Strict):
             raise ValueError("\n".join(problems))
         return self
 
+    @field_validator("nodes")
+    @classmethod
+    def _pools(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_pools_text(value)  # a PoolsTextError (ValueError) is reported under `nodes`
+        return value
+
     @property
     def existing_cluster(self) -> bool:
         """Return whether the stack deploys onto a cluster it does not create."""
@@ -183,9 +206,9 @@ class StackConfig(_Strict):
 
     def pool_plans(self) -> tuple[SlicePoolsPlan, ...]:
         """Return the TPU slice pools: local from `nodes`, gke from `slices`."""
-        if self.platform == "local":
-            return tuple(tpu_plans(parse_pools_text(self.nodes))) if self.nodes else ()
-        return (self.slice_pools_plan(),)
+        if self.platform == "gke":
+            return (self.slice_pools_plan(),)
+        return tuple(tpu_plans(parse_pools_text(self.nodes or "")))
 
     def cluster_spec(self) -> GkeClusterSpec:
         """Return the GkeCluster spec (gke only)."""
@@ -209,8 +232,7 @@ class StackConfig(_Strict):
 
 def _local_problems(config: StackConfig) -> list[str]:
     gke_only = ("project", "region", "zone", "slices")
-    problems = _nodes_problems(config.nodes)
-    problems += [
+    problems = [
         f"{key}: the local platform uses an existing cluster and no GCP; remove it "
         "(or set platform: gke)"
         for key in gke_only
@@ -223,23 +245,11 @@ def _local_problems(config: StackConfig) -> list[str]:
             "controller.build: local has no registry to push to; build the image, load it into "
             "the cluster (kind load docker-image) and set controller.image"
         )
-    if (config.workload is not None and config.workload.queued and config.kueue.enabled
-            and not problems and not config.pool_plans()):
-        problems.append(
-            "workload.queued: the stack has no TPU pools (nodes), so Kueue has no queue; "
-            "set it to false or add TPU pools to nodes"
-        )
+    if config.workload and config.workload.queued and config.kueue.enabled and not problems \
+            and not config.pool_plans():
+        problems.append("workload.queued: the stack has no TPU pools (nodes), so Kueue has no "
+                        "queue; set it to false or add TPU pools to nodes")
     return problems
-
-
-def _nodes_problems(nodes: str | None) -> list[str]:
-    if nodes is None:
-        return []
-    try:
-        parse_pools_text(nodes)
-    except PoolsTextError as err:
-        return [f"nodes: {err}"]
-    return []
 
 
 def _gke_problems(config: StackConfig) -> list[str]:
@@ -266,11 +276,29 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
-        raise StackConfigError(problems + _describe(exc)) from None
+        raise StackConfigError(problems + _describe(exc) + _problems_beside(values, exc)) from None
     problems += _semantic_problems(config)
     if problems:
         raise StackConfigError(problems)
     return config
+
+
+# Keys whose whole value has a default: when only they are malformed, the rest of the config is
+# still checked with their defaults, so one run reports every mistake.
+_DEFAULTED_KEYS = frozenset({"kueue"})
+
+
+def _problems_beside(values: dict[str, Any], exc: ValidationError) -> list[str]:
+    """Return the semantic problems of the other keys when only defaulted keys were malformed."""
+    bad = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+    if not bad or not bad <= _DEFAULTED_KEYS:
+        return []
+    try:
+        rest = StackConfig.model_validate({k: v for k, v in values.items() if k not in bad})
+    except ValidationError:
+        return []
+    prefixes = tuple(f"{NAMESPACE}:{key}" for key in bad)
+    return [p for p in _semantic_problems(rest) if not p.startswith(prefixes)]
 
 
 def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -285,6 +313,9 @@ def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for key, value in raw.items():
         namespace, _, name = str(key).rpartition(":")
         if namespace and namespace != NAMESPACE:
+            if near := _misspelt_namespace(namespace):
+                problems.append(f"{key}: unknown config namespace {namespace!r}; did you mean "
+                                f"{near}:{name}?")
             continue
         decoded = _decoded(value)
         if name not in StackConfig.model_fields:
@@ -294,6 +325,15 @@ def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             values[name] = decoded
     return values, problems
+
+
+def _misspelt_namespace(namespace: str) -> str | None:
+    """The known namespace `namespace` is a near miss of (`jobset-infr` -> `jobset-infra`)."""
+    if namespace in PROVIDER_NAMESPACES:
+        return None
+    near = difflib.get_close_matches(namespace, [NAMESPACE, *PROVIDER_NAMESPACES], n=1,
+                                     cutoff=0.8)
+    return near[0] if near else None
 
 
 class _Undecodable:
@@ -369,7 +409,7 @@ def _check_workload_fits(config: StackConfig) -> None:
     workload = config.workload
     if workload is None or not workload.enabled:
         return
-    if config.queued and workload.namespace not in config.kueue.namespaces:
+    if config.queued and workload.namespace not in config.kueue.queues.namespaces:
         # Kueue would never admit it: no LocalQueue in that namespace, the JobSet stays suspended.
         raise SlicePoolsError(
             "namespace",
@@ -403,19 +443,8 @@ def _problems_of(key: str, check: Callable[[], object]) -> list[str]:
 
 def _check_controller(config: StackConfig) -> None:
     image = config.controller.image or "registry.invalid/jobset-controller:build"
-    parse_install(
-        image=image, namespace=config.controller.namespace, replicas=config.controller.replicas
-    )
+    parse_install(image=image, **config.controller.options())
 
 
 def _check_kueue(config: StackConfig) -> None:
-    settings = config.kueue
-    parse_kueue_install(version=settings.version)
-    queues: dict[str, object] = {
-        "cluster_queue_name": settings.cluster_queue,
-        "local_queue_name": settings.queue,
-        "namespaces": settings.namespaces,
-    }
-    if settings.priority_classes is not None:
-        queues["priority_classes"] = settings.priority_classes
-    parse_queue_spec(**queues)
+    check_queue_namespaces(config.kueue.queues, config.kueue.install)

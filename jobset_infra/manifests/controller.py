@@ -23,6 +23,7 @@ __all__ = [
     "labels",
     "metrics_service",
     "namespace",
+    "network_policy",
     "pod_disruption_budget",
     "selector_labels",
     "service_monitor",
@@ -102,11 +103,17 @@ def _container(install: ControllerInstall) -> Manifest:
         "name": CONTAINER_NAME,
         "image": install.image,
         "imagePullPolicy": install.image_pull_policy,
-        "args": install.effective_config().to_args(config_path=f"{CONFIG_DIR}/{CONFIG_FILE}"),
+        "args": [
+            *install.effective_config().to_args(config_path=f"{CONFIG_DIR}/{CONFIG_FILE}"),
+            # /metrics listens on the pod IP only, not on every interface of the pod.
+            f"--metrics-bind-address=$(POD_IP):{install.metrics_port}",
+        ],
         "env": [
-            # Leader-election identity and namespace, from the downward API.
+            # Leader-election identity and namespace, and the metrics address, from the
+            # downward API.
             _field_env("POD_NAME", "metadata.name"),
             _field_env("POD_NAMESPACE", "metadata.namespace"),
+            _field_env("POD_IP", "status.podIP"),
         ],
         "ports": [
             {"name": "health", "containerPort": install.health_port, "protocol": "TCP"},
@@ -217,7 +224,17 @@ def metrics_service(install: ControllerInstall) -> Manifest:
 
 
 def service_monitor(install: ControllerInstall) -> Manifest:
-    """Return a Prometheus-operator ServiceMonitor scraping the metrics Service (plain HTTP)."""
+    """Return a Prometheus-operator ServiceMonitor scraping the metrics Service: over HTTPS with
+    Prometheus' ServiceAccount token when metrics are secure (bind that account to the
+    `<name>-metrics-reader` ClusterRole), the certificate not verified when it is self-signed."""
+    endpoint: Manifest = {"port": "metrics", "path": "/metrics", "interval": "30s"}
+    metrics = install.config.metrics
+    if metrics.secure_serving:
+        endpoint |= {
+            "scheme": "https",
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "tlsConfig": {"insecureSkipVerify": not metrics.cert_dir},
+        }
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
@@ -225,7 +242,31 @@ def service_monitor(install: ControllerInstall) -> Manifest:
         "spec": {
             "selector": {"matchLabels": labels(install)},
             "namespaceSelector": {"matchNames": [install.namespace]},
-            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+            "endpoints": [endpoint],
+        },
+    }
+
+
+# The API server: the `kubernetes` Service's port and the control plane's (GKE serves 443, a
+# kubeadm or local control plane 6443). The in-cluster client dials the Service IP, no DNS.
+API_SERVER_PORTS = (443, 6443)
+
+
+def network_policy(install: ControllerInstall) -> Manifest:
+    """Return the NetworkPolicy of the controller pods: in, only scrapes of the metrics port
+    (authenticated and authorized by the controller itself); out, only the API server.
+
+    Kubelet probes need no rule: traffic between a pod and its own node is always allowed.
+    """
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": object_meta(install.name, labels(install), install.namespace),
+        "spec": {
+            "podSelector": {"matchLabels": selector_labels(install)},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"ports": [{"port": install.metrics_port, "protocol": "TCP"}]}],
+            "egress": [{"ports": [{"port": p, "protocol": "TCP"} for p in API_SERVER_PORTS]}],
         },
     }
 

@@ -3,6 +3,11 @@
 Every choice has a safe default; a combination that would fail in the cluster (two replicas
 without leader election, a Lease namespace the Role does not cover, an image without a pinned
 tag, probes on a loopback address the kubelet cannot reach) is an error naming the field.
+
+The choices are declared once, in `ControllerOptions`: the stack config's `controller` key
+(`components.stack_config.ControllerSettings`) and the `JobSetSystem` component's arguments
+(`components.jobset_system.JobSetSystemArgs`) are ControllerOptions plus where the image comes
+from; `ControllerInstall`, what the manifest builders read, is ControllerOptions plus the image.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from jobset_infra.manifests.meta import field_problems, require_dns_label
 __all__ = [
     "ControllerInstall",
     "ControllerInstallError",
+    "ControllerOptions",
     "Resources",
     "bind_port",
     "parse_install",
+    "pinned_image",
 ]
 
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?$")
@@ -56,34 +63,21 @@ class Resources(BaseModel):
         }
 
 
-class ControllerInstall(BaseModel):
-    """The controller's Deployment and its surroundings."""
+class ControllerOptions(BaseModel):
+    """What a platform team chooses about the controller besides its image."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    image: str = Field(min_length=1)
-    """Controller image with a pinned tag or digest, e.g. `.../jobset-controller:0.1.0`."""
     namespace: str = "jobset-system"
     name: str = "jobset-controller"
     replicas: int = Field(default=2, ge=1, le=10)
+    """1 leader and warm standbys (Lease leader election)."""
     config: ControllerConfig = ControllerConfig()
+    """Every controller flag (api.controller_config), rendered into the config file."""
     resources: Resources = Resources()
     service_monitor: bool = False
     """Also render a Prometheus-operator ServiceMonitor (needs its CRD in the cluster)."""
     image_pull_policy: str = "IfNotPresent"
-
-    @field_validator("image")
-    @classmethod
-    def _pinned_image(cls, value: str) -> str:
-        if not _IMAGE.match(value):
-            raise ValueError(f"{value!r} is not an image reference (registry/path:tag)")
-        last = value.split("@", maxsplit=1)[0].rsplit("/", 1)[-1]
-        if "@" not in value and (":" not in last or last.endswith(":latest")):
-            raise ValueError(
-                f"{value!r} has no pinned tag: replicas could run different code; "
-                "use an explicit version tag or an @sha256 digest"
-            )
-        return value
 
     @field_validator("namespace", "name")
     @classmethod
@@ -122,6 +116,26 @@ class ControllerInstall(BaseModel):
             )
         return self
 
+    def options(self) -> dict[str, object]:
+        """Return the options that were set, as keyword arguments of a ControllerInstall."""
+        return {
+            name: getattr(self, name)
+            for name in ControllerOptions.model_fields
+            if name in self.model_fields_set
+        }
+
+
+class ControllerInstall(ControllerOptions):
+    """The controller's Deployment and its surroundings: the options and a pinned image."""
+
+    image: str = Field(min_length=1)
+    """Controller image with a pinned tag or digest, e.g. `.../jobset-controller:0.1.0`."""
+
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        return pinned_image(value)
+
     def effective_config(self) -> ControllerConfig:
         """Return the config the pods run with: leader election on, in the install namespace."""
         election = self.config.leader_election
@@ -141,6 +155,19 @@ class ControllerInstall(BaseModel):
     def metrics_port(self) -> int:
         """Return the port of /metrics."""
         return bind_port(self.config.metrics.bind_address, "config.metrics")
+
+
+def pinned_image(value: str) -> str:
+    """Return `value` if it is an image reference with a pinned tag or digest; else raise."""
+    if not _IMAGE.match(value):
+        raise ValueError(f"{value!r} is not an image reference (registry/path:tag)")
+    last = value.split("@", maxsplit=1)[0].rsplit("/", 1)[-1]
+    if "@" not in value and (":" not in last or last.endswith(":latest")):
+        raise ValueError(
+            f"{value!r} has no pinned tag: replicas could run different code; "
+            "use an explicit version tag or an @sha256 digest"
+        )
+    return value
 
 
 def bind_port(address: str, field: str) -> int:

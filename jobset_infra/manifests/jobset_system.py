@@ -32,10 +32,12 @@ class SystemObjects:
     cluster_role_binding: Manifest
     role: Manifest
     role_binding: Manifest
+    network_policy: Manifest
     config_map: Manifest
     deployment: Manifest
     pod_disruption_budget: Manifest
     metrics_service: Manifest
+    metrics_reader_role: Manifest
     service_monitor: Manifest | None
 
     def prerequisites(self) -> list[Manifest]:
@@ -47,13 +49,14 @@ class SystemObjects:
             self.cluster_role_binding,
             self.role,
             self.role_binding,
+            self.network_policy,
             self.config_map,
         ]
 
     def after_deployment(self) -> list[Manifest]:
         """Return the objects that only describe the running controller (PDB, metrics)."""
         extra = [self.service_monitor] if self.service_monitor is not None else []
-        return [self.pod_disruption_budget, self.metrics_service, *extra]
+        return [self.pod_disruption_budget, self.metrics_service, self.metrics_reader_role, *extra]
 
     def in_apply_order(self) -> list[Manifest]:
         """Return every object: CRD, prerequisites, Deployment, then the rest."""
@@ -71,11 +74,15 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
         service_account=rbac.service_account(install.name, ns, labels),
         cluster_role=rbac.cluster_role(install.name, labels),
         cluster_role_binding=rbac.cluster_role_binding(install.name, labels, install.name, ns),
-        role=rbac.leader_election_role(role_name, ns, labels),
+        role=rbac.leader_election_role(
+            role_name, ns, labels, install.config.leader_election.resource_name
+        ),
         role_binding=rbac.leader_election_role_binding(role_name, ns, labels, install.name),
+        network_policy=controller.network_policy(install),
         config_map=controller.config_map(install),
         deployment=controller.deployment(install),
         pod_disruption_budget=controller.pod_disruption_budget(install),
         metrics_service=controller.metrics_service(install),
+        metrics_reader_role=rbac.metrics_reader_role(f"{install.name}-metrics-reader", labels),
         service_monitor=controller.service_monitor(install) if install.service_monitor else None,
     )

@@ -106,21 +106,16 @@ class LoopbackWebhooks(BaseModel):
     """Kueue's webhooks served on the API server's own loopback, at `https://127.0.0.1:<port>`.
 
     For a cluster whose Kueue manager runs as a process on the API server's machine (the local
-    cluster's pod runner): the webhook configurations call that URL and trust `ca_pem`, which
-    must have signed the serving certificate the manager gets (the local cluster's CA).
+    cluster's pod runner): the webhook configurations call that URL and trust the CA in
+    `ca_file`, which must have signed the serving certificate the manager gets (the local
+    cluster's `pki/ca.crt`). The Kueue component reads the file; `~` is expanded.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     port: int = Field(ge=1024, le=65535)
-    ca_pem: str
-
-    @field_validator("ca_pem")
-    @classmethod
-    def _pem(cls, value: str) -> str:
-        if "-----BEGIN CERTIFICATE-----" not in value:
-            raise ValueError("give the CA certificate in PEM (the local cluster's pki/ca.crt)")
-        return value
+    """The port the manager serves its webhooks on (one free port per cluster on the machine)."""
+    ca_file: str = Field(min_length=1)
 
 
 class KueueInstall(BaseModel):

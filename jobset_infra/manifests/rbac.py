@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jobset_infra.api.rbac import CLUSTER_RULES, NAMESPACE_RULES, PolicyRule
+from jobset_infra.api.rbac import (
+    CLUSTER_RULES,
+    METRICS_READER_RULES,
+    PolicyRule,
+    leader_election_rules,
+)
 from jobset_infra.manifests.meta import Manifest, object_meta
 
 __all__ = [
@@ -16,6 +21,7 @@ __all__ = [
     "cluster_role_binding",
     "leader_election_role",
     "leader_election_role_binding",
+    "metrics_reader_role",
     "service_account",
 ]
 
@@ -64,13 +70,25 @@ def cluster_role_binding(
     }
 
 
-def leader_election_role(name: str, namespace: str, labels: dict[str, str]) -> Manifest:
-    """Return the Role holding `api.rbac.NAMESPACE_RULES` (Leases) in the controller namespace."""
+def leader_election_role(
+    name: str, namespace: str, labels: dict[str, str], lease_name: str
+) -> Manifest:
+    """Return the Role holding `api.rbac.leader_election_rules` for the Lease `lease_name`."""
     return {
         "apiVersion": RBAC_API,
         "kind": "Role",
         "metadata": object_meta(name, labels, namespace),
-        "rules": _rules(NAMESPACE_RULES),
+        "rules": _rules(leader_election_rules(lease_name)),
+    }
+
+
+def metrics_reader_role(name: str, labels: dict[str, str]) -> Manifest:
+    """Return the ClusterRole to bind a scraper's ServiceAccount to (GET /metrics)."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "ClusterRole",
+        "metadata": object_meta(name, labels),
+        "rules": _rules(METRICS_READER_RULES),
     }
 
 

@@ -11,10 +11,10 @@ NodeAffinity filter matches them.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from jobset_infra.api.quantity import parse_quantity_text
 
 __all__ = [
     "QuantityError",
@@ -25,22 +25,6 @@ __all__ = [
     "parse_resources",
 ]
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
-
-
 class QuantityError(ValueError):
     """A resource quantity that Kubernetes would not accept."""
 
@@ -50,23 +34,10 @@ def parse_quantity(value: object, field: str = "quantity") -> int:
 
     Raises QuantityError naming `field` when the value is not a Kubernetes quantity.
     """
-    if isinstance(value, bool):
+    amount = parse_quantity_text(value.strip() if isinstance(value, str) else value)
+    if amount is None:
         raise QuantityError(f"{field}: {value!r} is not a quantity; use e.g. 4, 500m or 16Gi")
-    if isinstance(value, int):
-        return value * 1000
-    # A float (JSON `0.25`) goes through its text like a string, so inf and nan (JSON `1e999`)
-    # are not quantities instead of an OverflowError.
-    text = str(value).strip()
-    match = _QUANTITY.match(text)
-    if match is None:
-        raise QuantityError(f"{field}: {value!r} is not a quantity; use e.g. 4, 500m or 16Gi")
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        amount = Decimal(number)
-    except InvalidOperation as exc:
-        raise QuantityError(f"{field}: {value!r} is not a number") from exc
-    scale = Decimal(_BINARY[suffix]) if suffix in _BINARY else _DECIMAL[suffix]
-    return math.ceil(amount * scale * 1000)
+    return math.ceil(amount * 1000)
 
 
 def parse_resources(resources: Mapping[str, object] | None, field: str) -> dict[str, int]:

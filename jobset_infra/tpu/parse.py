@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -17,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from jobset_infra.tpu.cluster import ClusterSpecError, GkeClusterSpec
 from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
-__all__ = ["parse_cluster_spec", "parse_slice_pools_spec"]
+__all__ = ["bool_for_int", "parse_cluster_spec", "parse_slice_pools_spec"]
 
 _SpecT = TypeVar("_SpecT", SlicePoolsSpec, GkeClusterSpec)
 
@@ -38,6 +39,18 @@ _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
 }
 
 
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def bool_for_int(annotation: Any, value: object) -> bool:
+    """Whether `value` is a bool given for an int field (`int`, `int | None`): pydantic and
+    Python alike read `true` as 1, so `slices: true` would silently plan one slice."""
+    if not isinstance(value, bool):
+        return False
+    options = typing.get_args(annotation) or (annotation,)
+    return int in options and bool not in options
+
+
 def _parse(
     kind: type[_SpecT], data: _SpecT | Mapping[str, Any], error: type[SlicePoolsError]
 ) -> _SpecT:
@@ -48,11 +61,14 @@ def _parse(
         values = dict(data)
     else:
         raise error(kind.__name__, f"expected a mapping of its fields, got {type(data).__name__}")
-    for key in values:
+    hints = _HINTS.setdefault(kind, typing.get_type_hints(kind))
+    for key, value in values.items():
         if key not in fields:
             near = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f"did you mean {near[0]!r}?" if near else f"valid: {', '.join(fields)}"
             raise error(str(key), f"unknown field; {hint}")
+        if bool_for_int(hints.get(key), value):
+            raise error(str(key), f"expected an integer, got {str(value).lower()}")
     try:
         parsed: _SpecT = _ADAPTERS[kind].validate_python(values)
     except ValidationError as exc:

@@ -84,8 +84,8 @@ def test_a_valid_deployment_has_no_problems() -> None:
         ),
         pytest.param(
             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}},
-            FieldError("spec", "Required value"),
-            id="missing required spec",
+            FieldError("spec.selector", "Required value"),
+            id="a missing spec is the empty spec the server decodes: spec.selector is required",
         ),
         pytest.param(
             {"kind": "Deployment"},

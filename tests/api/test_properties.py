@@ -58,8 +58,9 @@ def test_generated_shapes_pass_the_crd_schema_structurally(manifest: dict[str, A
     schema = jobset_crd_schema()
     assert schema.pruned_fields(manifest) == []
     admitted = schema.default(manifest)
-    structural = [
-        e for e in schema.validate(admitted) if 'Invalid value: "object"' not in e.message
+    structural = [  # the schema's own checks, not its CEL rules (the shapes may break those)
+        e for e in schema.validate(admitted) if " in body " in e.message or e.message.startswith(
+            ("Required value", "Unsupported value", "Too long", "Too many", "Duplicate value"))
     ]
     assert structural == []
 

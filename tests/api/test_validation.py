@@ -1,4 +1,9 @@
-"""validate(js, old): upstream create (TestValidateCreate) and update (TestValidateUpdate) rules."""
+"""validate(js, old): upstream create (TestValidateCreate) and update (TestValidateUpdate) rules.
+
+Each rule is declared once in `api.rules`: where it is a CEL rule of the CRD (or a schema
+constraint), validate reports it with the API server's wording at the rule's path (e.g.
+`spec: Invalid value: "object": <message>`); the Python checks keep the webhook's wording.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.models import JobSet
-from jobset_infra.api.validation import validate
+from jobset_infra.api.rules import Context, webhook_problems
+from jobset_infra.api.validation import check_name, crd_problems, validate
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 
 Build = Callable[[JobSetBuilder], JobSetBuilder]
@@ -108,8 +114,8 @@ INVALID_CREATE = [
     pytest.param(
         lambda b: b.replicated_job("big", replicas=70000, parallelism=70000),
         None,
-        "spec.replicatedJobs[2].replicas",
-        "exceeds the maximum",
+        "spec.replicatedJobs[2]",
+        "replicas x parallelism must not exceed",
         id="too many pods",
     ),
     pytest.param(
@@ -123,14 +129,14 @@ INVALID_CREATE = [
         lambda b: b.network(subdomain="a_b"),
         None,
         "spec.network.subdomain",
-        "RFC 1123 subdomain",
+        "subdomain must be a DNS-1035 label",
         id="invalid DNS subdomain",
     ),
     pytest.param(
         lambda b: b.network(subdomain="a" * 64),
         None,
         "spec.network.subdomain",
-        c.SUBDOMAIN_TOO_LONG_MESSAGE,
+        "Too long",
         id="subdomain too long",
     ),
     pytest.param(
@@ -151,7 +157,7 @@ INVALID_CREATE = [
         lambda b: b.replicated_job("g", group_name="g" * 64),
         None,
         "spec.replicatedJobs[2].groupName",
-        c.GROUP_NAME_TOO_LONG_MESSAGE,
+        "Too long: may not be more than 63",
         id="group name too long",
     ),
     pytest.param(
@@ -186,7 +192,7 @@ INVALID_CREATE = [
         lambda b: b.rule("FailJobSet", "r" * 129),
         None,
         "spec.failurePolicy.rules[0].name",
-        "between 1 and 128",
+        "Too long: may not be more than 128",
         id="rule name longer than 128",
     ),
     pytest.param(
@@ -200,21 +206,21 @@ INVALID_CREATE = [
         lambda b: b.rule("FailJobSet", "1rule"),
         None,
         "spec.failurePolicy.rules[0].name",
-        "must match regex",
+        "should match",
         id="rule name not starting with a letter",
     ),
     pytest.param(
         lambda b: b.rule("FailJobSet", "rule,"),
         None,
         "spec.failurePolicy.rules[0].name",
-        "must match regex",
+        "should match",
         id="rule name with a bad last character",
     ),
     pytest.param(
         lambda b: b.coordinator("nope"),
         None,
-        "spec.coordinator.replicatedJob",
-        "does not exist",
+        "spec",
+        "coordinator must name an existing replicatedJob",
         id="coordinator replicated job missing",
     ),
     pytest.param(
@@ -227,8 +233,8 @@ INVALID_CREATE = [
     pytest.param(
         lambda b: b.coordinator("workers", job_index=3),
         None,
-        "spec.coordinator.jobIndex",
-        "range [0, 3)",
+        "spec",
+        "a jobIndex below its replicas",
         id="coordinator bad job index",
     ),
     pytest.param(
@@ -241,8 +247,8 @@ INVALID_CREATE = [
     pytest.param(
         lambda b: b.coordinator("workers").network(subdomain="s" * 50),
         None,
-        "spec.coordinator",
-        "invalid label value",
+        "",
+        "invalid coordinator label value longer than 63",
         id="coordinator label too long via subdomain",
     ),
     pytest.param(
@@ -303,7 +309,7 @@ INVALID_CREATE = [
             make_jobset("js").replicated_job("a", depends_on=[("b", "Ready")]).replicated_job("b")
         ),
         None,
-        "spec.replicatedJobs[0].dependsOn",
+        "spec",
         c.FIRST_RJOB_DEPENDS_ON_MESSAGE,
         id="first replicated job has dependsOn",
     ),
@@ -333,8 +339,8 @@ INVALID_CREATE = [
     pytest.param(
         lambda b: b.volume_claim_policy("d" * 62).volume_mount("leader", "d" * 62),
         None,
-        "spec.volumeClaimPolicies[0].templates[0].metadata.name",
-        "PVC name must be no more than 63",
+        "",
+        "PVC names <template>-<jobset> must be no more than 63",
         id="volume claim PVC name too long",
     ),
     pytest.param(
@@ -417,29 +423,29 @@ def _strip_pc(js: JobSet) -> JobSet:
         pytest.param(
             "j" * 58,
             lambda b: b,
-            "spec.replicatedJobs[0].name",
+            "",
             c.JOB_NAME_TOO_LONG_MESSAGE,
             id="JobSet name too long for job names",
         ),
         pytest.param(
             "j" * 48,
             lambda b: b.job_spec("workers", parallelism=100, completions=100),
-            "spec.replicatedJobs[1].name",
+            "",
             c.POD_NAME_TOO_LONG_MESSAGE,
             id="JobSet name too long for pod names",
         ),
         pytest.param(
             "j" * 54,
             lambda b: b.coordinator("leader"),
-            "spec.coordinator",
-            "invalid label value",
+            "",
+            "invalid coordinator label value",
             id="coordinator label too long via the JobSet name",
         ),
         pytest.param(
             "js",
             lambda b: b.replicated_job("r" * 56).coordinator("r" * 56),
-            "spec.coordinator",
-            "invalid label value",
+            "",
+            "invalid coordinator label value",
             id="coordinator label too long via the replicated job name",
         ),
     ],
@@ -452,7 +458,7 @@ def test_long_names(name: str, build: Build, want_path: str, want_message: str) 
 def test_an_empty_rule_name_is_rejected_when_not_defaulted() -> None:
     # default() names unnamed rules; validate() still rejects "" for callers that skip it.
     errors = validate(_base().rule("FailJobSet", "").model())
-    assert [(e.path, "between 1 and 128" in e.message) for e in errors] == [
+    assert [(e.path, "should match" in e.message) for e in errors] == [
         ("spec.failurePolicy.rules[0].name", True)
     ]
 
@@ -468,10 +474,7 @@ def test_coordinator_job_without_completions_is_rejected() -> None:
 def test_generate_name_is_checked_with_a_five_character_suffix() -> None:
     js = default(_base().generate_name("g" * 50).model())
     errors = validate(js)
-    assert any(
-        e.path == "spec.replicatedJobs[0].name" and c.JOB_NAME_TOO_LONG_MESSAGE in e.message
-        for e in errors
-    ), errors
+    assert any(e.path == "" and c.JOB_NAME_TOO_LONG_MESSAGE in e.message for e in errors), errors
     pvc = default(
         _base()
         .generate_name("g" * 55)
@@ -479,8 +482,7 @@ def test_generate_name_is_checked_with_a_five_character_suffix() -> None:
         .volume_mount("leader", "data")
         .model()
     )
-    pvc_path = "spec.volumeClaimPolicies[0].templates[0].metadata.name"
-    assert any(e.path == pvc_path and "PVC name" in e.message for e in validate(pvc))
+    assert any(e.path == "" and "PVC names" in e.message for e in validate(pvc))
 
 
 def _pvc(spec: dict[str, Any]) -> dict[str, Any]:
@@ -571,7 +573,6 @@ VALID_UPDATE = [
         None,
         id="pod template updatable in the update that resumes",
     ),
-    pytest.param(lambda b: b, _scaled(4, 4), ON, id="elastic scaling of an indexed job"),
     pytest.param(
         lambda b: b,
         lambda b: b.ttl_after_finished(5).coordinator("leader"),
@@ -616,7 +617,7 @@ INVALID_UPDATE = [
         _suspended(lambda b: b.replicated_job("extra")),
         None,
         "spec.replicatedJobs",
-        c.FIELD_IMMUTABLE_MESSAGE,
+        "cannot be added, removed, renamed or reordered",
         id="adding a replicated job while suspended is rejected",
     ),
     pytest.param(
@@ -760,7 +761,17 @@ def test_reordering_replicated_jobs_is_evaluated_by_name_and_rejected() -> None:
         .model()
     )
     errors = validate(new, old, feature_gates=ON)
-    assert errors == [FieldError("spec.replicatedJobs", c.FIELD_IMMUTABLE_MESSAGE)]
+    assert {e.path for e in errors} == {"spec.replicatedJobs"}
+    assert any("cannot be added, removed, renamed or reordered" in e.message for e in errors)
+
+
+def test_elastic_scaling_passes_the_webhook_rules_but_not_the_crd_transition_rule() -> None:
+    # Upstream's webhook allows it with ElasticJobSet; the CRD's CEL rule (which cannot know the
+    # gate) allows changes only while suspended, so the API server refuses it: a known gap.
+    old, new = _js(lambda b: b), _js(_scaled(4, 4))
+    context = Context(check_name(new), {**c.FEATURE_GATE_DEFAULTS, **ON}, {}, old)
+    assert webhook_problems(new, context) == []
+    assert [e.path for e in crd_problems(new, old)] == ["spec.replicatedJobs"]
 
 
 def test_create_checks_are_not_rerun_on_update() -> None:

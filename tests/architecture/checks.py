@@ -323,3 +323,135 @@ def declared_once_violations(
         for line, text in string_literals(m)
         if text in markers
     ]
+
+
+def permission_declaration_violations(modules: Iterable[Module]) -> list[Violation]:
+    """RBAC permissions spelled outside their one declaration (api/rbac.py).
+
+    A permission is declared by a `PolicyRule(...)`, a `(group, resource, verb)` tuple of string
+    literals, or a PolicyRule dict literal (a `"verbs"` key); any of them elsewhere is a second
+    copy that can drift from the rules the Role is rendered from.
+    """
+    found = []
+    for m in modules:
+        # Generated protobuf tables (verified by regeneration) describe Go structs, RBAC's too.
+        if m.name == rules.PERMISSIONS_OWNER or ".protobuf.generated." in m.name:
+            continue
+        for node in ast.walk(m.tree):
+            what = _permission_spelling(node)
+            if what:
+                line = getattr(node, "lineno", 0)
+                text = f"{m.path}:{line}: {what}; use {rules.PERMISSIONS_OWNER}"
+                found.append(Violation(m.name, what, text))
+    return found
+
+
+def _permission_spelling(node: ast.AST) -> str:
+    if isinstance(node, ast.Call) and dotted(node.func).rpartition(".")[2] == "PolicyRule":
+        return "a PolicyRule"
+    if isinstance(node, ast.Tuple) and _is_permission_triple(node):
+        return "a (group, resource, verb) tuple"
+    if isinstance(node, ast.Dict):
+        keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+        if {"apiGroups", "verbs"} <= keys:
+            return "a PolicyRule dict"
+    return ""
+
+
+def _is_permission_triple(node: ast.Tuple) -> bool:
+    """("", "jobs", "list")-shaped: an API group ("" or dotted, or a one-word group Kubernetes
+    has), a lowercase resource[/subresource], a verb."""
+    values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    if len(node.elts) != 3 or len(values) != 3 or not all(isinstance(v, str) for v in values):
+        return False
+    group, resource, verb = values
+    group_like = group == "" or "." in group or group in rules.ONE_WORD_API_GROUPS
+    return group_like and resource.replace("/", "").isalpha() and verb in rules.RBAC_VERBS
+
+
+def repeated_shape_violations(
+    modules: Iterable[Module], owner: str, class_name: str, fields: frozenset[str]
+) -> list[Violation]:
+    """Classes other than `owner.class_name` that declare all of `fields`: a copy of its shape."""
+    found = []
+    for m in modules:
+        for node in ast.walk(m.tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if (m.name, node.name) == (owner, class_name):
+                continue
+            declared = {
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+            if fields <= declared:
+                text = f"{m.path}:{node.lineno}: {node.name} repeats {owner}.{class_name}"
+                found.append(Violation(m.name, node.name, text))
+    return found
+
+
+def restated_default_violations(
+    modules: Iterable[Module], owner: str, model: str, defaults: dict[str, object]
+) -> list[Violation]:
+    """Classes outside `owner` restating two or more of `model`'s fields with its defaults.
+
+    One field with the same name and default can be a coincidence (`replicas: int = 1`); two
+    are a copy of the model that would have to be kept in step with it by hand.
+    """
+    found = []
+    for m in modules:
+        if m.name == owner:
+            continue
+        for node in ast.walk(m.tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            restated = sorted(
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign)
+                and isinstance(s.target, ast.Name)
+                and s.target.id in defaults
+                and _default_of(s.value) == defaults[s.target.id]
+            )
+            if len(restated) >= 2:
+                text = f"{m.path}:{node.lineno}: {node.name} restates {model} {restated}"
+                found.append(Violation(m.name, node.name, text))
+    return found
+
+
+_NO_DEFAULT = object()
+
+
+def _default_of(value: ast.expr | None) -> object:
+    """The literal default of a field (`= 2` or `= Field(default=2, ...)`), else a sentinel."""
+    if isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] == "Field":
+        given = [k.value for k in value.keywords if k.arg == "default"] or value.args[:1]
+        value = given[0] if given else None
+    if value is None:
+        return _NO_DEFAULT
+    try:
+        return ast.literal_eval(value)
+    except ValueError:
+        return _NO_DEFAULT
+
+
+def restated_rule_violations(
+    modules: Iterable[Module], cel_messages: frozenset[str], constants: dict[str, str]
+) -> list[Violation]:
+    """Python checks that word a CEL rule's message: the rule would be declared twice.
+
+    A check restates a rule when it spells the message (or a format of it) as a literal, or
+    names the constant (`c.X`) whose value is that message.
+    """
+    restated_constants = {name for name, value in constants.items() if value in cel_messages}
+    found = []
+    for m in modules:
+        for line, text in string_literals(m):
+            if any(message and message in text for message in cel_messages):
+                found.append(Violation(m.name, text, f"{m.path}:{line}: restates {text!r}"))
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.Attribute) and node.attr in restated_constants:
+                text = f"{m.path}:{node.lineno}: restates the CEL rule worded by {node.attr}"
+                found.append(Violation(m.name, node.attr, text))
+    return found

@@ -69,6 +69,7 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         # Sim(job_controller=True, scheduler=True) starts those cluster components by name.
         ("jobset_infra.sim.apiserver.server", "sim.cluster"),
         ("jobset_infra.plan_command", "components"),  # `jobset-infra plan` runs the program
+        ("jobset_infra.plan_command", "api"),  # the stack file is read with the bounded reader
         ("jobset_infra.cli", "api"),  # subcommands are loaded by name
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
@@ -220,8 +221,58 @@ METRIC_ALLOW_LIST: Final[dict[str, str]] = {}
 # Concepts declared once (issue 19): concept -> (the module that declares it, literals only that
 # declaration has a reason to spell). A second declaration elsewhere fails the guard test.
 DECLARED_ONCE_LITERALS: Final[dict[str, tuple[str, frozenset[str]]]] = {
-    "Kubernetes quantities and node selector requirements": (
+    "Kubernetes quantities": (
+        "jobset_infra.api.quantity",
+        frozenset({"Ei"}),  # a parser's suffix table
+    ),
+    "node selector requirements": (
         "jobset_infra.placement.scheduling_terms",
-        frozenset({"Ei", "Gt", "Lt"}),  # a parser's suffix table, node selector operators
+        frozenset({"Gt", "Lt"}),  # node selector operators
     ),
 }
+
+# Permissions once (issue 19 item 3): the controller's RBAC rules are declared in api/rbac.py;
+# the Role is rendered from them, the runtime's client enforces them, and a test compares them
+# with the calls the runtime makes (tests/integration/test_rbac_calls.py).
+PERMISSIONS_OWNER: Final = "jobset_infra.api.rbac"
+RBAC_VERBS: Final[frozenset[str]] = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
+ONE_WORD_API_GROUPS: Final[frozenset[str]] = frozenset(
+    {"apps", "batch", "policy", "autoscaling", "storage", "networking"}
+)
+
+# Status typed (issue 19 item 4): inside the controller the JobSet status is the api/status.py
+# model, never a dict keyed by its wire names. These generic names are also Job status fields.
+STATUS_OWNER: Final = "jobset_infra.api.status"
+STATUS_SCOPE: Final = "jobset_infra.controller"
+STATUS_GENERIC_KEYS: Final[frozenset[str]] = frozenset(
+    {"conditions", "restarts", "name", "ready", "succeeded", "failed", "active", "suspended"}
+)
+# One type for what a reconcile reads (the raw Observed[Manifest] and the parsed
+# Observed[JobSet]); a class with these fields elsewhere is a second snapshot type.
+OBSERVED_OWNER: Final = ("jobset_infra.controller.core.types", "Observed")
+OBSERVED_FIELDS: Final[frozenset[str]] = frozenset({"jobs", "service_exists", "pvc_names"})
+
+# Config once (issue 19 item 1): each install concept has one model, which the stack config
+# embeds, the component args carry and the manifest builders read. (module, class) of each:
+CONFIG_MODELS: Final[tuple[tuple[str, str], ...]] = (
+    ("jobset_infra.manifests.controller_spec", "ControllerOptions"),
+    ("jobset_infra.manifests.kueue_spec", "QueueSpec"),
+    ("jobset_infra.manifests.kueue_spec", "KueueInstall"),
+)
+# Defaults only those models spell; a copy under another field name still spells them.
+CONFIG_MARKERS: Final[dict[str, tuple[str, frozenset[str]]]] = {
+    "Kueue queue names": (
+        "jobset_infra.manifests.kueue_spec",
+        frozenset({"tpu-queue", "tpu-cluster-queue", "tpu-flex-start"}),
+    ),
+}
+
+# Rules once (issue 19 item 2): every webhook rule is one entry of api/rules.py, as CEL (in the
+# CRD) or as a Python check; the checks live in these modules and restate no CEL rule.
+RULES_REGISTRY: Final = "jobset_infra.api.rules"
+PYTHON_CHECK_MODULES: Final[tuple[str, ...]] = (
+    "jobset_infra.api.validation",
+    "jobset_infra.api.validation_update",
+)

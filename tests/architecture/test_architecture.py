@@ -199,3 +199,98 @@ def test_concepts_are_declared_once(concept: str) -> None:
     assert owner in known_module_names(), f"{owner} is gone: update DECLARED_ONCE_LITERALS"
     violations = checks.declared_once_violations(_everything(), owner, markers)
     assert [v.text for v in violations] == [], f"{concept} are declared in {owner} only"
+
+
+def test_every_test_module_has_a_tier() -> None:
+    from tests.conftest import tier_of
+
+    files = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("test_*.py"))
+    assert len(files) > 100
+    assert [f for f in files if tier_of(f) is None] == [], "add the folder to tests/conftest.TIERS"
+
+
+def test_permissions_are_declared_once() -> None:
+    modules = [*_everything(), *collect_test_files("tests")]
+    violations = checks.permission_declaration_violations(modules)
+    assert [v.text for v in violations] == [], "RBAC rules live in jobset_infra/api/rbac.py"
+
+
+def test_the_controller_keeps_the_jobset_status_as_its_model() -> None:
+    # Derived from the model, so a new status field is covered without editing this test.
+    from jobset_infra.api.status import JobSetStatus, ReplicatedJobStatus
+
+    wire_names = {
+        field.alias or name
+        for model in (JobSetStatus, ReplicatedJobStatus)
+        for name, field in model.model_fields.items()
+    }
+    markers = frozenset(wire_names - rules.STATUS_GENERIC_KEYS)
+    assert "replicatedJobsStatus" in markers
+    violations = checks.declared_once_violations(
+        modules_under(rules.STATUS_SCOPE), rules.STATUS_OWNER, markers
+    )
+    assert [v.text for v in violations] == [], "use the api/status.py model, not its wire keys"
+
+
+def test_one_type_holds_what_a_reconcile_observes() -> None:
+    owner, name = rules.OBSERVED_OWNER
+    violations = checks.repeated_shape_violations(
+        _everything(), owner, name, rules.OBSERVED_FIELDS
+    )
+    assert [v.text for v in violations] == [], "use controller.core.types.Observed"
+
+
+@pytest.mark.parametrize(
+    "owner, model", [pytest.param(o, m, id=m) for o, m in rules.CONFIG_MODELS]
+)
+def test_each_install_concept_has_one_model(owner: str, model: str) -> None:
+    import importlib
+
+    from pydantic import BaseModel
+
+    cls = getattr(importlib.import_module(owner), model)
+    assert issubclass(cls, BaseModel)
+    defaults = {
+        name: field.default
+        for name, field in cls.model_fields.items()
+        if isinstance(field.default, str | int | float | bool | tuple)
+    }
+    violations = checks.restated_default_violations(_everything(), owner, model, defaults)
+    assert [v.text for v in violations] == [], f"embed or subclass {model} instead"
+
+
+@pytest.mark.parametrize("concept", [pytest.param(c, id=c) for c in rules.CONFIG_MARKERS])
+def test_install_defaults_are_spelled_once(concept: str) -> None:
+    owner, markers = rules.CONFIG_MARKERS[concept]
+    violations = checks.declared_once_violations(_everything(), owner, markers)
+    assert [v.text for v in violations] == [], f"{concept} come from {owner}"
+
+
+def _cel_messages() -> frozenset[str]:
+    from jobset_infra.api.crd.generate import generate_crd
+
+    def walk(schema: object) -> list[str]:
+        if not isinstance(schema, dict):
+            return []
+        found = [str(r["message"]) for r in schema.get("x-kubernetes-validations", [])]
+        for sub in [*schema.get("properties", {}).values(), schema.get("items")]:
+            found += walk(sub)
+        return found
+
+    [version] = generate_crd()["spec"]["versions"]
+    return frozenset(walk(version["schema"]["openAPIV3Schema"]))
+
+
+def test_webhook_rules_are_declared_once() -> None:
+    from jobset_infra.api import constants
+    from jobset_infra.api.rules import RULES
+
+    messages = [rule.message for rule in RULES]
+    assert len(messages) == len(set(messages)), "two rules of api/rules.py share a message"
+    cel = _cel_messages()
+    assert {r.message for r in RULES if r.cel} <= cel, "the CRD carries every CEL rule"
+    values = {k: v for k, v in vars(constants).items() if k.isupper() and isinstance(v, str)}
+    modules = [m for m in _everything() if m.name in rules.PYTHON_CHECK_MODULES]
+    assert len(modules) == len(rules.PYTHON_CHECK_MODULES)
+    violations = checks.restated_rule_violations(modules, cel, values)
+    assert [v.text for v in violations] == [], "a Python check restates a CEL rule"

@@ -364,3 +364,102 @@ def test_declared_once_check(name: str, source: str, want_violations: int) -> No
         [_mod(name, source)], "jobset_infra.owner", frozenset({"Ki"})
     )
     assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "path, want",
+    [
+        pytest.param("tests/test_readme.py", "unit", id="a module directly in tests is unit"),
+        pytest.param("tests/controller/core/test_x.py", "unit", id="a nested folder is found"),
+        pytest.param("tests/integration/test_x.py", "sim", id="the controller on the sim"),
+        pytest.param("tests/e2e/test_x.py", "e2e", id="end to end"),
+        pytest.param("tests/newthing/test_x.py", None, id="a new folder has no tier until listed"),
+    ],
+)
+def test_tier_of(path: str, want: str | None) -> None:
+    from tests.conftest import tier_of
+
+    assert tier_of(path) == want
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.runtime.x", "P = {('batch', 'jobs', 'list')}\n", 1,
+                     id="a permission tuple outside api/rbac.py"),
+        pytest.param("tests.manifests.test_x",
+                     "WANT = [{'apiGroups': [''], 'resources': ['x'], 'verbs': ['get']}]\n", 1,
+                     id="a hand copy of a rule in a test"),
+        pytest.param("jobset_infra.manifests.x", "R = PolicyRule(('',), ('x',), ('get',))\n", 1,
+                     id="a PolicyRule outside api/rbac.py"),
+        pytest.param("jobset_infra.api.rbac", "R = PolicyRule(('',), ('x',), ('get',))\n", 0,
+                     id="the declaration itself"),
+        pytest.param("jobset_infra.sim.x", "T = ('a', 'b', 'c')\n", 0,
+                     id="a triple that ends in no verb"),
+    ],
+)
+def test_permission_declaration_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.permission_declaration_violations([_mod(name, source)])
+    assert len(found) == want_violations, [v.text for v in found]
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.controller.runtime.x",
+                     "class Snapshot:\n    jobs: int\n    service_exists: bool\n", 1,
+                     id="a second class with the observed fields"),
+        pytest.param("jobset_infra.owner",
+                     "class Observed:\n    jobs: int\n    service_exists: bool\n", 0,
+                     id="the one declaration"),
+        pytest.param("jobset_infra.controller.runtime.x", "class Other:\n    jobs: int\n", 0,
+                     id="sharing one field name is not a copy"),
+    ],
+)
+def test_repeated_shape_check(name: str, source: str, want_violations: int) -> None:
+    fields = frozenset({"jobs", "service_exists"})
+    found = checks.repeated_shape_violations(
+        [_mod(name, source)], "jobset_infra.owner", "Observed", fields
+    )
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("class Args:\n    namespace: str = 'ns'\n    replicas: int = 2\n", 1,
+                     id="two fields restated with the model's defaults"),
+        pytest.param("class Args:\n    replicas: int = Field(default=2, ge=1)\n"
+                     "    namespace: str = 'ns'\n", 1, id="a Field default counts too"),
+        pytest.param("class Args:\n    replicas: int = 2\n    name: str = 'other'\n", 0,
+                     id="one shared default is a coincidence"),
+        pytest.param("class Args(Options):\n    image: str | None = None\n", 0,
+                     id="a subclass adds fields without restating"),
+    ],
+)
+def test_restated_default_check(source: str, want_violations: int) -> None:
+    defaults: dict[str, object] = {"namespace": "ns", "replicas": 2, "name": "n"}
+    found = checks.restated_default_violations(
+        [_mod("jobset_infra.components.x", source)], "jobset_infra.owner", "Options", defaults
+    )
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("from jobset_infra.api import constants as c\nM = c.FIRST\n", 1,
+                     id="a check naming the constant of a CEL rule's message"),
+        pytest.param("M = 'DependsOn cannot be set first'\n", 1,
+                     id="a check spelling a CEL rule's message"),
+        pytest.param("from jobset_infra.api import constants as c\nM = c.OTHER\n", 0,
+                     id="a message only the check has"),
+    ],
+)
+def test_restated_rule_check(source: str, want_violations: int) -> None:
+    found = checks.restated_rule_violations(
+        [_mod("jobset_infra.api.validation", source)],
+        frozenset({"DependsOn cannot be set first"}),
+        {"FIRST": "DependsOn cannot be set first", "OTHER": "something else"},
+    )
+    assert len(found) == want_violations

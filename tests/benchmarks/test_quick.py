@@ -2,7 +2,8 @@
 
 The scale run is real: the sim with 5 ms latency in this process, `jobset-controller` in a child
 process. The assertions are the properties the benchmark exists to show (writes per Job, zero
-writes when quiet, events coalescing), with bounds loose enough for a loaded 2-core machine.
+writes when quiet, events coalescing), counted, never timed: how long a run takes is the
+benchmark's figure to report (benchmarks/RESULTS.md), not a test's to assert.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def smallest() -> ScaleRun:
 def test_start_creates_each_job_once(smallest: ScaleRun) -> None:
     # N creates plus the headless Service and the status write, nothing repeated
     assert N <= smallest.start_writes <= N + 4
-    assert 0 < smallest.start_s < 15
+    assert smallest.start_s > 0  # measured; how long it takes is the benchmark's to report
 
 
 def test_recovery_deletes_and_recreates_each_job_once(smallest: ScaleRun) -> None:
     assert 2 * N <= smallest.recovery_writes <= 2 * N + 6
-    assert 0 < smallest.recovery_s < 15
+    assert smallest.recovery_s > 0
     assert smallest.recovery_ratio == pytest.approx(smallest.recovery_s * 500 / (2 * N))
 
 

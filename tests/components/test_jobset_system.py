@@ -51,10 +51,12 @@ def test_creates_every_controller_object_as_a_child_of_the_component() -> None:
         ("ClusterRoleBinding", "jobset-cluster-role-binding"),
         ("Role", "jobset-leader-election-role"),
         ("RoleBinding", "jobset-leader-election-role-binding"),
+        ("NetworkPolicy", "jobset-network-policy"),
         ("ConfigMap", "jobset-config"),
         ("Deployment", "jobset-controller"),
         ("PodDisruptionBudget", "jobset-pdb"),
         ("Service", "jobset-metrics"),
+        ("ClusterRole", "jobset-metrics-reader"),
     }
 
 
@@ -73,7 +75,7 @@ def test_every_kubernetes_child_uses_the_explicit_provider() -> None:
         return JobSetSystem("jobset", args, pulumi.ResourceOptions(transformations=[record]))
 
     run_component(build)
-    assert len(seen) == 11
+    assert len(seen) == 13
     assert all(value is explicit[0] for value in seen.values())
 
 
@@ -138,7 +140,7 @@ def test_rendered_builtin_objects_validate_against_the_pinned_schema() -> None:
     run = build_system(pools=[v5e_pools()])
     objects = kubernetes_objects(run.run.registrations)
     builtins = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    assert len(builtins) == 10
+    assert len(builtins) == 12
     for manifest in builtins:
         assert validate_builtin(manifest) == [], manifest["kind"]
 

@@ -3,8 +3,8 @@ compared field by field, and each difference must be listed in `differences.yaml
 
 Normalised, in this one place: values the real server draws at random or from its etcd revision
 per run, wherever they appear (fields, messages, Status details and causes):
-- uids, times, and the values of resourceVersion and continue fields (whether they are there
-  still counts);
+- uids, times, and the values of resourceVersion, continue and token fields (whether they are
+  there still counts), and the hash of the per-run client certificate in a credential id;
 - generated name suffixes: a name made from metadata.generateName (found in an answer's object,
   or sent as a generateName prefix in the sequence's requests, so a refused create's Status counts
   too) and the `kube-api-access-xxxxx` projected volume the ServiceAccount admission adds to Pods;
@@ -34,8 +34,9 @@ _QUOTED_RV = re.compile(r'(resourceVersion\\*"\s*:\s*\\*")\d+')
 # the API server's random name suffix: 5 characters of this alphabet (no vowels, no 0 1 3)
 _SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"
 _API_ACCESS = re.compile(rf"\bkube-api-access-{_SUFFIX}\b")
+_CERT_HASH = re.compile(r"X509SHA256=[0-9a-f]{64}")
 _IP = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-_OPAQUE = frozenset({"resourceVersion", "continue"})
+_OPAQUE = frozenset({"resourceVersion", "continue", "token"})
 
 
 def _generated_names(value: Any, found: dict[str, str]) -> None:
@@ -57,6 +58,7 @@ def _text(value: str, names: dict[str, str], prefixes: re.Pattern[str] | None) -
         value = prefixes.sub(lambda m: m.group(1) + "<gen>", value)
     value = _API_ACCESS.sub("kube-api-access-<gen>", value)
     value = _UID.sub("<uid>", value)
+    value = _CERT_HASH.sub("X509SHA256=<hash>", value)
     value = _TIME.sub("<time>", value)
     value = _IN_RECORD.sub("ResourceVersion in record (<rv>)", value)
     value = _QUOTED_RV.sub(lambda m: m.group(1) + "<rv>", value)

@@ -62,7 +62,7 @@ async def test_endpoints_serve_health_readiness_and_metrics(cluster: Cluster) ->
     config = fast_config(
         controller={"watchNamespace": cluster.namespace},
         health={"healthProbeBindAddress": "127.0.0.1:0"},
-        metrics={"bindAddress": "127.0.0.1:0"},
+        metrics={"bindAddress": "127.0.0.1:0", "secureServing": False},  # plain HTTP on loopback
         leaderElection={
             "leaderElect": True,
             "resourceNamespace": cluster.namespace,

@@ -113,6 +113,20 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str 
         await asyncio.sleep(0.02)
 
 
+async def passes_over(ctl: RunningController, key: str, times: int) -> None:
+    """Queue `key` `times` times, each time waiting until the controller has worked it off."""
+    queue = ctl.controller.queue
+    for _ in range(times):
+        before = ctl.controller.reconciles
+        queue.add(key)
+        await eventually(
+            lambda before=before: ctl.controller.reconciles > before
+            and len(queue) == 0
+            and not queue.processing,
+            what=f"a pass over {key}",
+        )
+
+
 def tpu_jobset(name: str, replicas: int, *, suspend: bool = False) -> dict[str, Any]:
     builder = (
         make_jobset(name, NS)
@@ -294,13 +308,20 @@ async def test_controller_restart_mid_allocation_does_not_double_book(cluster: C
     # A new controller with an empty memory must read occupancy from the Jobs that exist.
     cluster.store.create(JOBSETS, tpu_jobset("b", 1), NS)
     cluster.store.create(JOBSETS, tpu_jobset("c", 1), NS)
-    async with controller(cluster):
+    async with controller(cluster) as ctl:
         await eventually(lambda: len(jobs_of(cluster.store, "a")) == 3, what="a completed")
         await eventually(
             lambda: len(jobs_of(cluster.store, "b")) + len(jobs_of(cluster.store, "c")) == 1,
             what="one of b and c placed",
         )
-        await asyncio.sleep(0.2)  # give a double booking the chance to happen
+        held = "c" if jobs_of(cluster.store, "b") else "b"
+        await eventually(
+            lambda: (cond := condition(cluster.store, held, c.CONDITION_PLACEMENT_PENDING))
+            and cond["status"] == "True",
+            what=f"{held} held for a pool",
+        )
+        # A double booking would come from a later pass over the held JobSet: force two.
+        await passes_over(ctl, f"{NS}/{held}", 2)
         assert_no_shared_pools(cluster.store, "a", "b", "c")
         assert len(jobs_of(cluster.store, "b")) + len(jobs_of(cluster.store, "c")) == 1
 

@@ -43,7 +43,10 @@ async def test_converged_jobset_makes_no_writes(
     server_before = cluster.sim.stats.writes if cluster.sim is not None else None
     # Forced resyncs: reconcile the same state again and again, each one finished.
     await reconciled(controller, f"{cluster.namespace}/js", times=5)
-    await asyncio.sleep(0.5)  # the quiet period itself: nothing may be written in it
+    # Whatever those passes set in motion has run: nothing queued, delayed or in progress, the
+    # caches current, every event sent. A write from them would be counted by now.
+    await eventually(lambda: quiescent(cluster, controller), what="the passes were worked off")
+    await controller.recorder.flush()
     assert client_writes(controller) == before, "a converged JobSet must not be written"
     if server_before is not None:
         assert cluster.sim.stats.writes == server_before, "the sim saw writes"

@@ -101,7 +101,10 @@ def test_controller_flags_reach_the_config_file() -> None:
     assert (config.client_connection.qps, config.client_connection.burst) == (50, 100)
     assert config.placement.mode == "exclusive"
     assert config.logging.level == "debug"
-    assert _container(install)["args"] == ["--config=/etc/jobset-controller/config.yaml"]
+    assert _container(install)["args"] == [
+        "--config=/etc/jobset-controller/config.yaml",
+        "--metrics-bind-address=$(POD_IP):8443",
+    ]
 
 
 def test_probes_and_ports_follow_the_config() -> None:
@@ -281,6 +284,13 @@ _SERVICE_MONITOR_SCHEMA = {
                             "port": {"type": "string"},
                             "path": {"type": "string"},
                             "interval": {"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
+                            "scheme": {"enum": ["http", "https"]},
+                            "bearerTokenFile": {"type": "string"},
+                            "tlsConfig": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {"insecureSkipVerify": {"type": "boolean"}},
+                            },
                         },
                     },
                 },
@@ -304,4 +314,34 @@ def test_the_controller_parses_the_deployment_args_and_config_file_as_rendered()
         ]
     }
     config, _ = parse_config(_container(install)["args"], read_file=files.__getitem__)
-    assert config == install.effective_config()
+    # The kubelet replaces $(POD_IP) (the container's POD_IP variable) before the process starts.
+    effective = install.effective_config()
+    bound = effective.metrics.model_copy(update={"bind_address": "$(POD_IP):8443"})
+    assert config == effective.model_copy(update={"metrics": bound})
+
+
+def test_metrics_listen_on_the_pod_ip_from_the_downward_api() -> None:
+    container = _container(make_install())
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in
+           container["env"]}
+    assert env["POD_IP"] == "status.podIP"
+    assert "--metrics-bind-address=$(POD_IP):8443" in container["args"]
+
+
+def test_the_network_policy_admits_only_scrapes_and_lets_out_only_the_api_server() -> None:
+    install = make_install()
+    policy = controller.network_policy(install)
+    assert validate_builtin(policy) == []
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"] == controller.selector_labels(install)
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["ingress"] == [{"ports": [{"port": 8443, "protocol": "TCP"}]}]
+    assert spec["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"},
+                                         {"port": 6443, "protocol": "TCP"}]}]
+
+
+def test_the_service_monitor_scrapes_secure_metrics_with_its_token() -> None:
+    (endpoint,) = controller.service_monitor(make_install())["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"].endswith("serviceaccount/token")
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}  # the self-signed default

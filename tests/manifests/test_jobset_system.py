@@ -34,10 +34,12 @@ def test_apply_order_starts_with_the_crd_and_puts_the_deployment_after_its_needs
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
+        "NetworkPolicy",
         "ConfigMap",
         "Deployment",
         "PodDisruptionBudget",
         "Service",
+        "ClusterRole",
     ]
 
 

@@ -63,8 +63,8 @@ def test_apiservices_are_left_out_and_the_rest_passes_unchanged() -> None:
 
 
 def test_the_manager_serves_on_that_port_without_its_own_certificate_rotation() -> None:
-    install = KueueInstall(chart_path="/c", loopback_webhooks=LoopbackWebhooks(port=19443,
-                                                                                  ca_pem=CA))
+    install = KueueInstall(chart_path="/c", loopback_webhooks=LoopbackWebhooks(
+        port=19443, ca_file="/pki/ca.crt"))
     config = manager_configuration(install)
     assert config["webhook"] == {"host": "127.0.0.1", "port": 19443}
     assert config["internalCertManagement"] == {"enable": False}
@@ -73,12 +73,12 @@ def test_the_manager_serves_on_that_port_without_its_own_certificate_rotation() 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        pytest.param({"loopback_webhooks": {"port": 19443, "ca_pem": CA}}, "set chart_path too",
+        pytest.param({"loopback_webhooks": {"port": 19443, "ca_file": "/ca"}}, "set chart_path too",
                      id="loopback webhooks need a local chart to post-render"),
-        pytest.param({"chart_path": "/c", "loopback_webhooks": {"port": 80, "ca_pem": CA}},
+        pytest.param({"chart_path": "/c", "loopback_webhooks": {"port": 80, "ca_file": "/ca"}},
                      "port", id="a privileged port"),
-        pytest.param({"chart_path": "/c", "loopback_webhooks": {"port": 19443, "ca_pem": "x"}},
-                     "PEM", id="a CA that is not PEM"),
+        pytest.param({"chart_path": "/c", "loopback_webhooks": {"port": 19443, "ca_file": ""}},
+                     "ca_file", id="no CA file"),
     ],
 )
 def test_bad_loopback_settings_name_the_field(fields: dict[str, Any], message: str) -> None:

@@ -1,57 +1,49 @@
-"""The controller's RBAC: exactly the declared rules, least privilege, valid objects."""
+"""The controller's RBAC objects: rendered from api/rbac.py, least privilege, valid objects."""
 
 from __future__ import annotations
 
 import pytest
 
 from jobset_infra.api.k8s_openapi import validate_builtin
-from jobset_infra.api.rbac import ALL_RULES, CLUSTER_RULES, NAMESPACE_RULES
+from jobset_infra.api.rbac import (
+    ALL_RULES,
+    CLUSTER_RULES,
+    METRICS_READER_RULES,
+    NAMESPACE_RULES,
+    leader_election_rules,
+)
 from jobset_infra.manifests import rbac
 
 LABELS = {"app.kubernetes.io/name": "jobset-controller"}
 
-WANT_CLUSTER_RULES = [
-    {
-        "apiGroups": ["jobset.x-k8s.io"],
-        "resources": ["jobsets"],
-        "verbs": ["list", "watch", "delete"],
-    },
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["update"]},
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/finalizers"], "verbs": ["update"]},
-    {
-        "apiGroups": ["batch"],
-        "resources": ["jobs"],
-        "verbs": ["list", "watch", "create", "patch", "delete"],
-    },
-    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["patch"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch", "create"]},
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
-    {
-        "apiGroups": [""],
-        "resources": ["persistentvolumeclaims"],
-        "verbs": ["list", "watch", "create"],
-    },
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-]
-
-
-def test_cluster_role_has_exactly_the_declared_rules() -> None:
+def test_cluster_role_renders_the_declared_cluster_rules() -> None:
+    # The rules themselves are compared with the calls the runtime makes, not with a copy:
+    # tests/integration/test_rbac_calls.py.
     role = rbac.cluster_role("jobset-controller", LABELS)
-    assert role["rules"] == WANT_CLUSTER_RULES
+    assert role["kind"] == "ClusterRole"
+    assert role["rules"] == [rule.to_dict() for rule in CLUSTER_RULES]
 
 
-def test_leader_election_role_grants_leases_in_its_namespace_only() -> None:
-    role = rbac.leader_election_role("jobset-controller-leader-election", "jobset-system", LABELS)
+def test_leader_election_role_grants_its_own_lease_in_its_namespace_only() -> None:
+    role = rbac.leader_election_role(
+        "jobset-controller-leader-election", "jobset-system", LABELS, "my-lease"
+    )
     assert role["kind"] == "Role"
     assert role["metadata"]["namespace"] == "jobset-system"
-    assert role["rules"] == [
-        {
-            "apiGroups": ["coordination.k8s.io"],
-            "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
-    ]
+    assert role["rules"] == [rule.to_dict() for rule in leader_election_rules("my-lease")]
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    # get and update reach the one Lease only; RBAC cannot limit a create by name (the name is
+    # in the body, not the URL), so create alone is unnamed.
+    assert [(r["verbs"], r["resourceNames"]) for r in named] == [(["get", "update"], ["my-lease"])]
+    assert [r["verbs"] for r in role["rules"] if not r.get("resourceNames")] == [["create"]]
+
+
+def test_the_metrics_reader_role_grants_get_on_metrics_only() -> None:
+    role = rbac.metrics_reader_role("jobset-controller-metrics-reader", LABELS)
+    assert role["kind"] == "ClusterRole"
+    assert role["rules"] == [rule.to_dict() for rule in METRICS_READER_RULES]
+    assert [(r["nonResourceURLs"], r["verbs"]) for r in role["rules"]] == [(["/metrics"], ["get"])]
+    assert validate_builtin(role) == []
 
 
 @pytest.mark.parametrize(
@@ -95,7 +87,7 @@ def test_bindings_point_at_the_roles_and_the_service_account() -> None:
         pytest.param(rbac.service_account("sa", "ns1", LABELS), id="service account"),
         pytest.param(rbac.cluster_role("cr", LABELS), id="cluster role"),
         pytest.param(rbac.cluster_role_binding("cr", LABELS, "sa", "n"), id="cluster role binding"),
-        pytest.param(rbac.leader_election_role("r", "ns1", LABELS), id="role"),
+        pytest.param(rbac.leader_election_role("r", "ns1", LABELS, "lease"), id="role"),
         pytest.param(rbac.leader_election_role_binding("r", "n", LABELS, "sa"), id="role binding"),
     ],
 )

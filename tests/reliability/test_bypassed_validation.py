@@ -70,6 +70,10 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("unknown-strategy", _set("spec.failurePolicy", {"restartStrategy": "Sometimes"})),
     ("rjob-name-empty", _set("spec.replicatedJobs.0.name", "")),
     ("rjob-names-duplicate", _duplicate_first_rjob),
+    ("pod-template-a-string", _set("spec.replicatedJobs.0.template.spec.template", "a string")),
+    ("pod-spec-a-list", _set("spec.replicatedJobs.0.template.spec.template.spec", [1])),
+    ("containers-empty", _set("spec.replicatedJobs.0.template.spec.template.spec.containers", [])),
+    ("replicas-two-billion", _set("spec.replicatedJobs.0.replicas", 2_000_000_000)),
 ]
 # A valid spec with a garbage status: nothing to report, the controller rewrites the status.
 REPAIRED: list[tuple[str, Callable[[dict[str, Any]], None]]] = [

@@ -14,8 +14,8 @@ v5e-dev GKE stack under Pulumi's mocks), not on one builder in isolation:
 
 Unit-level pins live beside their modules: GKE secure defaults in
 tests/components/test_gke_cluster.py, the restricted rules in tests/manifests/test_pod_security.py,
-the Deployment builder in tests/manifests/test_controller.py, declared RBAC in
-tests/controller/runtime/test_rbac_matches_runtime.py.
+the Deployment builder in tests/manifests/test_controller.py, RBAC against the calls the
+controller makes in tests/integration/test_rbac_calls.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ zombie took the Lease when it expired and renewed it forever, while the live rep
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -63,18 +63,35 @@ async def test_a_stopped_standby_never_takes_the_lease(sim: Sim, how: str) -> No
     leader = await start_controller(config, url=sim.url, identity="a")
     await leader.wait_leader(5)
     standby = await start_controller(config, url=sim.url, identity="b")
-    await asyncio.sleep(0.5)  # b competes for the Lease as a standby
+    assert standby.elector is not None
+    await until(lambda: standby.elector.attempts >= 2, "b competed for the Lease twice")
     assert not standby.is_leader
     if how == "kill":
         standby.kill()
     await standby.stop(release=False)
+    stopped_at = standby.elector.attempts
     leader.kill()  # the Lease expires after 1 s
     await leader.stop(release=False)
     successor = await start_controller(config, url=sim.url, identity="c")
+    assert successor.elector is not None
     try:
         await successor.wait_leader(5)
-        await asyncio.sleep(1.5)  # a zombie would now renew or steal the Lease
+        # A zombie would renew or steal the Lease while c holds it: wait for 8 renewals by c
+        # (8 x retryPeriod 200 ms, longer than the 1 s leaseDuration), then count b's tries.
+        renewed_from = successor.elector.writes
+        await until(lambda: successor.elector.writes >= renewed_from + 8, "c renewed 8 times")
         assert successor.is_leader
     finally:
         await successor.stop()
+    assert standby.elector.attempts == stopped_at, "the stopped standby still competes"
     assert "b" not in holders.seen, f"Lease holders over time: {holders.seen}"
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Poll `check` (every 10 ms) until it holds; fail naming `what` after `timeout`."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        pytest.fail(f"timed out after {timeout:g}s waiting until {what}")

@@ -9,6 +9,7 @@ from jobset_infra.sim.apiserver.resources import GVR
 JsonObj = dict[str, Any]
 JOBS = GVR("batch", "v1", "jobs")
 PODS = GVR("", "v1", "pods")
+DEPLOYMENTS = GVR("apps", "v1", "deployments")
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -42,6 +43,15 @@ def pod(name: str, *, owner: JsonObj | None = None, finalizers: list[str] | None
         meta["finalizers"] = finalizers
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}
+
+
+def deployment(name: str) -> JsonObj:
+    """A Deployment whose template has one container "c" (a template's containers may change
+    after create; a Pod's may not)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}}}
 
 
 def configmap(name: str, data: dict[str, str] | None = None, *,

@@ -13,7 +13,7 @@ from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.patch import APPLY_PATCH, MERGE_PATCH
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
-from tests.sim.kube_objects import CONFIGMAPS, PODS, configmap, pod
+from tests.sim.kube_objects import CONFIGMAPS, DEPLOYMENTS, configmap, deployment
 
 
 def managers(obj: dict[str, Any]) -> dict[tuple[str, str], set[tuple[str, ...]]]:
@@ -93,19 +93,21 @@ def test_apply_removes_fields_it_no_longer_applies_unless_someone_else_owns_them
 
 
 def test_apply_merges_containers_by_name() -> None:
+    """(A Deployment's template: a Pod's own containers cannot be added to after create.)"""
     store = Store()
-    store.create(PODS, pod("p"), "default", field_manager="creator")
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-            "spec": {"containers": [{"name": "sidecar", "image": "s:1"}]}}
-    applied = store.patch(PODS, "p", "default", APPLY_PATCH, body, field_manager="applier")
-    assert [c["name"] for c in applied["spec"]["containers"]] == ["c", "sidecar"]
+    store.create(DEPLOYMENTS, deployment("d"), "default", field_manager="creator")
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "s:1"}]}}}}
+    applied = store.patch(DEPLOYMENTS, "d", "default", APPLY_PATCH, body, field_manager="applier")
+    containers = applied["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["c", "sidecar"]
 
 
 def test_apply_needs_a_field_manager() -> None:
     store = Store()
     with pytest.raises(StatusError) as err:
         store.patch(CONFIGMAPS, "c", "default", APPLY_PATCH, configmap("c"))
-    assert err.value.code == 400
+    assert err.value.code == 422  # PatchOptions is invalid, as kube-apiserver answers
     assert "fieldManager" in err.value.message
 
 
@@ -192,7 +194,7 @@ def test_another_manager_applying_one_item_of_a_map_list_keeps_the_others() -> N
     assert conflict.value.code == 409
     assert conflict.value.details is not None
     assert [c["field"] for c in conflict.value.details["causes"]] == [
-        '.spec.replicatedJobs[{"name":"workers"}].replicas']
+        '.spec.replicatedJobs[name="workers"].replicas']  # as structured-merge-diff prints it
     merged = store.patch(jobsets, "js", "default", APPLY_PATCH, _jobset(workers=3),
                          field_manager="b", force=True)
     assert [(r["name"], r["replicas"]) for r in merged["spec"]["replicatedJobs"]] == [
@@ -213,3 +215,27 @@ def test_apply_to_status_keeps_its_managed_fields_so_a_later_apply_removes_a_fie
     second = store.patch(jobsets, "js", "default", APPLY_PATCH, status, subresource="status",
                          field_manager="ctl")
     assert second["status"] == {"restarts": 2}
+
+
+def test_applying_an_empty_status_removes_the_conditions_the_manager_applied() -> None:
+    """Each condition is a list item keyed by type: it goes whole, not field by field."""
+    store = Store()
+    jobs = GVR("batch", "v1", "jobs")
+    store.create(jobs, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                        "spec": {"suspend": True, "template": {"spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "b:1"}]}}}},
+                 "default", field_manager="creator")
+    condition = {"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                 "message": "suspended", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+
+    def status(body: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                "status": body}
+
+    applied = store.patch(jobs, "j", "default", APPLY_PATCH, status({"conditions": [condition]}),
+                          subresource="status", field_manager="ctl")
+    assert applied["status"]["conditions"] == [condition]
+    cleared = store.patch(jobs, "j", "default", APPLY_PATCH, status({}), subresource="status",
+                          field_manager="ctl")
+    assert cleared["status"] == {}

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api.constants import JOB_COMPLETION_INDEX_KEY
+from jobset_infra.sim.apiserver import pod_updates
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
@@ -151,7 +152,7 @@ async def test_with_a_scheduler_pods_run_only_after_they_are_bound(store: Store)
         await asyncio.sleep(0.05)
         assert {p["status"]["phase"] for p in pods(store)} == {"Pending"}
         pod = pods(store)[0]
-        store.update(PODS, {**pod, "spec": {**pod["spec"], "nodeName": "gke-sim-node-0"}})
+        pod_updates.bind(store, NS, pod["metadata"]["name"], "gke-sim-node-0")
         await wait_for(lambda: status(store).get("ready") == 1)
         assert store.get(PODS, pod["metadata"]["name"], NS)["status"]["phase"] == "Running"
 
@@ -416,3 +417,25 @@ def test_after_any_operations_every_job_is_at_a_fixed_point_that_adds_up(
         assert not jc.background.tasks
 
     asyncio.run(scenario())
+
+
+async def test_pods_admission_refuses_fail_to_create_until_their_service_account_exists(
+        store: Store, jc: JobController) -> None:
+    """A Pod naming a missing ServiceAccount is refused (403), so the Job records FailedCreate
+    as the real Job controller does, and gets its Pods once the ServiceAccount is created."""
+    job = make_job("js-w-0")
+    del job["metadata"]["uid"]
+    job["metadata"]["namespace"] = NS
+    job["spec"]["template"]["spec"]["serviceAccountName"] = "trainer"
+    store.create(JOBS, job, NS)
+    failed = await wait_for(lambda: [e for e in store.iter_objects(GVR("", "v1", "events"), NS)
+                                     if e["reason"] == "FailedCreate"])
+    assert len(failed) == 1 and failed[0]["type"] == "Warning"
+    assert failed[0]["message"].startswith('Error creating: pods "js-w-0-')
+    assert failed[0]["message"].endswith(
+        f'is forbidden: error looking up service account {NS}/trainer: serviceaccount '
+        '"trainer" not found')
+    assert pods(store) == []
+    store.create(GVR("", "v1", "serviceaccounts"), {"metadata": {"name": "trainer"}}, NS)
+    await wait_for(lambda: len(pods(store)) == 2)
+    assert {p["spec"]["serviceAccountName"] for p in pods(store)} == {"trainer"}

@@ -91,8 +91,9 @@ def test_json_patch_errors_are_422(ops: list[dict[str, Any]]) -> None:
         pytest.param({"containers": [{"name": "a", "$patch": "delete"}]},
                      [{"name": "b", "image": "y"}], id="$patch delete removes an item"),
         pytest.param({"containers": [{"name": "c", "image": "z"}]},
-                     [{"name": "a", "image": "x"}, {"name": "b", "image": "y"},
-                      {"name": "c", "image": "z"}], id="a new name is appended"),
+                     [{"name": "c", "image": "z"}, {"name": "a", "image": "x"},
+                      {"name": "b", "image": "y"}],
+                     id="a new name comes first, as kube-apiserver merges it"),
     ],
 )
 def test_strategic_merge_of_containers(patch: dict[str, Any], want_containers: Any) -> None:
@@ -103,7 +104,8 @@ def test_strategic_merge_of_containers(patch: dict[str, Any], want_containers: A
 @pytest.mark.parametrize(
     ("patch", "want"),
     [
-        pytest.param({"finalizers": ["b"]}, ["a", "b"], id="finalizers merge as a set"),
+        pytest.param({"finalizers": ["b"]}, ["b", "a"],
+                     id="finalizers merge as a set, the new one first"),
         pytest.param({"$deleteFromPrimitiveList/finalizers": ["a"]}, [],
                      id="$deleteFromPrimitiveList removes a value"),
     ],

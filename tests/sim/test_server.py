@@ -314,15 +314,21 @@ async def test_deletecollection_deletes_what_the_selector_picks(
     assert [i["metadata"]["name"] for i in left["items"]] == ["c"]
 
 
-async def test_delete_of_an_object_held_by_a_finalizer_is_202_with_the_object(
+async def test_delete_of_an_object_held_by_a_finalizer_answers_with_the_object(
     http: aiohttp.ClientSession,
 ) -> None:
+    """200 with the object as marked (202 only when the client sent orphanDependents=false)."""
     body = configmap("held")
     body["metadata"]["finalizers"] = ["example.com/hold"]
     await call(http, "POST", CM_URL, body)
     status, obj = await call(http, "DELETE", f"{CM_URL}/held")
-    assert status == 202
+    assert status == 200
     assert obj["metadata"]["deletionTimestamp"]
+    body["metadata"]["name"] = "held-too"
+    await call(http, "POST", CM_URL, body)
+    status, obj = await call(http, "DELETE", f"{CM_URL}/held-too",
+                             {"kind": "DeleteOptions", "orphanDependents": False})
+    assert status == 202
 
 
 async def test_binding_assigns_a_pod_to_a_node_once(http: aiohttp.ClientSession) -> None:
@@ -459,4 +465,30 @@ async def test_a_protobuf_body_for_a_custom_resource_is_refused_with_415(
                          ) as response:
         body = await response.json()
     assert (response.status, body["reason"]) == (415, "UnsupportedMediaType")
-    assert "application/json" in body["message"] and "protobuf' given" in body["message"]
+    assert body["message"].endswith("accepted media types include: application/json, "
+                                    "application/yaml")
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hmac
+
+    from jobset_infra.sim.apiserver import tokens
+
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(tokens.hmac, "compare_digest", recording)
+    with SimThread(token="s3cret") as sim:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(sim.url + "/version",
+                                         headers={"Authorization": "Bearer guess"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 401
+    assert compared == [(b"guess", b"s3cret")]

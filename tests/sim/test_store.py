@@ -22,11 +22,13 @@ from jobset_infra.sim.apiserver.watch import Watch
 from tests.sim.kube_objects import (
     CONFIGMAPS,
     CRDS,
+    DEPLOYMENTS,
     JOBS,
     NAMESPACES,
     PODS,
     WIDGETS,
     configmap,
+    deployment,
     job,
     pod,
     widget,
@@ -168,22 +170,23 @@ def test_a_no_op_update_is_not_a_write(store: Store) -> None:
     ("patch_type", "body", "want_env"),
     [
         pytest.param(patch.MERGE_PATCH,
-                     {"spec": {"containers": [{"name": "d", "image": "x:1"}]}},
+                     {"spec": {"template": {"spec": {"containers": [
+                         {"name": "d", "image": "x:1"}]}}}},
                      None, id="a merge patch replaces lists"),
         pytest.param(patch.STRATEGIC_PATCH,
-                     {"spec": {"containers": [
-                         {"name": "c", "env": [{"name": "K", "value": "V"}]}]}},
+                     {"spec": {"template": {"spec": {"containers": [
+                         {"name": "c", "env": [{"name": "K", "value": "V"}]}]}}}},
                      [{"name": "K", "value": "V"}], id="strategic merge merges containers by name"),
         pytest.param(patch.JSON_PATCH,
-                     [{"op": "add", "path": "/spec/containers/0/env",
+                     [{"op": "add", "path": "/spec/template/spec/containers/0/env",
                        "value": [{"name": "K", "value": "J"}]}],
                      [{"name": "K", "value": "J"}], id="a json patch adds at a pointer"),
     ],
 )
 def test_patch_types(store: Store, patch_type: str, body: Any, want_env: Any) -> None:
-    store.create(PODS, pod("p"), "default")
-    patched = store.patch(PODS, "p", "default", patch_type, body)
-    containers = patched["spec"]["containers"]
+    store.create(DEPLOYMENTS, deployment("d"), "default")
+    patched = store.patch(DEPLOYMENTS, "d", "default", patch_type, body)
+    containers = patched["spec"]["template"]["spec"]["containers"]
     assert containers[0].get("env") == want_env
     if patch_type == patch.MERGE_PATCH:
         assert [c["name"] for c in containers] == ["d"]
@@ -288,7 +291,8 @@ def test_delete_preconditions(store: Store) -> None:
     with pytest.raises(StatusError) as err:
         store.delete(CONFIGMAPS, "c", "default", preconditions={"uid": "not-it"})
     assert err.value.code == 409
-    assert "Precondition failed" in err.value.message
+    assert "the UID in the precondition (not-it) does not match the UID in record" in (
+        err.value.message)
 
 
 async def test_watch_replays_from_a_version_and_streams_on(store: Store) -> None:

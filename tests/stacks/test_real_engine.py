@@ -197,7 +197,7 @@ def test_multislice_kubernetes_half_on_kwok_pools_shaped_like_its_slices(tmp_pat
     # The stack's 4 v5e 2x4 slices on 2 x ct5lp-hightpu-4t VMs, named as its pools are.
     with real_cluster("v5e=v5e-2x4@ct5lp-hightpu-4t:4", auto_complete_seconds=3) as cluster:
         engine = stack_engine(cluster, tmp_path / "project", "v5e-multislice")
-        engine.config_set("v5e-multislice", "jobset-infra:kueue.chart", kueue_chart(),
+        engine.config_set("v5e-multislice", "jobset-infra:kueue.install.chart_path", kueue_chart(),
                           path=True)
         preview = engine.preview("v5e-multislice")
         types = {s.type for s in preview.steps}

@@ -125,8 +125,8 @@ SLICES = {
             id="controller without image or build",
         ),
         pytest.param(
-            "v5e-multislice", {"kueue": {"version": "v0.19.2"}},
-            f"{NS}:kueue: version: 'v0.19.2': Helm chart versions have no leading 'v'",
+            "v5e-multislice", {"kueue": {"install": {"version": "v0.19.2"}}},
+            f"{NS}:kueue.install.version: 'v0.19.2': Helm chart versions have no leading 'v'",
             id="kueue version with a v",
         ),
         pytest.param(
@@ -171,11 +171,51 @@ SLICES = {
             f"{NS}:workload.slices: 5 slices requested but the stack has 4 ({NS}:nodes)",
             id="more slices than the local TPU pools have",
         ),
+        pytest.param(
+            "v5e-multislice", {"slices": {**SLICES, "slices": True}},
+            f"{NS}:slices.slices: expected an integer, got true",
+            id="a boolean slice count is not one slice",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"workload": {"image": "python:3.11", "command": ["python"], "slices": True}},
+            f"{NS}:workload.slices: expected an integer, got true",
+            id="a boolean workload slice count",
+        ),
+        pytest.param(
+            "local", {"workload": {"image": "python:3.11", "command": ["python"], "cpu": "lots"}},
+            f"{NS}:workload.cpu: 'lots' is not a Kubernetes quantity",
+            id="a cpu that is not a quantity",
+        ),
+        pytest.param(
+            "local",
+            {"workload": {"image": "python:3.11", "command": ["python"], "memory": "-1Gi"}},
+            f"{NS}:workload.memory: '-1Gi' is negative",
+            id="a negative memory request",
+        ),
     ],
 )
 def test_bad_config_names_the_key(stack: str, changes: dict[str, Any], expected: str) -> None:
     problems = _problems(_with(stack, **changes))
     assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_misspelt_namespace_is_refused_with_the_key_it_meant() -> None:
+    config = committed_config("v5e-multislice")
+    config["jobset-infr:slices"] = config.pop(f"{NS}:slices")
+    expected = "unknown config namespace 'jobset-infr'; did you mean jobset-infra:slices?"
+    assert f"jobset-infr:slices: {expected}" in _problems(config)
+
+
+def test_a_malformed_kueue_key_does_not_hide_the_other_problems() -> None:
+    config = _with(
+        "v5e-multislice",
+        kueue={"queues": {"local_queue_name": "Not A Name"}},
+        slices={"name": "v5e", "accelerator": "v5e", "topology": "3x3", "slices": 4},
+    )
+    problems = _problems(config)
+    assert any(p.startswith(f"{NS}:kueue.queues.local_queue_name:") for p in problems), problems
+    assert any(p.startswith(f"{NS}:slices.topology:") for p in problems), problems
 
 
 @pytest.mark.parametrize(

@@ -19,17 +19,17 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from jobset_infra.api.errors import FieldError, child
+from jobset_infra.api.errors import FieldError, child, show_value
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
 _FIELD_PATH_PART: Final = re.compile(
     r"\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]*)['\"]\]|\[(\d+)\]"
 )
 _REASON_FORMATS: Final = {
-    "FieldValueInvalid": "Invalid value: {type}: {message}",
+    "FieldValueInvalid": "Invalid value: {value}{message}",
     "FieldValueForbidden": "Forbidden: {message}",
     "FieldValueRequired": "Required value: {message}",
-    "FieldValueDuplicate": "Duplicate value: {message}",
+    "FieldValueDuplicate": "Duplicate value: {value_only}",
 }
 
 
@@ -177,6 +177,12 @@ class Bindings:
         self._value, self._old = value, old
         self._cel: dict[str, Any] = {}
 
+    @property
+    def shown(self) -> str | None:
+        """`self` as a failed rule's error shows it: scalars as values, objects and lists
+        not at all (kube-apiserver 1.37 omits structured values)."""
+        return None if isinstance(self._value, (dict, list)) else show_value(self._value)
+
     def cel_self(self) -> Any:
         """`self` as a CEL value."""
         if "self" not in self._cel:
@@ -233,14 +239,19 @@ class Rule:
                 activation["oldSelf"] = bindings.cel_old()
             result = compile_expression(self.rule).evaluate(activation)
         except Exception as exc:  # celpy raises CELEvalError and Python errors alike
-            return self._error(path, type_name, f"{_cause(exc)} evaluating rule: {self.rule}")
+            return self._error(path, f'"{type_name}"', f"{_cause(exc)} evaluating rule: "
+                               f"{self.rule}")
         if isinstance(result, CELEvalError):
-            return self._error(path, type_name, f"{_cause(result)} evaluating rule: {self.rule}")
+            return self._error(path, f'"{type_name}"', f"{_cause(result)} evaluating rule: "
+                               f"{self.rule}")
         if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
             return None
-        return self._error(path, type_name, self._message(activation))
+        expressed = self._expressed(activation)
+        if expressed is not None:  # a messageExpression embeds the value itself if it wants
+            return self._error(path, None, expressed)
+        return self._error(path, bindings.shown, self.message or f"failed rule: {self.rule}")
 
-    def _message(self, activation: Mapping[str, Any]) -> str:
+    def _expressed(self, activation: Mapping[str, Any]) -> str | None:
         if self.message_expression:
             try:
                 text = compile_expression(self.message_expression).evaluate(dict(activation))
@@ -248,12 +259,13 @@ class Rule:
                     return str(text)
             except Exception:
                 pass
-        return self.message or f"failed rule: {self.rule}"
+        return None
 
-    def _error(self, path: str, type_name: str, message: str) -> FieldError:
+    def _error(self, path: str, shown: str | None, message: str) -> FieldError:
         where = append_field_path(path, self.field_path) if self.field_path else path
         template = _REASON_FORMATS.get(self.reason or "", _REASON_FORMATS["FieldValueInvalid"])
-        return FieldError(where, template.format(type=f'"{type_name}"', message=message))
+        return FieldError(where, template.format(
+            value="" if shown is None else f"{shown}: ", value_only=shown or "", message=message))
 
 
 def append_field_path(path: str, field_path: str) -> str:

@@ -17,7 +17,7 @@ from jobset_infra.api.errors import FieldError, child, show_value
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # The apiserver's error when blocking schema errors keep it from running the CEL rules.
 RULES_NOT_CHECKED_MESSAGE = (
-    'Invalid value: "null": some validation rules were not checked because the object was '
+    "Invalid value: null: some validation rules were not checked because the object was "
     "invalid; correct the existing errors to complete validation"
 )
 # Error shapes the apiserver counts as blocking (TypeInvalid, Required, NotSupported, TooLong,
@@ -189,5 +189,5 @@ def check_list_type(schema: Mapping[str, Any], value: list[Any], path: str) -> I
 def identity(item: Any, keys: list[str] | None) -> str:
     """A list item's identity: its map keys, or the whole item."""
     if keys is not None and isinstance(item, dict):
-        return json.dumps({k: item.get(k) for k in keys}, sort_keys=True)
-    return json.dumps(item, sort_keys=True)
+        return json.dumps({k: item.get(k) for k in keys}, sort_keys=True, separators=(",", ":"))
+    return json.dumps(item, sort_keys=True, separators=(",", ":"))

@@ -2,9 +2,10 @@
 
 Pure: `generate_crd()` returns the CRD dict, `render_crd()` its YAML text. The schema is the
 models' JSON schema made structural (refs inlined, Optional collapsed, CRD defaults, list types,
-CEL rules from `cel_rules`), with the Kubernetes OpenAPI definitions of the pinned version inlined
-for the Job and PVC templates. Embedded Kubernetes schemas carry no descriptions: it keeps the CRD
-small enough for client-side `kubectl apply` (upstream's is ~10k lines and needs server-side apply).
+the CEL rules of the `rules` registry), with the Kubernetes OpenAPI definitions of the pinned
+version inlined for the Job and PVC templates. Embedded Kubernetes schemas carry no
+descriptions: it keeps the CRD small enough for client-side `kubectl apply` (upstream's is ~10k
+lines and needs server-side apply).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import yaml
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import k8s_openapi
-from jobset_infra.api.cel_rules import extra_rules
+from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.api.models import CRD_DEFAULT, EMBEDDED_DEFAULTS, K8S_DEFINITION, JobSet
+from jobset_infra.api.rules import crd_rules
 
 # First line of the generated file; `crd --check` compares everything.
 HEADER: Final = (
@@ -106,6 +108,12 @@ def _rendered() -> str:
     return HEADER + body
 
 
+@functools.cache
+def jobset_crd_schema() -> CrdSchema:
+    """The schema of the generated JobSet CRD, compiled once (its CEL rules included)."""
+    return CrdSchema.from_crd(generate_crd(), c.VERSION, strict=True)
+
+
 def render_crd() -> str:
     """The CRD as the YAML text that is committed (deterministic)."""
     return _rendered()
@@ -119,7 +127,7 @@ def jobset_schema() -> dict[str, Any]:
     schema["properties"]["apiVersion"] = {"type": "string"}
     schema["properties"]["kind"] = {"type": "string"}
     schema.pop("required", None)
-    for path, rules in extra_rules().items():
+    for path, rules in crd_rules().items():
         node = _at(schema, path)
         node.setdefault("x-kubernetes-validations", []).extend(rules)
     return schema

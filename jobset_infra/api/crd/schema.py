@@ -106,9 +106,7 @@ class CrdSchema:
         errors = list(
             self._validate(self.schema, obj, old, "", cel_errors, has_old=has_old, root=True)
         )
-        if not cel_errors:
-            return errors
-        if any(is_blocking(e) for e in errors):
+        if self._rules and any(is_blocking(e) for e in errors):
             return [*errors, FieldError("", RULES_NOT_CHECKED_MESSAGE)]
         return errors + cel_errors
 

@@ -11,6 +11,8 @@ JobSet that already runs would be worse than running it as written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from jobset_infra.api import constants as c
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
@@ -44,9 +46,15 @@ def spec_problems(js: JobSet, config: CoreConfig) -> list[FieldError]:
     return validate(default(js), feature_gates=gates)
 
 
-def spec_condition(js: JobSet, config: CoreConfig) -> ConditionSpec:
-    """Return InvalidSpec=True naming the problems, or InvalidSpec=False when there are none."""
-    errors = spec_problems(js, config)
+def spec_condition(
+    js: JobSet, config: CoreConfig, known: Sequence[FieldError] | None = None
+) -> ConditionSpec:
+    """Return InvalidSpec=True naming the problems, or InvalidSpec=False when there are none.
+
+    `known`: the problems already found for this generation (the runtime caches them), so the
+    check, which evaluates the CRD's CEL rules, runs once per spec change, not every pass.
+    """
+    errors = list(known) if known is not None else spec_problems(js, config)
     if not errors:
         return ConditionSpec(
             c.CONDITION_INVALID_SPEC, "False", c.VALID_SPEC_REASON, c.VALID_SPEC_MESSAGE

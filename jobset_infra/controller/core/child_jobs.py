@@ -167,8 +167,11 @@ def construct_jobs(
     existing_names: Iterable[str] | set[str],
     restart_attempt: int,
     job_restarts: Sequence[int] | None = None,
+    *,
+    limit: int | None = None,
 ) -> tuple[Manifest, ...]:
-    """Return the Jobs of `rjob` that do not exist yet (upstream constructJobsFromTemplate).
+    """Return the Jobs of `rjob` that do not exist yet (upstream constructJobsFromTemplate), the
+    first `limit` of them when given: a pass never holds more manifests than it may create.
 
     `existing_names` holds every Job of this JobSet still present, previous attempts included: a
     Job still terminating blocks recreation of its name, which is how Recreate waits per Job.
@@ -180,6 +183,8 @@ def construct_jobs(
     common = _common_keys(js, rjob, indexes, restart_attempt)
     jobs: list[Manifest] = []
     for index in range(rjob.replicas):
+        if limit is not None and len(jobs) >= limit:
+            break
         if job_name(js.name, rjob.name, index) in names:
             continue
         attempt = None

@@ -18,14 +18,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.model_base import ConditionStatus
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core.types import format_time
 
 __all__ = [
     "ConditionSpec",
     "EventType",
+    "as_condition",
     "completed",
     "failed",
     "find_condition",
@@ -59,58 +62,58 @@ _EXCLUSIVE = {
 }
 
 
-def find_condition(conditions: Sequence[dict[str, Any]], type_: str) -> dict[str, Any] | None:
+def find_condition(conditions: Sequence[Condition], type_: str) -> Condition | None:
     """Return the condition of type `type_`, or None."""
     for cond in conditions:
-        if cond.get("type") == type_:
+        if cond.type == type_:
             return cond
     return None
 
 
-def is_true(conditions: Sequence[dict[str, Any]], type_: str) -> bool:
+def is_true(conditions: Sequence[Condition], type_: str) -> bool:
     """Return whether the condition of type `type_` exists with status True."""
     cond = find_condition(conditions, type_)
-    return cond is not None and cond.get("status") == "True"
+    return cond is not None and cond.status == ConditionStatus.TRUE
 
 
-def _as_dict(spec: ConditionSpec, transition: str) -> dict[str, Any]:
-    return {
-        "type": spec.type,
-        "status": spec.status,
-        "reason": spec.reason,
-        "message": spec.message,
-        "lastTransitionTime": transition,
-    }
+def as_condition(spec: ConditionSpec, transition: str) -> Condition:
+    """Return the status condition `spec` describes, last changed at `transition`."""
+    return Condition(
+        type=spec.type,
+        status=ConditionStatus(spec.status),
+        reason=spec.reason,
+        message=spec.message,
+        last_transition_time=transition,
+    )
 
 
-def set_condition(conditions: list[dict[str, Any]], spec: ConditionSpec, now: datetime) -> bool:
-    """Set `spec` in `conditions` in place with upstream's semantics; return whether it changed.
-
-    Pure apart from mutating the list it is given (the reconcile's working copy of the status).
-    """
+def set_condition(
+    conditions: Sequence[Condition], spec: ConditionSpec, now: datetime
+) -> list[Condition] | None:
+    """Return `conditions` with `spec` set by upstream's semantics, or None when unchanged."""
+    out = list(conditions)
     changed = False
     found = False
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == spec.type:
+    for i, cond in enumerate(out):
+        if cond.type == spec.type:
             found = True
-            if cond.get("status") != spec.status:
-                conditions[i] = _as_dict(spec, format_time(now))
+            if cond.status != spec.status:
+                out[i] = as_condition(spec, format_time(now))
                 changed = True
-            elif cond.get("reason") != spec.reason or cond.get("message") != spec.message:
-                keep = cond.get("lastTransitionTime") or format_time(now)
-                conditions[i] = _as_dict(spec, keep)
+            elif cond.reason != spec.reason or cond.message != spec.message:
+                out[i] = as_condition(spec, cond.last_transition_time or format_time(now))
                 changed = True
         elif (
             spec.status == "True"
-            and _EXCLUSIVE.get(spec.type) == cond.get("type")
-            and cond.get("status") == "True"
+            and _EXCLUSIVE.get(spec.type) == cond.type
+            and cond.status == ConditionStatus.TRUE
         ):
-            conditions[i] = {**cond, "status": "False"}
+            out[i] = cond.model_copy(update={"status": ConditionStatus.FALSE})
             changed = True
     if not found and spec.status == "True":
-        conditions.append(_as_dict(spec, format_time(now)))
+        out.append(as_condition(spec, format_time(now)))
         changed = True
-    return changed
+    return out if changed else None
 
 
 # --------------------------------------------------------------------------- catalog (§2.10)

@@ -8,12 +8,14 @@ immutable Plan. Upstream's equivalent is the JobSet status mutated in place plus
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.models import JobSet
+from jobset_infra.api.status import Condition, JobSetStatus, ReplicatedJobStatus
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.exclusive_placement import placement_stopped
@@ -32,38 +34,46 @@ from jobset_infra.controller.core.types import (
 
 __all__ = ["Draft", "normalized_status"]
 
-_COUNT_TOWARDS_MAX = "restartsCountTowardsMax"
-_RJOB_STATUS = "replicatedJobsStatus"
+# Written even when empty; an empty one compares equal to an absent one (wire names).
+_LISTS = tuple(
+    JobSetStatus.model_fields[name].alias or name
+    for name in ("conditions", "replicated_jobs_status")
+)
 
 
-def normalized_status(js: JobSet) -> dict[str, Any]:
-    """Return the JobSet's status as plain data, in the shape this core writes it.
+def normalized_status(js: JobSet) -> JobSetStatus:
+    """Return the JobSet's status in the shape this core writes it.
 
-    `restarts` is always present and replicatedJobsStatus is sorted by name, descending (the
-    order upstream persists), so comparing with a freshly computed status never sees churn.
+    `restarts`, `conditions` and `replicatedJobsStatus` are always written, the latter sorted
+    by name, descending (the order upstream persists), so comparing with a freshly computed
+    status never sees churn.
     """
-    status = js.status.to_dict() if js.status is not None else {}
-    status.setdefault("restarts", 0)
-    status.setdefault("conditions", [])
-    status[_RJOB_STATUS] = sorted(
-        status.get(_RJOB_STATUS, []), key=lambda s: str(s.get("name", "")), reverse=True
+    status = js.status or JobSetStatus()
+    return status.model_copy(
+        update={
+            "restarts": status.restarts,
+            "conditions": list(status.conditions),
+            "replicated_jobs_status": sorted(
+                status.replicated_jobs_status, key=lambda s: s.name, reverse=True
+            ),
+        }
     )
-    return status
 
 
 def _semantic(status: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in status.items() if v != [] or k not in ("conditions", _RJOB_STATUS)}
+    return {k: v for k, v in status.items() if v != [] or k not in _LISTS}
 
 
 @dataclass
 class Draft:
     """The mutable working copy of one pass: new status, writes, and post-write effects."""
 
-    observed: Observed
+    observed: Observed[JobSet]
     now: datetime
     config: CoreConfig
-    status: dict[str, Any]
+    status: JobSetStatus
     original: dict[str, Any]
+    """The status as observed, in its wire form: the status is written when it changed."""
     writes: list[Action] = field(default_factory=list)
     events: list[EmitEvent] = field(default_factory=list)
     metrics: list[IncrementMetric] = field(default_factory=list)
@@ -71,12 +81,11 @@ class Draft:
     last: list[Action] = field(default_factory=list)
 
     @classmethod
-    def begin(cls, observed: Observed, now: datetime, config: CoreConfig) -> Draft:
+    def begin(cls, observed: Observed[JobSet], now: datetime, config: CoreConfig) -> Draft:
         """Start a pass from the observed JobSet status (`now` normalised to aware UTC)."""
         now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-        original = normalized_status(observed.jobset)
         status = normalized_status(observed.jobset)
-        return cls(observed, now, config, status, original)
+        return cls(observed, now, config, status, status.to_dict())
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -86,10 +95,9 @@ class Draft:
         return self.observed.jobset
 
     @property
-    def conditions(self) -> list[dict[str, Any]]:
-        """The draft's status.conditions (mutable)."""
-        conds: list[dict[str, Any]] = self.status["conditions"]
-        return conds
+    def conditions(self) -> Sequence[Condition]:
+        """The draft's status.conditions."""
+        return self.status.conditions
 
     @property
     def finished(self) -> bool:
@@ -108,14 +116,14 @@ class Draft:
         """The restart accounting currently in the draft."""
         job_restarts: dict[str, tuple[int, ...]] = {}
         towards: dict[str, tuple[int, ...]] = {}
-        for entry in self.status[_RJOB_STATUS]:
-            if "jobRestarts" in entry:
-                job_restarts[entry["name"]] = tuple(entry["jobRestarts"])
-            if "jobRestartsCountTowardsMax" in entry:
-                towards[entry["name"]] = tuple(entry["jobRestartsCountTowardsMax"])
+        for entry in self.status.replicated_jobs_status:
+            if entry.job_restarts is not None:
+                job_restarts[entry.name] = tuple(entry.job_restarts)
+            if entry.job_restarts_count_towards_max is not None:
+                towards[entry.name] = tuple(entry.job_restarts_count_towards_max)
         return RestartCounters(
-            restarts=int(self.status.get("restarts", 0)),
-            counts_towards_max=int(self.status.get(_COUNT_TOWARDS_MAX, 0)),
+            restarts=self.status.restarts,
+            counts_towards_max=self.status.restarts_count_towards_max or 0,
             job_restarts=job_restarts,
             job_restarts_towards_max=towards,
         )
@@ -124,7 +132,9 @@ class Draft:
 
     def set_condition(self, spec: ConditionSpec) -> None:
         """Set a condition with upstream's semantics; queue its event when it changed."""
-        if cond.set_condition(self.conditions, spec, self.now):
+        conditions = cond.set_condition(self.conditions, spec, self.now)
+        if conditions is not None:
+            self._update(conditions=conditions)
             self.event(spec.event_type, spec.reason, spec.message)
 
     def event(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
@@ -133,22 +143,24 @@ class Draft:
 
     def set_counters(self, counters: RestartCounters) -> None:
         """Write restart accounting into the draft status."""
-        self.status["restarts"] = counters.restarts
-        if counters.counts_towards_max or _COUNT_TOWARDS_MAX in self.status:
-            self.status[_COUNT_TOWARDS_MAX] = counters.counts_towards_max
-        for entry in self.status[_RJOB_STATUS]:
-            if entry["name"] in counters.job_restarts:
-                entry["jobRestarts"] = list(counters.job_restarts[entry["name"]])
-            if entry["name"] in counters.job_restarts_towards_max:
-                towards = counters.job_restarts_towards_max[entry["name"]]
-                entry["jobRestartsCountTowardsMax"] = list(towards)
+        update: dict[str, Any] = {"restarts": counters.restarts}
+        if counters.counts_towards_max or self.status.restarts_count_towards_max is not None:
+            update["restarts_count_towards_max"] = counters.counts_towards_max
+        update["replicated_jobs_status"] = [
+            _with_job_restarts(entry, counters) for entry in self.status.replicated_jobs_status
+        ]
+        self._update(**update)
+
+    def set_replicated_jobs_status(self, entries: Sequence[ReplicatedJobStatus]) -> None:
+        """Replace status.replicatedJobsStatus."""
+        self._update(replicated_jobs_status=list(entries))
 
     def fail(self, failed: ConditionSpec) -> None:
         """Mark the JobSet Failed (upstream setJobSetFailedCondition)."""
         self.set_condition(failed)
         self.set_condition(cond.restarting_stopped(c.JOBSET_FAILED_REASON))
         self.set_condition(placement_stopped(c.JOBSET_FAILED_REASON))
-        self.status["terminalState"] = c.CONDITION_FAILED
+        self._update(terminal_state=c.CONDITION_FAILED)
         self._count(c.METRIC_FAILED_TOTAL)
 
     def complete(self) -> None:
@@ -156,7 +168,7 @@ class Draft:
         self.set_condition(cond.completed())
         self.set_condition(cond.restarting_stopped(c.JOBSET_COMPLETED_REASON))
         self.set_condition(placement_stopped(c.JOBSET_COMPLETED_REASON))
-        self.status["terminalState"] = c.CONDITION_COMPLETED
+        self._update(terminal_state=c.CONDITION_COMPLETED)
         self._count(c.METRIC_COMPLETED_TOTAL)
 
     def add(self, *actions: Action) -> None:
@@ -176,12 +188,11 @@ class Draft:
     def plan(self) -> Plan:
         """Return the immutable plan: writes, the status write, events and metrics, then last."""
         actions: list[Action] = list(self.writes)
-        if _semantic(self.status) != _semantic(self.original):
+        status = self.status.to_dict()
+        if _semantic(status) != _semantic(self.original):
             meta = self.js.metadata
             actions.append(
-                UpdateStatus(
-                    self.js.namespace, self.js.name, meta.resource_version or "", self.status
-                )
+                UpdateStatus(self.js.namespace, self.js.name, meta.resource_version or "", status)
             )
             actions.extend(self.events)
             actions.extend(self.metrics)
@@ -189,6 +200,11 @@ class Draft:
         if self.requeue:
             actions.append(RequeueAfter(min(self.requeue)))
         return Plan(tuple(actions))
+
+    def _update(self, **fields: Any) -> None:
+        # The status model is frozen: each change makes the next one (and marks the fields set,
+        # so they are written).
+        self.status = self.status.model_copy(update=fields)
 
     def _ref(self) -> ObjectRef:
         meta = self.js.metadata
@@ -200,3 +216,16 @@ class Draft:
             (c.METRIC_LABEL_NAMESPACE, self.js.namespace),
         )
         self.metrics.append(IncrementMetric(metric, labels))
+
+
+def _with_job_restarts(
+    entry: ReplicatedJobStatus, counters: RestartCounters
+) -> ReplicatedJobStatus:
+    update: dict[str, list[int]] = {}
+    if entry.name in counters.job_restarts:
+        update["job_restarts"] = list(counters.job_restarts[entry.name])
+    if entry.name in counters.job_restarts_towards_max:
+        update["job_restarts_count_towards_max"] = list(
+            counters.job_restarts_towards_max[entry.name]
+        )
+    return entry.model_copy(update=update) if update else entry

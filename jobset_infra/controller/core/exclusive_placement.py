@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.suspend_resume import controller_node_selector
@@ -68,7 +69,7 @@ _NewJobsStep = Callable[
 
 def place_new_jobs(
     jobs: tuple[Manifest, ...],
-    observed: Observed,
+    observed: Observed[JobSet],
     config: CoreConfig,
     earlier: PlacementDecision | None = None,
 ) -> PlacementDecision:
@@ -85,7 +86,7 @@ def place_new_jobs(
 
 def place_resumed_jobs(
     jobs: tuple[ChildJob, ...],
-    observed: Observed,
+    observed: Observed[JobSet],
     config: CoreConfig,
     earlier: PlacementDecision | None = None,
 ) -> PlacementDecision:
@@ -167,7 +168,7 @@ _NEW_JOBS: Mapping[Strategy, _NewJobsStep] = {
 # --------------------------------------------------------------------------- helpers
 
 
-def _inputs(observed: Observed) -> PlacementInputs:
+def _inputs(observed: Observed[JobSet]) -> PlacementInputs:
     # No inputs at all: the runtime knows no Nodes and no declared domains.
     placement = observed.placement
     return placement if isinstance(placement, PlacementInputs) else PlacementInputs()
@@ -238,7 +239,7 @@ def _pinned(job: Manifest, request: PlacementRequest, result: Assignment) -> Man
     return out
 
 
-def _resume_request(job: ChildJob, observed: Observed) -> PlacementRequest:
+def _resume_request(job: ChildJob, observed: Observed[JobSet]) -> PlacementRequest:
     """Return the request of a suspended Job from its replicated job's current template.
 
     Resume merges the template (where Kueue put the flavor's selectors and tolerations) into the
@@ -265,7 +266,7 @@ def _resume_request(job: ChildJob, observed: Observed) -> PlacementRequest:
     return replace(request, owner=owner, pinned=pinned)
 
 
-def _rjob_template(observed: Observed, rjob_name: str) -> Mapping[str, Any]:
+def _rjob_template(observed: Observed[JobSet], rjob_name: str) -> Mapping[str, Any]:
     for rjob in observed.jobset.spec.replicated_jobs:
         if rjob.name == rjob_name:
             return rjob.template

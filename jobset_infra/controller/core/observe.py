@@ -1,8 +1,10 @@
 """Build the `Observed` state from raw objects, and handle JobSets that cannot be parsed.
 
 A JobSet that bypassed validation (an old CRD, a direct etcd write, a CRD without our schema)
-may not parse into the model. The controller must not crash or loop on it: it reports the
-problem on the object, as a condition and a Warning event, and does nothing else.
+may not parse into the model, and one the CRD takes may still be impossible: more pods than any
+cluster holds, or pod templates the API server refuses for every Job. The controller must not
+crash or loop on it: it reports the problem on the object, as a condition and a Warning event,
+and does nothing else.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.cluster_bounds import size_errors
 from jobset_infra.api.errors import FieldError, duplicate
+from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, check_depth
+from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
 from jobset_infra.controller.core.types import (
@@ -47,20 +53,34 @@ def observe(
     service_exists: bool = False,
     placement: PlacementInputs | None = None,
     pvc_names: frozenset[str] | None = None,
-) -> Observed:
-    """Return the observed state; raise MalformedJobSetError if the JobSet does not parse or
-    names two replicated jobs alike.
+    *,
+    check_templates: bool = False,
+) -> Observed[JobSet]:
+    """Return the observed state; raise MalformedJobSetError if the JobSet does not parse,
+    names two replicated jobs alike or needs more pods than any cluster holds.
 
-    Job templates are not re-checked against the Kubernetes OpenAPI here: the API server
-    already validated the object and the check is too slow for every reconcile.
+    With `check_templates` (the runtime asks once per generation: it costs about 1.5 ms) the
+    object's depth, its Job templates' types (pinned Kubernetes OpenAPI) and what the API
+    server would refuse in every child Job are checked too.
     """
+    if check_templates:
+        _check_depth(raw_jobset)
     try:
-        js = JobSet.model_validate(raw_jobset, context={CHECK_TEMPLATES: False})
+        js = JobSet.model_validate(raw_jobset, context={CHECK_TEMPLATES: check_templates})
     except ValidationError as exc:
         raise MalformedJobSetError(field_errors(exc)) from None
-    if duplicates := _duplicate_names(js):
-        raise MalformedJobSetError(duplicates)
+    if problems := _duplicate_names(js) or size_errors(js):
+        raise MalformedJobSetError(problems)
+    if check_templates and (refused := child_job_errors(raw_jobset)):
+        raise MalformedJobSetError(refused)
     return Observed(js, tuple(jobs), service_exists, placement, pvc_names)
+
+
+def _check_depth(raw_jobset: Mapping[str, Any]) -> None:
+    try:
+        check_depth(raw_jobset, MANIFEST_LIMITS.max_depth, "the JobSet")
+    except LimitError as exc:
+        raise MalformedJobSetError([FieldError("", str(exc))]) from None
 
 
 def _duplicate_names(js: JobSet) -> list[FieldError]:
@@ -99,11 +119,12 @@ def _malformed_plan(
     if meta.get("deletionTimestamp") or spec.get("managedBy") not in (None, config.controller_name):
         return Plan()
     status = _dict(raw.get("status"))
-    conditions = [dict(x) for x in status.get("conditions") or [] if isinstance(x, Mapping)]
+    raw_conditions = [dict(x) for x in status.get("conditions") or [] if isinstance(x, Mapping)]
     spec_ = cond.ConditionSpec(
         c.CONDITION_INVALID_SPEC, "True", c.INVALID_SPEC_REASON, message, "Warning"
     )
-    if not cond.set_condition(conditions, spec_, now):
+    conditions = _set_among_raw(raw_conditions, spec_, now)
+    if conditions is None:
         return Plan()
     status["conditions"] = conditions
     status.setdefault("restarts", 0)
@@ -114,3 +135,27 @@ def _malformed_plan(
         EmitEvent("Warning", c.INVALID_SPEC_REASON, message, ref),
     )
     return Plan(actions)
+
+
+def _set_among_raw(
+    raw: list[dict[str, Any]], spec: cond.ConditionSpec, now: datetime
+) -> list[dict[str, Any]] | None:
+    """Set `spec` among the wire conditions of an unparsed JobSet, or None when unchanged.
+
+    The conditions that parse are updated as on any JobSet; one that does not (the object
+    bypassed validation) stays as it is, where it is.
+    """
+    parsed = [_condition(x) for x in raw]
+    updated = cond.set_condition([p for p in parsed if p is not None], spec, now)
+    if updated is None:
+        return None
+    fresh = iter(updated)
+    out = [x if p is None else next(fresh).to_dict() for x, p in zip(raw, parsed, strict=True)]
+    return out + [extra.to_dict() for extra in fresh]
+
+
+def _condition(raw: dict[str, Any]) -> Condition | None:
+    try:
+        return Condition.model_validate(raw)
+    except ValidationError:
+        return None

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import spec_condition
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 
-def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = None) -> Plan:
+def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | None = None) -> Plan:
     """Return the plan that moves the JobSet towards its spec. Pure; `now` is aware UTC."""
     config = config or CoreConfig()
     # 2-3. a JobSet being deleted, or managed by another controller, is left alone
@@ -64,7 +65,7 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
         return Plan()
     draft = Draft.begin(observed, now, config)
     # what upstream's admission webhook would have rejected is reported, not enforced
-    draft.set_condition(spec_condition(draft.js, config))
+    draft.set_condition(spec_condition(draft.js, config, observed.spec_problems))
     # 5. previous attempt / active / successful / failed
     jobs = classify(draft)
     # 6. status.replicatedJobsStatus
@@ -104,7 +105,7 @@ def reconcile(observed: Observed, now: datetime, config: CoreConfig | None = Non
     return draft.plan()
 
 
-def is_managed_here(observed: Observed, config: CoreConfig) -> bool:
+def is_managed_here(observed: Observed[JobSet], config: CoreConfig) -> bool:
     """Return whether this controller acts on the JobSet (not deleting, managedBy is us)."""
     js = observed.jobset
     if js.metadata.deletion_timestamp:
@@ -126,13 +127,8 @@ def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJ
     counts = count_replicated_jobs(draft.js.spec.replicated_jobs, jobs)
     carried = None
     if draft.config.restart_job_enabled:
-        carried = {
-            entry["name"]: {
-                k: entry[k] for k in ("jobRestarts", "jobRestartsCountTowardsMax") if k in entry
-            }
-            for entry in draft.status["replicatedJobsStatus"]
-        }
-    draft.status["replicatedJobsStatus"] = replicated_jobs_status(counts, carried)
+        carried = {entry.name: entry for entry in draft.status.replicated_jobs_status}
+    draft.set_replicated_jobs_status(replicated_jobs_status(counts, carried))
     return counts
 
 

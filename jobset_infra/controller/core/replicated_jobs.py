@@ -75,8 +75,11 @@ def create_jobs(
             continue
         if ordered and all_replicas_started(rjob.replicas, counts.get(rjob.name)):
             continue
-        if not blocked:
-            pending += construct_jobs(js, rjob, existing, restarts, _job_restarts(draft, rjob))
+        budget = draft.config.max_creates_per_pass - len(pending)
+        if not blocked and budget > 0:
+            pending += construct_jobs(
+                js, rjob, existing, restarts, _job_restarts(draft, rjob), limit=budget
+            )
         if ordered:
             # wait for this replicated job to start before the next one
             draft.set_condition(cond.in_order_in_progress())

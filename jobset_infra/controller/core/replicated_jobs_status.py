@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from jobset_infra.api.models import ReplicatedJob
+from jobset_infra.api.status import ReplicatedJobStatus
 from jobset_infra.controller.core.classify import ChildJobs
 from jobset_infra.controller.core.types import ChildJob
 
@@ -65,25 +65,33 @@ def count_replicated_jobs(rjobs: Sequence[ReplicatedJob], jobs: ChildJobs) -> di
 
 def replicated_jobs_status(
     counts: Mapping[str, RJobCounts],
-    job_restarts: Mapping[str, Mapping[str, list[int]]] | None = None,
-) -> list[dict[str, Any]]:
+    carried: Mapping[str, ReplicatedJobStatus] | None = None,
+) -> list[ReplicatedJobStatus]:
     """Return the status list (sorted by name, descending) for `counts`.
 
-    `job_restarts` (RestartJob gate) maps a replicated job to its `jobRestarts` and
-    `jobRestartsCountTowardsMax` arrays, which are carried forward.
+    `carried` (RestartJob gate) maps a replicated job to its previous entry, whose `jobRestarts`
+    and `jobRestartsCountTowardsMax` arrays are carried forward.
     """
-    out: list[dict[str, Any]] = []
+    out: list[ReplicatedJobStatus] = []
     for name in sorted(counts, reverse=True):
         n = counts[name]
-        entry: dict[str, Any] = {
-            "name": name,
-            "ready": n.ready,
-            "succeeded": n.succeeded,
-            "failed": n.failed,
-            "active": n.active,
-            "suspended": n.suspended,
-        }
-        if job_restarts is not None:
-            entry.update({k: list(v) for k, v in job_restarts.get(name, {}).items()})
-        out.append(entry)
+        previous = (carried or {}).get(name)
+        restarts = {}
+        if previous is not None:
+            restarts = {
+                k: list(v)
+                for k in ("job_restarts", "job_restarts_count_towards_max")
+                if (v := getattr(previous, k)) is not None
+            }
+        out.append(
+            ReplicatedJobStatus(
+                name=name,
+                ready=n.ready,
+                succeeded=n.succeeded,
+                failed=n.failed,
+                active=n.active,
+                suspended=n.suspended,
+                **restarts,
+            )
+        )
     return out

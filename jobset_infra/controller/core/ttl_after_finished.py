@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core.types import parse_time
 
 __all__ = ["TtlDecision", "finish_time", "ttl_after_finished"]
@@ -24,18 +24,16 @@ class TtlDecision:
     requeue_after: float | None = None
 
 
-def finish_time(conditions: Sequence[dict[str, Any]]) -> datetime | None:
+def finish_time(conditions: Sequence[Condition]) -> datetime | None:
     """Return when the JobSet finished (its True Completed/Failed condition), or None."""
     for cond in conditions:
-        if cond.get("type") in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and (
-            cond.get("status") == "True"
-        ):
-            return parse_time(cond.get("lastTransitionTime"))
+        if cond.type in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and cond.status == "True":
+            return parse_time(cond.last_transition_time)
     return None
 
 
 def ttl_after_finished(
-    ttl_seconds: int | None, conditions: Sequence[dict[str, Any]], now: datetime
+    ttl_seconds: int | None, conditions: Sequence[Condition], now: datetime
 ) -> TtlDecision:
     """Return what the TTL asks for. Pure: `now` is given.
 

@@ -17,10 +17,10 @@ How the runtime executes a `Plan` (see /work/notes/core-interfaces.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.models import JobSet
+from jobset_infra.api.errors import FieldError
 from jobset_infra.controller.core.job_view import (
     ChildJob,
     JobCondition,
@@ -62,22 +62,30 @@ Manifest: TypeAlias = dict[str, Any]
 # --------------------------------------------------------------------------- observed
 
 
+_J = TypeVar("_J")
+
+
 @dataclass(frozen=True, slots=True)
-class Observed:
+class Observed(Generic[_J]):
     """Everything one reconcile of one JobSet looks at.
 
-    `jobset` is the parsed API model (its metadata carries name, namespace, uid, resourceVersion,
-    generation, deletionTimestamp, annotations). `jobs` are the child Jobs whose controller
+    The runtime reads it from its caches with the JobSet as it is stored (`Observed[Manifest]`,
+    the raw object); `observe` parses the JobSet into the API model (`Observed[JobSet]`), which
+    is what `reconcile` takes: its metadata carries name, namespace, uid, resourceVersion,
+    generation, deletionTimestamp, annotations. `jobs` are the child Jobs whose controller
     ownerReference is this JobSet's UID (the core ignores any others it is given).
     """
 
-    jobset: JobSet
+    jobset: _J
     jobs: tuple[ChildJob, ...] = ()
     service_exists: bool = False
     placement: PlacementInputs | None = None
     pvc_names: frozenset[str] | None = None
     """Names of PVCs in the JobSet's namespace, if the runtime tracks them (VolumeClaimPolicies).
     None: unknown, so the policy's PVCs are planned every pass and AlreadyExists is ignored."""
+    spec_problems: tuple[FieldError, ...] | None = None
+    """What the spec check (`admission.spec_problems`) found for this metadata.generation, when
+    the runtime has it cached; None: the pass checks the spec itself."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -256,3 +264,6 @@ class CoreConfig:
     """Assign exclusive-topology domains in the controller (no webhooks); off = annotation only."""
     controller_name: str = c.JOBSET_CONTROLLER_NAME
     """The spec.managedBy value this controller answers to (nil managedBy also means us)."""
+    max_creates_per_pass: int = 500
+    """Job manifests one pass may build and create; the rest wait for the next pass, which the
+    created Jobs' watch events bring (so memory is bounded and other JobSets get their turn)."""

@@ -10,23 +10,19 @@ same domain.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import time
 import uuid
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
-from jobset_infra.controller.core import (
-    MalformedJobSetError,
-    observe,
-    reconcile,
-    reconcile_malformed,
-)
-from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan
+from jobset_infra.api.models import JobSet
+from jobset_infra.controller.core import observe, reconcile
+from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -50,6 +46,8 @@ from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
+from jobset_infra.controller.runtime.spec_checks import SpecChecks
+from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.placement.inputs import (
@@ -62,18 +60,8 @@ from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What one reconcile reads from the caches."""
-
-    jobset: dict[str, Any]
-    jobs: tuple[ChildJob, ...] = ()
-    service_exists: bool = False
-    placement: PlacementInputs | None = None
-    pvc_names: frozenset[str] | None = None  # None: PVCs are not watched (or not allowed)
-
-
-Decide = Callable[[Snapshot, datetime.datetime], Plan]
+Decide = Callable[[Observed[Manifest], datetime.datetime], Plan]
+"""The decision for one JobSet as the caches hold it (the core's, unless a test injects one)."""
 WallClock = Callable[[], datetime.datetime]
 
 
@@ -85,17 +73,25 @@ def core_config(config: ControllerConfig) -> CoreConfig:
     )
 
 
-def core_decider(config: CoreConfig) -> Decide:
-    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan."""
+def core_decider(
+    config: CoreConfig, verdicts: SpecVerdicts | None = None, checks: SpecChecks | None = None
+) -> Decide:
+    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. Per
+    generation, `verdicts` remembers the spec's full check and a malformed report, and `checks`
+    the webhook rules' verdict (both: the checks cost milliseconds, a pass microseconds)."""
+    verdicts = verdicts if verdicts is not None else SpecVerdicts()
+    spec_checks = checks or SpecChecks(config)
 
-    def decide(seen: Snapshot, now: datetime.datetime) -> Plan:
-        try:
-            observed = observe(
-                seen.jobset, seen.jobs, seen.service_exists, seen.placement, seen.pvc_names
-            )
-        except MalformedJobSetError as err:
-            return reconcile_malformed(seen.jobset, err, now, config)
-        return reconcile(observed, now, config)
+    def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
+        def observed(check_templates: bool) -> Observed[JobSet]:
+            return observe(seen.jobset, seen.jobs, seen.service_exists, seen.placement,
+                           seen.pvc_names, check_templates=check_templates)
+
+        def reconciled(found: Observed[JobSet]) -> Plan:
+            problems = spec_checks.problems(found.jobset)
+            return reconcile(dataclasses.replace(found, spec_problems=problems), now, config)
+
+        return verdicts.decide(seen.jobset, observed, reconciled, now, config)
 
     return decide
 
@@ -126,7 +122,8 @@ class JobSetController:
         tuning = config.controller
         self.config = config
         self.metrics = metrics
-        self.decide = decide or core_decider(core_config(config))
+        self.verdicts = SpecVerdicts()
+        self.decide = decide or core_decider(core_config(config), self.verdicts)
         self._clock = clock
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
@@ -203,6 +200,8 @@ class JobSetController:
             self.nodes.add_handler(self._on_node)
 
     def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "delete" and old is not None:
+            self.verdicts.forget(jobset_uid(old))
         if kind == "update" and same_but_bookkeeping(old, new):
             return
         self.queue.add(object_key(new if new is not None else old))
@@ -345,12 +344,12 @@ class JobSetController:
 
     def _snapshot(
         self, jobset: dict[str, Any], placement: PlacementInputs | None = None
-    ) -> Snapshot:
+    ) -> Observed[Manifest]:
         namespace = str(jobset["metadata"].get("namespace", ""))
         pvc_names = None
         if not self.pvcs.forbidden:
             pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
-        return Snapshot(
+        return Observed(
             jobset=jobset,
             jobs=tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset))),
             service_exists=f"{namespace}/{service_name(jobset)}" in self.services.store,

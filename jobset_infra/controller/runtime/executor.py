@@ -2,6 +2,9 @@
 
 1. Runs of the same action kind execute in parallel, bounded (default 50, upstream's
    MaxParallelism); the first failed run stops the plan and the key is retried with backoff.
+   Job creates go in slow-start batches as upstream's Job controller sends Pods (1, 2, 4, ...
+   up to the bound): a failing JobSet (quota, admission, a refused template) stops after one
+   failed create instead of fifty, and the creates it did not send are no longer expected.
 2. Creates and deletes are recorded as expectations *before* they are sent, so the informer event
    that answers them can never race past the bookkeeping.
 3. The status is one optimistic-concurrency PUT; a 409 means our view was stale: requeue.
@@ -114,7 +117,7 @@ class PlanExecutor:
         if kind is CreateJob:
             creates = [a for a in actions if isinstance(a, CreateJob)]
             self.expectations.expect(key, self._clock(), creates={a.name: None for a in creates})
-            await self._parallel(creates, lambda a: self._create_job(key, a, outcome))
+            await self._slow_start(key, creates, outcome)
         elif kind is DeleteJob:
             deletes = [a for a in actions if isinstance(a, DeleteJob)]
             self.expectations.expect(key, self._clock(), deletes={a.uid for a in deletes})
@@ -150,6 +153,23 @@ class PlanExecutor:
         await asyncio.gather(*(lane() for _ in range(lanes)))
         if errors:
             raise errors[0]
+
+    async def _slow_start(
+        self, key: Hashable, creates: Sequence[CreateJob], outcome: Outcome
+    ) -> None:
+        """Create in batches of 1, 2, 4, ... (at most max_parallelism); stop after a batch with
+        a failure, marking the unsent creates as observed so the next pass is not held back."""
+        sent, size = 0, 1
+        while sent < len(creates):
+            batch = creates[sent : sent + size]
+            try:
+                await self._parallel(batch, lambda a: self._create_job(key, a, outcome))
+            except ApiError:
+                for skipped in creates[sent + len(batch) :]:
+                    self.expectations.observe_create(key, skipped.name)
+                raise
+            sent += len(batch)
+            size = min(2 * size, self.max_parallelism)
 
     async def _create_job(self, key: Hashable, action: CreateJob, outcome: Outcome) -> None:
         try:

@@ -6,11 +6,13 @@ rolling update does not wait for leadership. Binding ":0" picks a free port (tes
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 
 from aiohttp import web
 
 from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -41,8 +43,25 @@ class Endpoints:
         self.readiness_path = readiness_path
         self._runners: list[web.AppRunner] = []
         self.ports: dict[str, int] = {}
+        self.auth: MetricsAuth | None = None
 
-    async def start(self, health_address: str, metrics_address: str) -> None:
+    async def start(
+        self,
+        health_address: str,
+        metrics_address: str,
+        *,
+        metrics_tls: ssl.SSLContext | None = None,
+        metrics_auth: MetricsAuth | None = None,
+    ) -> None:
+        """Serve health and metrics; with `metrics_tls` the metrics address speaks HTTPS (and
+        must differ from the health address: the kubelet probes plain HTTP), and with
+        `metrics_auth` every scrape is authenticated and authorized first."""
+        if metrics_tls is not None and metrics_address == health_address:
+            raise ValueError(
+                f"secure metrics and health probes cannot share {metrics_address}: the kubelet "
+                "probes over HTTP; give metrics its own port"
+            )
+        self.auth = metrics_auth
         routes: dict[str, list[web.RouteDef]] = {}
         if split_address(health_address):
             routes.setdefault(health_address, []).extend(
@@ -59,7 +78,8 @@ class Endpoints:
             app.add_routes(defs)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            site = web.TCPSite(runner, host, port)
+            tls = metrics_tls if address == metrics_address else None
+            site = web.TCPSite(runner, host, port, ssl_context=tls)
             await site.start()
             self._runners.append(runner)
             bound = runner.addresses[0][1] if runner.addresses else port
@@ -80,5 +100,10 @@ class Endpoints:
         ok = self.ready()
         return web.Response(status=200 if ok else 503, text="ok" if ok else "caches not synced")
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.auth is not None:
+            status = await self.auth.verdict(request.headers.get("Authorization", ""))
+            if status != 200:
+                reason = {401: "Unauthorized", 403: "Forbidden"}.get(status, "Unavailable")
+                return web.Response(status=status, text=reason)
         return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})

@@ -1,7 +1,7 @@
 """A lean aiohttp client for the Kubernetes REST API: plain dicts in and out, typed errors.
 
 Every request passes the client-side token bucket (QPS/burst), is counted in
-`rest_client_requests_total{code,method,host}`, and must be declared in `resources.PERMISSIONS`.
+`rest_client_requests_total{code,method,host}`, and must be granted in `jobset_infra/api/rbac.py`.
 429s are retried after their Retry-After; 5xx, timeouts and connection errors are retried with
 exponential backoff. Creates are retried too: child names are deterministic, so a create whose
 response was lost comes back as AlreadyExistsError, which callers treat as done.
@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from jobset_infra.api.input_limits import CONTROLLER_LIMITS, LimitError, loads_json
 from jobset_infra.controller.runtime.auth import ClusterAccess
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, Sleep, TokenBucket
@@ -75,7 +76,7 @@ class ServerError(ApiError): ...
 
 
 class UndeclaredCallError(RuntimeError):
-    """The runtime tried a (group, resource, verb) missing from resources.PERMISSIONS."""
+    """The runtime tried a (group, resource, verb) its RBAC rules (api/rbac.py) do not grant."""
 
 
 def _error(code: int, body: Mapping[str, Any], headers: Mapping[str, str]) -> ApiError:
@@ -377,7 +378,7 @@ class KubeClient:
     def _declare(self, res: Resource, verb: str, subresource: str | None = None) -> None:
         needed = permission(res, verb, subresource)
         if self._enforce and needed not in PERMISSIONS:
-            raise UndeclaredCallError(f"{needed} is not declared in resources.PERMISSIONS")
+            raise UndeclaredCallError(f"{needed} is not granted in jobset_infra/api/rbac.py")
         self.used.add(needed)
 
     def _count(self, status: int, method: str) -> None:
@@ -393,26 +394,51 @@ class _TransportError(ApiError):
     """A connection error or timeout (retried like a 5xx)."""
 
 
+class ResponseTooLargeError(ApiError):
+    """A response or watch event over `input_limits.CONTROLLER_LIMITS` (never read whole)."""
+
+
+def _decoded(data: bytes) -> Any:
+    """JSON within CONTROLLER_LIMITS (size, and depth before the recursive decoder)."""
+    try:
+        return loads_json(data, CONTROLLER_LIMITS)
+    except LimitError as err:
+        raise ResponseTooLargeError(0, "ResponseTooLarge", str(err)) from None
+
+
 async def _json_lines(stream: aiohttp.StreamReader) -> AsyncIterator[dict[str, Any]]:
-    """Newline-delimited JSON objects of any size (aiohttp's readline caps a line at 128 KiB,
-    and a JobSet with large templates and status can be bigger)."""
+    """Newline-delimited JSON objects of up to 64 MiB each (aiohttp's readline caps a line at
+    128 KiB, and a JobSet with large templates and status can be bigger)."""
     buffer = b""
     async for chunk in stream.iter_any():
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             if line.strip():
-                yield json.loads(line)
+                yield _decoded(line)
+        if len(buffer) > CONTROLLER_LIMITS.max_bytes:
+            raise ResponseTooLargeError(
+                0, "ResponseTooLarge", f"a watch event over {CONTROLLER_LIMITS.max_bytes} bytes"
+            )
     if buffer.strip():
-        yield json.loads(buffer)
+        yield _decoded(buffer)
 
 
 async def _json_or_empty(resp: aiohttp.ClientResponse) -> dict[str, Any]:
-    text = await resp.text()
-    if not text:
+    limit = CONTROLLER_LIMITS.max_bytes
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLargeError(0, "ResponseTooLarge",
+                                        f"a response over {limit} bytes; lower the page size")
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    if not data:
         return {}
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return {"message": text[:500]}
+        value = _decoded(data)
+    except ValueError:
+        return {"message": data[:500].decode("utf-8", "replace")}
     return value if isinstance(value, dict) else {"value": value}

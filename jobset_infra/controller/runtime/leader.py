@@ -70,6 +70,7 @@ class LeaderElector:
         self.leading = asyncio.Event()
         self.lost = asyncio.Event()
         self.writes = 0  # Lease create/update requests sent (tests tell them from other writes)
+        self.attempts = 0  # tries to acquire or renew (tests count them instead of sleeping)
 
     @property
     def is_leader(self) -> bool:
@@ -133,6 +134,7 @@ class LeaderElector:
                 return
 
     async def _try_acquire_or_renew(self) -> bool:
+        self.attempts += 1
         now_wall = _micro(self._wall())
         try:
             lease = await self.client.get(LEASES, self.name, self.namespace)

@@ -26,10 +26,12 @@ from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime import auth
 from jobset_infra.controller.runtime.controller import Decide, JobSetController
 from jobset_infra.controller.runtime.events import EventRecorder
-from jobset_infra.controller.runtime.health import Endpoints
+from jobset_infra.controller.runtime.health import Endpoints, split_address
 from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
+from jobset_infra.controller.runtime.serving_cert import serving_context
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +172,7 @@ async def start_controller(
     ctl.tasks += [asyncio.create_task(i.run()) for i in controller.informers]
     ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
     try:
-        await endpoints.start(config.health.health_probe_bind_address, config.metrics.bind_address)
+        await _start_endpoints(endpoints, config, client)
         await _wait_synced(controller, config.controller.cache_sync_timeout)
         if freeze_gc:
             gc.freeze()
@@ -179,6 +181,21 @@ async def start_controller(
         raise
     ctl._lead = asyncio.create_task(_lead(ctl, config.controller.workers))
     return ctl
+
+
+async def _start_endpoints(
+    endpoints: Endpoints, config: ControllerConfig, client: KubeClient
+) -> None:
+    """Health over HTTP; metrics over HTTPS with TokenReview/SubjectAccessReview unless
+    `metrics.secureServing` is false (controller-runtime's secure metrics)."""
+    metrics = config.metrics
+    tls, auth = None, None
+    address = split_address(metrics.bind_address)
+    if metrics.secure_serving and address is not None:
+        tls = serving_context(metrics.cert_dir, address[0])
+        auth = MetricsAuth(client)
+    await endpoints.start(config.health.health_probe_bind_address, metrics.bind_address,
+                          metrics_tls=tls, metrics_auth=auth)
 
 
 def _elector(

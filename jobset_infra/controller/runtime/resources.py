@@ -1,8 +1,9 @@
-"""Every API resource the runtime talks to, and every (group, resource, verb) it may use.
+"""Every API resource the runtime talks to, and the (group, resource, verb) calls it may make.
 
-`PERMISSIONS` is the single declaration the client enforces at call time (an undeclared call is a
-programming error, raised before any HTTP) and that tests compare with the RBAC Role the platform
-renders, so the Role grants exactly what the controller uses.
+`PERMISSIONS` is read from the controller's RBAC rules (`jobset_infra.api.rbac`, their one
+declaration): the client enforces it at call time (an undeclared call is a programming error,
+raised before any HTTP), so the Role the platform renders and the calls the runtime may make
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.rbac import called_permissions
 
 
 @dataclass(frozen=True)
@@ -52,51 +54,15 @@ PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
-
-# (api group, resource[/subresource], verb) the runtime uses, with why.
-PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
-    {
-        # JobSets: informer; TTL-after-finished deletes the JobSet; status written once per pass.
-        (c.GROUP, c.PLURAL, "list"),
-        (c.GROUP, c.PLURAL, "watch"),
-        (c.GROUP, c.PLURAL, "delete"),
-        (c.GROUP, f"{c.PLURAL}/status", "update"),
-        # Jobs: informer; create children; foreground-delete; suspend/resume and template edits.
-        ("batch", "jobs", "list"),
-        ("batch", "jobs", "watch"),
-        ("batch", "jobs", "create"),
-        ("batch", "jobs", "delete"),
-        ("batch", "jobs", "patch"),
-        # On resume, status.startTime is cleared before the template's scheduling fields change.
-        ("batch", "jobs/status", "patch"),
-        # Headless Service: informer (to notice deletion) and create.
-        ("", "services", "list"),
-        ("", "services", "watch"),
-        ("", "services", "create"),
-        # PersistentVolumeClaims of volumeClaimPolicies: an informer of names, and create.
-        ("", "persistentvolumeclaims", "list"),
-        ("", "persistentvolumeclaims", "watch"),
-        ("", "persistentvolumeclaims", "create"),
-        # Nodes: the placement informer (domains, readiness, allocatable).
-        ("", "nodes", "list"),
-        ("", "nodes", "watch"),
-        # Leader election.
-        ("coordination.k8s.io", "leases", "get"),
-        ("coordination.k8s.io", "leases", "create"),
-        ("coordination.k8s.io", "leases", "update"),
-        # Events: events.k8s.io/v1, core/v1 when the group is absent; patch bumps a series.
-        ("events.k8s.io", "events", "create"),
-        ("events.k8s.io", "events", "patch"),
-        ("", "events", "create"),
-        ("", "events", "patch"),
-    }
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
 )
 
-# Granted without a call of ours: the API server's OwnerReferencesPermissionEnforcement admission
-# checks `update` on jobsets/finalizers when we create Jobs with blockOwnerDeletion=true.
-IMPLIED_PERMISSIONS: frozenset[tuple[str, str, str]] = frozenset(
-    {(c.GROUP, f"{c.PLURAL}/finalizers", "update")}
-)
+# (api group, resource[/subresource], verb) the runtime may call: the RBAC rules it is granted.
+PERMISSIONS: frozenset[tuple[str, str, str]] = called_permissions()
 
 
 def permission(

@@ -20,10 +20,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from jobset_infra.api.input_limits import SIM_LIMITS
+from jobset_infra.api.yaml_io import YamlError, load_documents
 from jobset_infra.sim.apiserver import field_validation
-from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+from jobset_infra.sim.apiserver.errors import (
+    StatusError,
+    bad_request,
+    field_cause,
+    invalid,
+    name_mismatch,
+)
 from jobset_infra.sim.apiserver.patch import MERGE_KEYS, SET_LISTS
 
 if TYPE_CHECKING:
@@ -164,6 +170,8 @@ def _remove(obj: Any, path: Path) -> None:
     elif last.startswith("v:") and isinstance(parent, list):
         value = json.loads(last[2:])
         parent[:] = [i for i in parent if i != value]
+    if isinstance(parent, list) and not parent and parents:
+        _remove(obj, tuple(parents))  # a list whose last item went is gone too
 
 
 def merge(live: Any, config: Any, field: str = "", keys: ListKeys | None = None) -> Any:
@@ -191,9 +199,20 @@ def merge(live: Any, config: Any, field: str = "", keys: ListKeys | None = None)
 
 
 def _render(path: Path) -> str:
+    """A field path as structured-merge-diff prints it: `.spec.containers[name="a"].image`,
+    `[containerPort=80,protocol="TCP"]` for a multi-key item, `[="x"]` for a set member."""
     parts = []
     for part in path:
-        parts.append("." + part[2:] if part.startswith("f:") else "[" + part[2:] + "]")
+        if part.startswith("f:"):
+            parts.append("." + part[2:])
+        elif part.startswith("k:"):
+            keys = json.loads(part[2:])
+            parts.append("[" + ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                                        for k, v in sorted(keys.items())) + "]")
+        elif part.startswith("v:"):
+            parts.append(f"[={part[2:]}]")
+        else:
+            parts.append("[" + part[2:] + "]")
     return "".join(parts)
 
 
@@ -215,9 +234,10 @@ def _entry(store: Store, info: ResourceInfo, manager: str, *, operation: str,
 def parse_body(body: Any) -> JsonObj:
     if isinstance(body, bytes | str):
         try:
-            body = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
+            documents = load_documents(body, SIM_LIMITS)  # bounded like every request body
+        except YamlError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from None
+        body = documents[0] if documents else None
     if not isinstance(body, dict):
         raise bad_request("apply configuration must be an object")
     return body
@@ -236,12 +256,15 @@ def server_side_apply(
     dry_run: bool = False,
 ) -> JsonObj:
     if not field_manager:
-        raise bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required "
-                          "value: is required for apply patch")
+        raise invalid("meta.k8s.io", "PatchOptions", "", [field_cause(
+            "FieldValueRequired", "fieldManager", "Required value: is required for apply patch")])
     config = parse_body(body)
+    if not config.get("apiVersion") or not config.get("kind"):
+        group, _, version = str(config.get("apiVersion") or "").rpartition("/")
+        raise bad_request(f"invalid object type: {group}/{version}, Kind={config.get('kind', '')}")
     config.setdefault("metadata", {})
     if config["metadata"].get("name", name) != name:
-        raise bad_request("the name of the object does not match the name on the URL")
+        raise bad_request(name_mismatch(str(config["metadata"]["name"]), name))
     config["metadata"]["name"] = name
     field_validation.check_apply(info, name, field_validation.unknown_fields(
         store, info, config)[1])
@@ -286,7 +309,8 @@ def _apply_to_live(
         others |= kept
         if kept:
             new_entries.append(entry | {"fieldsV1": to_fields_v1(kept)})
-    for path in sorted(mine - paths - others, key=len, reverse=True):
+    # a list item no manager keeps goes whole, before its fields (whose removal would unkey it)
+    for path in sorted(mine - paths - others, key=len):
         _remove(merged, path)
     new_entries.append(_entry(store, info, manager, operation="Apply", paths=paths,
                                subresource=subresource))
@@ -334,6 +358,4 @@ def _conflict(info: ResourceInfo, live: JsonObj, conflicts: list[tuple[str, Path
             lines.append(f"conflicts with {words}:")
             lines += sorted(f"- {_render(p)}" for m, p in conflicts if m == words)
         message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
-    return StatusError(409, "Conflict", message, details={
-        "name": live["metadata"]["name"], "group": info.gvr.group, "kind": info.gvr.resource,
-        "causes": causes})
+    return StatusError(409, "Conflict", message, details={"causes": causes})

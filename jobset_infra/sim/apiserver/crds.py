@@ -116,7 +116,8 @@ def _cause(error: FieldError) -> JsonObj:
     """A FieldError as an entry of Status details.causes (reason from the message's prefix)."""
     reason = next((r for prefix, r in _REASONS if error.message.startswith(prefix)),
                   "FieldValueInvalid")
-    return field_cause(reason, error.path, error.message)
+    # an error about the object itself has a nil field path, which Go prints as "<nil>"
+    return field_cause(reason, error.path or "<nil>", error.message)
 
 
 def _admit_custom(schema: CrdSchema) -> Admit:

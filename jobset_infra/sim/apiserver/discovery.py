@@ -59,10 +59,14 @@ def api_group(registry: Registry, name: str) -> JsonObj:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
+def _verbs(info: ResourceInfo) -> list[str]:
+    return ["create"] if info.create_only else VERBS
+
+
 def _entries(info: ResourceInfo) -> list[JsonObj]:
     main: JsonObj = {
         "name": info.gvr.resource, "singularName": info.singular,
-        "namespaced": info.namespaced, "kind": info.kind, "verbs": VERBS,
+        "namespaced": info.namespaced, "kind": info.kind, "verbs": _verbs(info),
     }
     if info.short_names:
         main["shortNames"] = list(info.short_names)
@@ -112,7 +116,7 @@ def _aggregated_resource(info: ResourceInfo) -> JsonObj:
     out: JsonObj = {
         "resource": info.gvr.resource, "responseKind": kind,
         "scope": "Namespaced" if info.namespaced else "Cluster",
-        "singularResource": info.singular, "verbs": VERBS,
+        "singularResource": info.singular, "verbs": _verbs(info),
     }
     if info.short_names:
         out["shortNames"] = list(info.short_names)

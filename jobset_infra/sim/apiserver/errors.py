@@ -80,10 +80,8 @@ class ForbiddenError(StatusError):
 
 
 def _details(group: str, kind: str, name: str) -> JsonObj:
-    out: JsonObj = {"name": name, "kind": kind}
-    if group:
-        out["group"] = group
-    return out
+    """StatusDetails; empty fields are left out, as the server's omitempty does."""
+    return {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
 
 
 def qualified(resource: str, group: str) -> str:
@@ -96,6 +94,12 @@ def not_found(group: str, resource: str, name: str) -> StatusError:
         404, "NotFound", f'{qualified(resource, group)} "{name}" not found',
         details=_details(group, resource, name),
     )
+
+
+def not_found_resource() -> StatusError:
+    """404 for a path the server serves nothing at (an unknown resource or subresource)."""
+    return NotFoundError(404, "NotFound", "the server could not find the requested resource",
+                         details={})
 
 
 def already_exists(group: str, resource: str, name: str) -> StatusError:
@@ -146,6 +150,10 @@ def too_old(requested: int, oldest: int) -> StatusError:
     return gone(f"too old resource version: {requested} ({oldest})")
 
 
+def name_mismatch(in_body: str, in_url: str) -> str:
+    return f"the name of the object ({in_body}) does not match the name on the URL ({in_url})"
+
+
 def bad_request(message: str) -> StatusError:
     return BadRequestError(400, "BadRequest", message)
 
@@ -157,12 +165,20 @@ def forbidden(group: str, resource: str, name: str, why: str) -> StatusError:
     )
 
 
-def method_not_allowed(message: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", message)
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message, details={})
 
 
-def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml ({content_type!r} given)")  # noqa: E501
+def unsupported_media_type(accepted: tuple[str, ...] | None = None) -> StatusError:
+    """415 naming the media types the request could have used (none: the generic answer the
+    API server gives to a PATCH in a type that is no patch type at all)."""
+    if accepted is None:
+        return StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type",
+                           details={})
+    return StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                       f"format - accepted media types include: {', '.join(accepted)}")
 
 
 def not_acceptable(accept: str) -> StatusError:

@@ -15,7 +15,14 @@ kube-controller-manager's garbage collector do them together.
 batch/v1 Jobs default to Orphan, a backwards-compatibility default Kubernetes keeps (kubectl always
 sends Background). The collector works through a queue inside the write that triggers it (no
 recursion, so an owner of thousands of dependents is fine), and the write returns a settled state;
-a real collector lags by milliseconds.
+a real collector lags by milliseconds. A DELETE that marked the object (a finalizer, Foreground,
+Orphan) still answers with the object as marked, as the API server answers before its collector
+runs.
+
+`store.collector = False` (`Sim(garbage_collector=False)`, envtest's shape: an API server without
+kube-controller-manager) keeps what only the API server does: finalizers and deletionTimestamp,
+removal once no finalizer is left, a Terminating Namespace; nothing processes the `orphan` and
+`foregroundDeletion` finalizers, collects dependents or empties a Namespace.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from jobset_infra.sim.apiserver.errors import ConflictError, bad_request
+from jobset_infra.sim.apiserver.errors import ConflictError, field_cause, invalid
 
 if TYPE_CHECKING:
     from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
@@ -43,16 +50,22 @@ def default_policy(info: ResourceInfo) -> str:
     return "Background"
 
 
-def _check_preconditions(obj: JsonObj, preconditions: JsonObj) -> None:
+def _check_preconditions(info: ResourceInfo, obj: JsonObj, preconditions: JsonObj) -> None:
+    """409 as the registry's delete words a failed precondition (details name the Kind)."""
     meta = obj["metadata"]
     uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    why = None
     if uid and uid != meta["uid"]:
-        raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
-                          f"UID in object meta: {meta['uid']}")
-    if rv and rv != meta["resourceVersion"]:
-        raise ConflictError(409, "Conflict", f"Precondition failed: ResourceVersion in "
-                          f"precondition: {rv}, ResourceVersion in object meta: "
-                          f"{meta['resourceVersion']}")
+        why = (f"the UID in the precondition ({uid}) does not match the UID in record "
+               f"({meta['uid']}). The object might have been deleted and then recreated")
+    elif rv and rv != meta["resourceVersion"]:
+        why = (f"the ResourceVersion in the precondition ({rv}) does not match the "
+               f"ResourceVersion in record ({meta['resourceVersion']}). The object might have "
+               "been modified")
+    if why is not None:
+        raise ConflictError(409, "Conflict", f'Operation cannot be fulfilled on {info.kind} '
+                            f'"{meta["name"]}": {why}',
+                            details={"name": meta["name"], "kind": info.kind})
 
 
 # ---- entry points (called by the store; each drains the queue before returning) ---------------
@@ -70,20 +83,24 @@ def delete(
 ) -> tuple[JsonObj, bool]:
     """Delete or start deleting `obj`; returns (object, gone)."""
     if propagation is not None and propagation not in POLICIES:
-        raise bad_request(f"propagationPolicy {propagation!r} is not one of {', '.join(POLICIES)}")
+        shown = ", ".join(f'"{p}"' for p in (*POLICIES, "nil"))
+        raise invalid("meta.k8s.io", "DeleteOptions", "", [field_cause(
+            "FieldValueNotSupported", "propagationPolicy",
+            f'Unsupported value: "{propagation}": supported values: {shown}')])
     name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
     current = store.peek(info.gvr, ns, name)
     if current is None or current["metadata"]["uid"] != uid:
         return obj, True
-    _check_preconditions(current, preconditions or {})
+    _check_preconditions(info, current, preconditions or {})
     if dry_run:
         return current, not _finalizers_for(info, current, propagation)
     gone = _start_delete(store, info, ns, current, propagation)
+    marked = None if gone is not None else store.peek(info.gvr, ns, name)
     _drain(store)
     after = store.peek(info.gvr, ns, name)
     if after is not None and after["metadata"]["uid"] == uid:
         return after, False
-    return gone or current, True
+    return gone or marked or current, True
 
 
 def process_deleting(store: Store, info: ResourceInfo, ns: str, name: str) -> None:
@@ -144,6 +161,10 @@ def _step_advance(store: Store, info: ResourceInfo, ref: Ref, obj: JsonObj, arg:
         return
     uid, ns = meta["uid"], ref[1]
     finalizers = list(meta.get("finalizers") or ())
+    if not store.collector:  # no garbage collector: its finalizers stay
+        if not finalizers:
+            _remove_now(store, info, ns, meta["name"], None)
+        return
     if ORPHAN in finalizers:
         for dep_ref in _dependents(store, uid):
             dep = store.peek(*dep_ref)
@@ -217,6 +238,8 @@ def _remove_now(
     gone = store.drop(info, ns, name, final)
     meta = gone["metadata"]
     store.gc_cascaded.discard(meta["uid"])
+    if not store.collector:
+        return gone
     for dep_ref in _dependents(store, meta["uid"]):
         store.gc_queue.append(("collect", dep_ref, meta["uid"]))
     for ref in meta.get("ownerReferences") or ():
@@ -284,6 +307,8 @@ def _mark_namespace(store: Store, info: ResourceInfo, obj: JsonObj) -> None:
         new["metadata"] = dict(obj["metadata"]) | {"deletionTimestamp": store.now()}
         new["status"] = dict(obj.get("status") or {}) | {"phase": "Terminating"}
         store.put_raw(info, "", new, obj)
+    if not store.collector:  # the namespace controller empties it; none runs
+        return
     for res in store.registry.all():
         if res.namespaced:
             for child in store.iter_objects(res.gvr, name):

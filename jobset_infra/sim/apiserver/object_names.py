@@ -40,5 +40,8 @@ def name_causes(group: str, kind: str, meta: dict[str, Any]) -> list[dict[str, A
     return causes
 
 
+# finalizers the API server knows without a domain (metav1 and core/v1's "kubernetes")
+
+
 def _cause(field: str, value: str, problem: str) -> dict[str, Any]:
     return field_cause("FieldValueInvalid", field, f'Invalid value: "{value}": {problem}')

@@ -10,9 +10,12 @@ and return new objects; inputs are not modified.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+
+_log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -53,7 +56,12 @@ def _pointer(path: str) -> list[str]:
 
 
 def _patch_error(message: str) -> StatusError:
-    return StatusError(422, "Invalid", message)
+    """A JSON patch that does not apply: 422 with the API server's generic words (what failed,
+    `message`, is logged: the API server does not say either)."""
+    _log.debug("sim: json patch does not apply: %s", message)
+    return StatusError(422, "Invalid",
+                       "the server rejected our request due to an error in our request",
+                       details={})
 
 
 def _container(doc: Any, parts: list[str]) -> Any:
@@ -107,7 +115,10 @@ def _remove(doc: Any, path: str) -> Any:
 def json_patch(target: Any, operations: Any) -> Any:
     """RFC 6902 add/remove/replace/move/copy/test on a copy of `target`."""
     if not isinstance(operations, list):
-        raise bad_request("json patch must be a list of operations")
+        kind = "object" if isinstance(operations, dict) else "string" if isinstance(
+            operations, str) else "number"
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {kind} into Go value "
+                          "of type []handlers.jsonPatchOp")
     doc = copy.deepcopy(target)
     for op in operations:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
@@ -134,16 +145,18 @@ def json_patch(target: Any, operations: Any) -> Any:
 
 
 def _merge_list(field: str, target: list[Any], patch: list[Any]) -> list[Any]:
+    """A merge-strategy list: the patch's items merged into the ones they name; items the
+    list did not have come first, in the patch's order, as kube-apiserver 1.37 merges them
+    when no $setElementOrder directive says otherwise."""
     if field in SET_LISTS:
-        out = list(target)
-        out.extend(item for item in patch if item not in out)
-        return out
+        return [item for item in patch if item not in target] + list(target)
     key = MERGE_KEYS.get(field)
     if field == "ports" and patch and isinstance(patch[0], dict):
         key = "containerPort" if "containerPort" in patch[0] else "port"
     if key is None or not all(isinstance(i, dict) for i in patch):
         return [strategic_merge(None, item) for item in patch]
     out = [dict(item) if isinstance(item, dict) else item for item in target]
+    added = []
     for item in patch:
         directive = item.get("$patch")
         index = next((i for i, cur in enumerate(out)
@@ -152,10 +165,10 @@ def _merge_list(field: str, target: list[Any], patch: list[Any]) -> list[Any]:
             if index is not None:
                 del out[index]
         elif index is None:
-            out.append(strategic_merge(None, item))
+            added.append(strategic_merge(None, item))
         else:
             out[index] = strategic_merge(out[index], item)
-    return out
+    return added + out
 
 
 def strategic_merge(target: Any, patch: Any) -> Any:

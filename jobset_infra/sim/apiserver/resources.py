@@ -2,11 +2,12 @@
 
 Built-in types come from the Kubernetes API definitions of the pinned version, as
 `jobset_infra.api.k8s_openapi` loads them: every group-version-kind that has a matching
-`<Kind>List` is a served resource. Only GA versions (`v1`, `v2`) are served, because a real API
-server enables alpha and beta APIs only on request. The definitions carry no plural names or
-scopes, so those follow Kubernetes' own pluralisation rule with its one built-in exception, and a
-table of the cluster-scoped kinds below (checked against the official client's URL paths in
-tests/sim/test_resources.py).
+`<Kind>List` is a served resource, and so are the review kinds (REVIEW_KINDS: create-only, never
+stored, answered by `jobset_infra.sim.apiserver.reviews`). Only GA versions (`v1`, `v2`) are
+served, because a real API server enables alpha and beta APIs only on request. The definitions
+carry no plural names or scopes, so those follow Kubernetes' own pluralisation rule with its one
+built-in exception, and a table of the cluster-scoped kinds below (checked against the official
+client's URL paths in tests/sim/test_resources.py).
 Custom resources are added and removed as CustomResourceDefinitions come and go.
 """
 
@@ -56,6 +57,8 @@ class ResourceInfo:
     crd: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     # for CRDs: x-kubernetes-list-type map lists by field name -> their list-map-keys
     list_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # a review kind: only POST, answered without storing anything
+    create_only: bool = False
 
     @property
     def keys(self) -> dict[str, list[str]] | None:
@@ -77,6 +80,17 @@ CLUSTER_SCOPED = frozenset({
     "ServiceCIDR", "RuntimeClass", "ClusterRole", "ClusterRoleBinding", "DeviceClass",
     "DeviceTaintRule", "ResourceSlice", "PriorityClass", "CSIDriver", "CSINode", "StorageClass",
     "VolumeAttachment", "VolumeAttributesClass", "StorageVersionMigration",
+    "TokenReview", "SelfSubjectReview", "SubjectAccessReview", "SelfSubjectAccessReview",
+})
+
+# The review kinds served (they have no List kind): what kube-apiserver 1.37 lists in discovery
+# for authentication.k8s.io/v1 and authorization.k8s.io/v1, less SelfSubjectRulesReview.
+REVIEW_KINDS = frozenset({
+    ("authentication.k8s.io", "v1", "TokenReview"),
+    ("authentication.k8s.io", "v1", "SelfSubjectReview"),
+    ("authorization.k8s.io", "v1", "SubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
 })
 
 # Short names and categories kubectl users type (`kubectl get po`, `kubectl get all`).
@@ -134,7 +148,8 @@ def builtin_resources() -> tuple[ResourceInfo, ...]:
             kinds[(gvk["group"], gvk["version"], gvk["kind"])] = schema
     out = []
     for (group, version, kind), schema in sorted(kinds.items()):
-        if (group, version, kind + "List") not in kinds or kind == "APIGroup":
+        review = (group, version, kind) in REVIEW_KINDS
+        if ((group, version, kind + "List") not in kinds and not review) or kind == "APIGroup":
             continue
         if not re.fullmatch(r"v\d+", version):
             continue
@@ -144,10 +159,11 @@ def builtin_resources() -> tuple[ResourceInfo, ...]:
             kind=kind,
             namespaced=kind not in CLUSTER_SCOPED,
             singular=kind.lower(),
-            has_status="status" in schema.get("properties", {}),
+            has_status="status" in schema.get("properties", {}) and not review,
             short_names=SHORT_NAMES.get(plural, ()),
             categories=("all",) if plural in ALL_CATEGORY else (),
             selectable_fields=SELECTABLE.get(plural, ()),
+            create_only=review,
         ))
     return tuple(out)
 

@@ -11,10 +11,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from jobset_infra.sim.apiserver import discovery, openapi, protobuf
+from jobset_infra.sim.apiserver import bodies, discovery, openapi, patch, protobuf, reviews
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
     bad_request,
@@ -24,11 +23,19 @@ from jobset_infra.sim.apiserver.errors import (
     unsupported_media_type,
 )
 from jobset_infra.sim.apiserver.hooks import ApiRequest, InterceptLike, RequestHook, Stats
-from jobset_infra.sim.apiserver.resources import GVR
-from jobset_infra.sim.apiserver.responses import JSON, dumps, error_response, json_response
+from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
+from jobset_infra.sim.apiserver.responses import (
+    JSON,
+    dumps,
+    error_response,
+    json_response,
+    with_warnings,
+)
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.streaming import serve_watch
-from jobset_infra.sim.apiserver.verbs import VERBS, Call
+from jobset_infra.sim.apiserver.tokens import Tokens
+from jobset_infra.sim.apiserver.updates import decoded_body
+from jobset_infra.sim.apiserver.verbs import VERBS, Call, as_object, field_validation
 
 JsonObj = dict[str, Any]
 _log = logging.getLogger(__name__)
@@ -67,23 +74,35 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
-async def read_body(request: web.Request, kind: str | None = None) -> Any:
-    """JSON, YAML, or protobuf for a built-in `kind`; CBOR bodies (and protobuf for custom
-    resources) are 415."""
+BODY_TYPES = ("application/json", "application/yaml", PROTOBUF)
+PATCH_TYPES = (patch.JSON_PATCH, patch.MERGE_PATCH, patch.STRATEGIC_PATCH, patch.APPLY_PATCH,
+               patch.APPLY_PATCH_CBOR)
+CUSTOM_PATCH_TYPES = (patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_PATCH)
+
+
+def check_patch_type(content_type: str, custom: bool) -> None:
+    """415 for a PATCH whose Content-Type is no patch type, or one the resource does not take
+    (strategic merge for a custom resource)."""
+    if content_type not in PATCH_TYPES:
+        raise unsupported_media_type()
+    if custom and content_type not in CUSTOM_PATCH_TYPES:
+        raise unsupported_media_type(CUSTOM_PATCH_TYPES)
+
+
+async def read_body(request: web.Request, kind: str | None = None,
+                    expected: str = "Object") -> Any:
+    """JSON or YAML within the API server's bounds (`bodies`), or protobuf for a built-in
+    `kind`; CBOR bodies (and protobuf for custom resources) are 415. `expected` is the type the
+    body should be, named in refusals."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
-    raw = await request.read()
+    raw = await bodies.read_capped(request)
     if content_type == PROTOBUF and kind is not None:
         return _protobuf_body(raw, kind)
     if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
-        raise unsupported_media_type(content_type)
+        raise unsupported_media_type(BODY_TYPES if kind is not None else BODY_TYPES[:2])
     if not raw:
         return None
-    try:
-        if "yaml" in content_type:
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"error decoding the request body: {exc}") from None
+    return await bodies.decode(raw, content_type, expected)
 
 
 def _protobuf_body(raw: bytes, kind: str) -> Any:
@@ -128,6 +147,15 @@ def _as_protobuf(request: web.Request, response: web.StreamResponse) -> web.Stre
     return encoded
 
 
+def _bearer(request: web.Request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def _token_request(api: ApiRequest) -> bool:
+    return (api.group, api.resource, api.subresource) == ("", "serviceaccounts", "token")
+
+
 class ApiHandler:
     """Serves one Store over HTTP; hooks run before every request, `stats` counts them."""
 
@@ -145,6 +173,7 @@ class ApiHandler:
         self.store, self.stats, self.hooks = store, stats, hooks
         self.latency, self.bookmark_interval = latency, bookmark_interval
         self.server_address, self.token = server_address, token
+        self.tokens = Tokens(token)
 
     def _intercept(self, request: ApiRequest) -> InterceptLike | None:
         for hook in self.hooks:
@@ -184,23 +213,51 @@ class ApiHandler:
         if api.verb == "watch":
             return await serve_watch(request, api, self.store, intercept,
                                      self.bookmark_interval)
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource))
+        if info is not None and (info.create_only or _token_request(api)):
+            return await self._review(request, api, info)
         handler = VERBS.get(api.verb)
         if handler is None:
             raise method_not_allowed(f"{request.method} is not supported")
+        if api.verb == "patch":
+            check_patch_type(request.headers.get("Content-Type", "").split(";")[0].strip(),
+                             custom=info is not None and info.crd is not None)
         body = None if api.verb in ("get", "list") else await read_body(
-            request, self._builtin_kind(api))
+            request, self._builtin_kind(api), self._kind(api))
         return await handler(Call(self.store, api, request.query, request.headers, body))
+
+    def _kind(self, api: ApiRequest) -> str:
+        info = self.store.registry.get(GVR(api.group, api.version, api.resource or ""))
+        return info.kind if info is not None else "Object"
+
+    async def _review(self, request: web.Request, api: ApiRequest,
+                      info: ResourceInfo) -> web.Response:
+        """The review kinds and TokenRequest: answered, never stored (`reviews`)."""
+        if api.verb != "create" or (api.name and not _token_request(api)):
+            raise method_not_allowed()
+        body = decoded_body(as_object(await read_body(request, self._builtin_kind(api))))
+        call = Call(self.store, api, request.query, request.headers, body)
+        ctx = reviews.Context(self.store, self.tokens, reviews.who_sent(
+            self.tokens, self.store, _bearer(request)), call.field_manager)
+        if _token_request(api):
+            return json_response(reviews.token_request(
+                body, api.namespace or "", api.name or "", ctx), 201)
+        body, warnings = field_validation(call)
+        review = reviews.answer(info, as_object(body), api.namespace, ctx)
+        return with_warnings(json_response(review, 201), warnings)
 
     def _builtin_kind(self, api: ApiRequest) -> str | None:
         """The kind a protobuf body must be for this request (None: no protobuf here)."""
         info = self.store.registry.get(GVR(api.group, api.version, api.resource))
         if info is None or info.crd is not None or api.verb not in ("create", "update"):
             return None
+        if _token_request(api):
+            return "TokenRequest"
         return "Binding" if api.subresource == "binding" else info.kind
 
     def _authorized(self, request: web.Request) -> bool:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and token.strip() == self.token
+        token = _bearer(request)
+        return token is not None and self.tokens.known(token, self.store.clock.now())
 
     def _discovery(self, request: web.Request, api: ApiRequest) -> web.Response:
         path = api.path.rstrip("/") or "/"

@@ -89,6 +89,7 @@ class Sim:
         self.handler = ApiHandler(self.store, self.stats, self._hooks, latency=latency,
                                   bookmark_interval=bookmark_interval,
                                   server_address=lambda: f"{self.host}:{self.port}", token=token)
+        self.store.collector = garbage_collector
         if garbage_collector:
             self.add_component(gc.GarbageCollector(self.store))
         if job_controller:

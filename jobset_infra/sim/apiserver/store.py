@@ -36,6 +36,7 @@ from jobset_infra.sim.apiserver import (
     listing,
     managed_fields,
     patch,
+    pod_updates,
     strategies,
     updates,
 )
@@ -95,6 +96,7 @@ class Store:
         self.gc_queue: deque[tuple[str, Ref, Any]] = deque()  # the collector's work
         self.gc_busy = False
         self.gc_cascaded: set[str] = set()  # owners whose dependents foreground deletion hit
+        self.collector = True  # kube-controller-manager's collectors run (gc module docstring)
         strategies.install(self)
         for name in INITIAL_NAMESPACES:
             self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -111,7 +113,7 @@ class Store:
         if info is None:
             raise NotFoundError(404, "NotFound",
                                 "the server could not find the requested resource",
-                                details={"group": gvr.group, "kind": gvr.resource})
+                                details={})
         return info
 
     def _find(self, info: ResourceInfo, name: str, ns: str) -> JsonObj:
@@ -162,7 +164,8 @@ class Store:
         """Objects sorted by namespace and name (etcd key order), filtered and paged."""
         info = self.info(gvr)
         label = parse_label_selector(label_selector)
-        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource)
+        field = parse_field_selector(field_selector, info.selectable_fields, gvr.group_resource,
+                                     own_fields=bool(info.selectable_fields) or bool(info.crd))
         return listing.page(self.index.by_namespace(gvr), namespace, label=label, field=field,
                             limit=limit, continue_token=continue_token, current_rv=self._rv)
 
@@ -189,7 +192,7 @@ class Store:
     ) -> JsonObj:
         """POST: assign uid, creationTimestamp, generation 1 and a resourceVersion."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         ns = updates.namespace_of(info, namespace, obj)
         suffix = "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
         obj = updates.prepare_create(info, obj, ns, uid=updates.new_uid(self.rng), now=self.now(),
@@ -200,10 +203,10 @@ class Store:
         if self.index.peek(gvr, ns, name) is not None:
             raise already_exists(gvr.group, gvr.resource, name)
         obj = self._admit(info, obj, None)
-        if field_manager:
+        if field_manager:  # a write to the main resource owns no status (its reset fields)
             obj["metadata"]["managedFields"] = managed_fields.record_update(
-                None, obj, manager=field_manager, api_version=gvr.api_version, now=self.now(),
-                keys=info.keys)
+                None, updates.owned_part(info, obj, None), manager=field_manager,
+                api_version=gvr.api_version, now=self.now(), keys=info.keys)
         if dry_run:
             return obj
         self._commit(info, ns, obj, None, "ADDED")
@@ -221,7 +224,7 @@ class Store:
     ) -> JsonObj:
         """PUT the object or its status; 409 Conflict when metadata.resourceVersion is stale."""
         info = self.info(gvr)
-        obj = updates.decoded_body(obj)
+        obj = updates.decoded_body(obj, info)
         meta = obj["metadata"]
         ns = updates.namespace_of(info, namespace, obj)
         old = self._find(info, meta.get("name", ""), ns)
@@ -247,14 +250,19 @@ class Store:
         old_meta, name = old["metadata"], old["metadata"]["name"]
         updates.check_preconditions(info, old, obj)
         new = updates.merge_subresource(info, old, obj, subresource)
+        if subresource is None and info.gvr == pod_updates.PODS:
+            pod_updates.check(old, new)
         updates.check_finalizers(info, old, new)
+        updates.check_metadata(info, new)
         if updates.content(new, info.has_status) != updates.content(old, info.has_status):
             new["metadata"]["generation"] = old_meta.get("generation", 1) + 1
         new = self._admit(info, new, old)
         if field_manager and new != old:
             new["metadata"]["managedFields"] = managed_fields.record_update(
-                old, new, manager=field_manager, api_version=info.gvr.api_version,
-                now=self.now(), subresource=subresource, keys=info.keys)
+                updates.owned_part(info, old, subresource),
+                updates.owned_part(info, new, subresource), manager=field_manager,
+                api_version=info.gvr.api_version, now=self.now(), subresource=subresource,
+                keys=info.keys)
         if new == old or dry_run:
             return old if new == old else new
         ns = old_meta.get("namespace", "")
@@ -414,7 +422,8 @@ class Store:
             api_version=gvr.api_version, kind=info.kind, namespace=namespace or None,
             label=parse_label_selector(label_selector),
             field=parse_field_selector(field_selector, info.selectable_fields,
-                                       gvr.group_resource),
+                                       gvr.group_resource,
+                                       own_fields=bool(info.selectable_fields) or bool(info.crd)),
             current_rv=lambda: self._rv, bookmark_interval=bookmark_interval,
         )
         start = listing.parse_version(since_rv)

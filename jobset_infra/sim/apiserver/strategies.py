@@ -25,6 +25,13 @@ LEGACY_CONTROLLER_UID = "controller-uid"
 LEGACY_JOB_NAME = "job-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 KEEPS_STATUS_ON_CREATE = frozenset({"Node"})
+# (group, resource) whose DELETE answers with the deleted object rather than a Success Status
+# (their registries set ReturnDeletedObject; checked against kube-apiserver 1.37)
+RETURNS_DELETED = frozenset({
+    ("", "pods"), ("", "services"), ("", "serviceaccounts"), ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"), ("", "resourcequotas"), ("", "podtemplates"),
+    ("storage.k8s.io", "storageclasses"), ("storage.k8s.io", "csidrivers"),
+})
 
 
 def prepare(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
@@ -56,6 +63,7 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     spec = obj.setdefault("spec", {})
     if old is not None:
         _check_job_update(info, obj, old)
+        _labels_from_template(obj)
         return obj
     meta = obj["metadata"]
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -70,9 +78,12 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     if not spec.get("manualSelector"):
         uid = meta["uid"]
+        spec["manualSelector"] = False
         spec["selector"] = {"matchLabels": {JOB_CONTROLLER_UID: uid}}
-        labels.update({JOB_CONTROLLER_UID: uid, JOB_NAME: meta["name"],
-                       LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: meta["name"]})
+        generated = {JOB_CONTROLLER_UID: uid, JOB_NAME: meta["name"],
+                     LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: meta["name"]}
+        labels.update(generated)
+    _labels_from_template(obj)
     pod_spec = template.setdefault("spec", {})
     if pod_spec.get("restartPolicy") not in ("Never", "OnFailure"):
         raise invalid(info.gvr.group, info.kind, meta["name"], [field_cause(
@@ -82,6 +93,14 @@ def _job(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
     _pod_spec_defaults(pod_spec)
     obj["status"] = {}
     return obj
+
+
+def _labels_from_template(job: JsonObj) -> None:
+    """A Job without labels has its template's (SetDefaults_Job, which runs on every decode,
+    so also after a write that dropped them)."""
+    template = ((job.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    if not job["metadata"].get("labels") and template.get("labels"):
+        job["metadata"]["labels"] = dict(template["labels"])
 
 
 def _check_job_update(info: ResourceInfo, obj: JsonObj, old: JsonObj) -> None:
@@ -108,9 +127,31 @@ def _pod(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
         raise invalid(info.gvr.group, info.kind, obj["metadata"]["name"], [field_cause(
             "FieldValueRequired", "spec.containers", "Required value")])
     if old is None:
-        _pod_spec_defaults(obj.setdefault("spec", {}))
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        spec = obj.setdefault("spec", {})
+        _pod_spec_defaults(spec)
+        spec.setdefault("enableServiceLinks", True)
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     return obj
+
+
+def _qos_class(spec: JsonObj) -> str:
+    """The Pod's QoS class from its containers' cpu and memory, after requests default to
+    limits (SetDefaults_Pod); requests equal limits as written (the sim parses no quantities)."""
+    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or ()]
+    guaranteed, any_set = True, False
+    for container in containers:
+        resources = container.setdefault("resources", {})
+        limits = resources.get("limits") or {}
+        if limits:
+            resources["requests"] = {**limits, **(resources.get("requests") or {})}
+        requests = resources.get("requests") or {}
+        for name in ("cpu", "memory"):
+            any_set = any_set or name in requests or name in limits
+            guaranteed = guaranteed and name in limits and str(requests.get(name)) == str(
+                limits[name])
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _namespace(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> JsonObj:
@@ -151,7 +192,7 @@ class _ServiceIPs:
 
 def install(store: Store) -> None:
     """Register the built-in strategies (and CRD serving) with a new store."""
-    from jobset_infra.sim.apiserver import crds
+    from jobset_infra.sim.apiserver import crds, pod_admission, service_accounts
     from jobset_infra.sim.apiserver.resources import GVR
 
     table: dict[GVR, Callable[[ResourceInfo, JsonObj, JsonObj | None], JsonObj]] = {
@@ -163,3 +204,5 @@ def install(store: Store) -> None:
     for gvr, admit in table.items():
         store.admission.setdefault(gvr, []).append(admit)
     crds.install(store)
+    service_accounts.install(store)
+    pod_admission.install(store)

@@ -5,14 +5,15 @@ into the next object.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 from jobset_infra.sim.apiserver import patch
 from jobset_infra.sim.apiserver.errors import (
-    ConflictError,
     NotFoundError,
     bad_request,
+    conflict,
     field_cause,
     forbidden,
     invalid,
@@ -20,6 +21,7 @@ from jobset_infra.sim.apiserver.errors import (
     stale,
     unsupported_media_type,
 )
+from jobset_infra.sim.apiserver.metadata import metadata_causes
 from jobset_infra.sim.apiserver.object_names import name_causes
 from jobset_infra.sim.apiserver.resources import ResourceInfo
 
@@ -44,30 +46,58 @@ def content(obj: JsonObj, has_status: bool) -> JsonObj:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
-def decoded_body(obj: object) -> JsonObj:
+def _go_json_type(value: object) -> str:
+    """A JSON value's type as Go's decoder names it in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def decoded_body(obj: object, info: ResourceInfo | None = None) -> JsonObj:
     """The body as the API server's JSON decoder leaves it: an object whose `metadata` is an
     object (null decodes to empty) with string maps for labels and annotations; 400 otherwise,
-    worded as the decoder words it."""
+    worded as the decoder words it (for a built-in kind, after `<Kind> in version "v" cannot be
+    handled as a <Kind>: `, also when the body is another kind)."""
     if not isinstance(obj, dict):
         raise bad_request("the body of the request was in an unknown format: "
                           f"cannot unmarshal {type(obj).__name__} into an object")
+    builtin = info is not None and info.crd is None
+    prefix = ""
+    if info is not None and builtin:
+        sent, version = str(obj.get("kind") or info.kind), info.gvr.version
+        prefix = f'{sent} in version "{version}" cannot be handled as a {info.kind}: '
+        if sent != info.kind:
+            internal = info.gvr.group.split(".")[0] if info.gvr.group else "core"
+            raise bad_request(f"{prefix}converting ({version}.{sent}) to ({internal}."
+                              f"{info.kind}): unknown conversion")
     meta = obj.get("metadata")
     if meta is None:
         return {**obj, "metadata": {}}
+    owner = info.kind if builtin and info is not None else ""
     if not isinstance(meta, dict):
-        raise bad_request(f"json: cannot unmarshal {type(meta).__name__} into Go struct field "
-                          ".metadata of type v1.ObjectMeta")
+        raise bad_request(f"{prefix}json: cannot unmarshal {_go_json_type(meta)} into Go struct "
+                          f"field {owner}.metadata of type v1.ObjectMeta")
     for key in ("name", "generateName", "namespace", "resourceVersion", "uid"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
-            raise bad_request(f"json: cannot unmarshal {type(meta[key]).__name__} into Go struct "
-                              f"field ObjectMeta.metadata.{key} of type string")
+            raise bad_request(f"{prefix}json: cannot unmarshal {_go_json_type(meta[key])} into "
+                              f"Go struct field ObjectMeta.metadata.{key} of type string")
     for key in ("labels", "annotations"):
         value = meta.get(key)
-        if value is not None and not (
-            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-        ):
-            raise bad_request("json: cannot unmarshal into Go struct field "
-                              f"ObjectMeta.metadata.{key} of type map[string]string")
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise bad_request(f"{prefix}json: cannot unmarshal {_go_json_type(value)} into Go "
+                              f"struct field ObjectMeta.metadata.{key} of type map[string]string")
+        wrong = next((v for v in value.values() if not isinstance(v, str)), None)
+        if wrong is not None:
+            raise bad_request(f"{prefix}json: cannot unmarshal {_go_json_type(wrong)} into Go "
+                              f"struct field ObjectMeta.metadata.{key} of type string")
     return obj
 
 
@@ -117,7 +147,7 @@ def prepare_create(
         raise invalid(info.gvr.group, info.kind, "", [field_cause(
             "FieldValueRequired", "metadata.name",
             "Required value: name or generateName is required")])
-    causes = name_causes(info.gvr.group, info.kind, meta)
+    causes = name_causes(info.gvr.group, info.kind, meta) + metadata_causes(info, meta)
     if causes:
         raise invalid(info.gvr.group, info.kind, meta["name"], causes)
     if info.namespaced:
@@ -128,6 +158,13 @@ def prepare_create(
         meta.pop(key, None)
     meta.update(uid=uid, creationTimestamp=now, generation=1)
     return obj
+
+
+# The metadata a status write of a built-in kind changes (its strategy resets the spec only),
+# and the kinds whose status strategy resets it too (ResetObjectMetaForStatus), as custom
+# resources' does.
+STATUS_KEEPS_META = ("labels", "annotations", "finalizers", "ownerReferences")
+STATUS_RESETS_METADATA = frozenset({"VolumeAttachment"})
 
 
 def merge_subresource(
@@ -141,8 +178,15 @@ def merge_subresource(
         # copy here was the largest item of the sim's profile (every Job/Pod status write).
         new: JsonObj = dict(old)
         new["metadata"] = dict(old["metadata"])
-        if "managedFields" in (obj.get("metadata") or {}):  # ownership the write computed
-            new["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
+        sent = obj.get("metadata") or {}
+        if "managedFields" in sent:  # ownership the write computed
+            new["metadata"]["managedFields"] = sent["managedFields"]
+        if info.crd is None and info.kind not in STATUS_RESETS_METADATA:
+            for key in STATUS_KEEPS_META:  # most built-in status strategies reset only spec
+                if key in sent:
+                    new["metadata"][key] = clone(sent[key])
+                else:
+                    new["metadata"].pop(key, None)
         if "status" in obj:
             new["status"] = clone(obj["status"])
         else:
@@ -169,6 +213,14 @@ def merge_subresource(
     return new
 
 
+def owned_part(info: ResourceInfo, obj: JsonObj, subresource: str | None) -> JsonObj:
+    """What a write can own: a main-resource write of a kind with a status subresource owns
+    no status (the API server resets it there, so the field manager leaves it out)."""
+    if subresource is None and info.has_status and "status" in obj:
+        return {k: v for k, v in obj.items() if k != "status"}
+    return obj
+
+
 def check_put_version(info: ResourceInfo, old: JsonObj, meta: JsonObj) -> None:
     """A PUT of a custom resource must carry metadata.resourceVersion (422 otherwise)."""
     if meta.get("resourceVersion") in (None, "") and info.crd is not None:
@@ -184,8 +236,24 @@ def check_preconditions(info: ResourceInfo, old: JsonObj, obj: JsonObj) -> None:
     if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
         raise stale(info.gvr.group, info.gvr.resource, old_meta["name"])
     if meta.get("uid") and meta["uid"] != old_meta["uid"]:
-        raise ConflictError(409, "Conflict", f"Precondition failed: UID in precondition: "
-                            f"{meta['uid']}, UID in object meta: {old_meta['uid']}")
+        raise conflict(info.gvr.group, info.gvr.resource, old_meta["name"], (
+            f"StorageError: invalid object, Code: 4, Key: {_etcd_key(info, old_meta)}, "
+            f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: "
+            f"{meta['uid']}, UID in object meta: {old_meta['uid']}"))
+
+
+def _etcd_key(info: ResourceInfo, meta: JsonObj) -> str:
+    """Where kube-apiserver keeps the object in etcd (named in its storage errors)."""
+    group = f"{info.gvr.group}/" if info.crd is not None else ""
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"/registry/{group}{info.gvr.resource}/{where}{meta['name']}"
+
+
+def check_metadata(info: ResourceInfo, new: JsonObj) -> None:
+    """422 when an update leaves labels, annotations or finalizers the API server refuses."""
+    causes = metadata_causes(info, new["metadata"])
+    if causes:
+        raise invalid(info.gvr.group, info.kind, new["metadata"].get("name", ""), causes)
 
 
 def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
@@ -198,7 +266,12 @@ def check_finalizers(info: ResourceInfo, old: JsonObj, new: JsonObj) -> None:
         raise invalid(info.gvr.group, info.kind, old["metadata"]["name"], [field_cause(
             "FieldValueForbidden", "metadata.finalizers",
             "Forbidden: no new finalizers can be added if the object is being deleted, "
-            f"found new finalizers []string{{{', '.join(repr(a) for a in added)}}}")])
+            f"found new finalizers {go_strings(added)}")])
+
+
+def go_strings(values: list[str]) -> str:
+    """A []string as Go's %#v prints it: `[]string{"a", "b"}`."""
+    return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
 
 
 def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> JsonObj:
@@ -211,7 +284,7 @@ def patched(info: ResourceInfo, old: JsonObj, patch_type: str, body: Any) -> Jso
     elif patch_type == patch.STRATEGIC_PATCH and info.crd is None:
         new = patch.strategic_merge(old, body)
     else:
-        raise unsupported_media_type(patch_type)
+        raise unsupported_media_type()
     if not isinstance(new, dict):
         raise bad_request("the patch did not result in an object")
     meta = new.get("metadata") or {}

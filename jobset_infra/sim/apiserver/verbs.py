@@ -10,16 +10,21 @@ from typing import Any
 from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
-from jobset_infra.sim.apiserver import list_options, tables
-from jobset_infra.sim.apiserver.errors import StatusError, bad_request
+from jobset_infra.sim.apiserver import list_options, pod_updates, tables
+from jobset_infra.sim.apiserver.errors import (
+    bad_request,
+    method_not_allowed,
+    name_mismatch,
+    not_found_resource,
+)
 from jobset_infra.sim.apiserver.hooks import ApiRequest
 from jobset_infra.sim.apiserver.listing import ListResult
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.responses import json_response, number, with_warnings
 from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.sim.apiserver.strategies import RETURNS_DELETED
 
 JsonObj = dict[str, Any]
-PODS = GVR("", "v1", "pods")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +56,13 @@ class Call:
         return self.query.get("fieldManager") or agent or "unknown"
 
     def obj(self) -> JsonObj:
-        return _as_object(self.body)
+        return as_object(self.body)
 
 
-def _as_object(body: Any) -> JsonObj:
+def as_object(body: Any) -> JsonObj:
+    """An object body (its metadata is checked as the decoder checks it: `decoded_body`)."""
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
-    if not isinstance(body.get("metadata", {}), dict):
-        raise bad_request("metadata must be an object")
     return body
 
 
@@ -88,6 +92,9 @@ def field_validation(call: Call) -> tuple[Any, list[str]]:
 
 
 async def get(call: Call) -> web.Response:
+    sub = call.api.subresource
+    if sub is not None and not (sub == "status" and call.store.info(call.gvr).has_status):
+        raise not_found_resource()
     obj = call.store.get(call.gvr, call.api.name or "", call.api.namespace)
     return _render(call, [obj], None)
 
@@ -107,17 +114,19 @@ async def list_(call: Call) -> web.Response:
 async def create(call: Call) -> web.Response:
     if call.api.subresource == "binding" or (call.api.resource == "pods" and call.api.name):
         return json_response(bind(call), 201)
+    if call.api.name or (call.api.namespace is None and call.store.info(call.gvr).namespaced):
+        raise method_not_allowed()  # POST is served on a namespace's collection only
     body, warnings = field_validation(call)
-    obj = call.store.create(call.gvr, _as_object(body), call.api.namespace,
+    obj = call.store.create(call.gvr, as_object(body), call.api.namespace,
                             field_manager=call.field_manager, dry_run=call.dry_run)
     return with_warnings(json_response(obj, 201), warnings)
 
 
 async def update(call: Call) -> web.Response:
     pruned, warnings = field_validation(call)
-    body = _as_object(pruned)
+    body = as_object(pruned)
     if body.get("metadata", {}).get("name", call.api.name) != call.api.name:
-        raise bad_request("the name of the object does not match the name on the URL")
+        raise bad_request(name_mismatch(str(body["metadata"]["name"]), call.api.name or ""))
     body.setdefault("metadata", {})["name"] = call.api.name
     obj = call.store.update(call.gvr, body, call.api.namespace, field_manager=call.field_manager,
                             subresource=call.api.subresource, dry_run=call.dry_run)
@@ -132,13 +141,16 @@ async def patch(call: Call) -> web.Response:
     def check(patched: JsonObj, unknown: list[str]) -> None:
         warnings.extend(fields.check_patched(patched, unknown, how))
 
+    info = call.store.info(call.gvr)
+    ns = call.api.namespace or "" if info.namespaced else ""
+    created = applying and call.store.peek(call.gvr, ns, call.api.name or "") is None
     obj = call.store.patch(
         call.gvr, call.api.name or "", call.api.namespace, call.content_type, call.body,
         subresource=call.api.subresource,
         field_manager=call.query.get("fieldManager") if applying else call.field_manager,
         force=call.query.get("force") in ("true", "1"), dry_run=call.dry_run,
         on_unknown=check)
-    return with_warnings(json_response(obj), warnings)
+    return with_warnings(json_response(obj, 201 if created else 200), warnings)
 
 
 def _propagation(call: Call) -> str | None:
@@ -150,19 +162,24 @@ def _propagation(call: Call) -> str | None:
 
 
 async def delete(call: Call) -> web.Response:
-    """200 with a Success Status when the object is gone, 202 with it while finalizers hold it."""
+    """The object as the delete left it (marked by a finalizer, Foreground or Orphan; also the
+    deleted object of kinds that return it), else a Success Status; 202 only when the object
+    stays and the client sent orphanDependents=false, as the API server answers."""
     options = call.body if isinstance(call.body, dict) else {}
     obj, gone = call.store.delete(
         call.gvr, call.api.name or "", call.api.namespace, propagation=_propagation(call),
         preconditions=options.get("preconditions"),
         dry_run=call.dry_run or options.get("dryRun") == ["All"])
     if not gone:
-        return json_response(obj, 202)
+        return json_response(obj, 202 if options.get("orphanDependents") is False else 200)
+    marked = bool(obj["metadata"].get("deletionTimestamp"))
+    if marked or (call.gvr.group, call.gvr.resource) in RETURNS_DELETED:
+        return json_response(obj)
     meta = obj["metadata"]
+    details = {"name": meta["name"], "group": call.gvr.group, "kind": call.gvr.resource,
+               "uid": meta["uid"]}
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": "Success", "details": {
-                              "name": meta["name"], "group": call.gvr.group,
-                              "kind": call.gvr.resource, "uid": meta["uid"]}})
+                          "status": "Success", "details": {k: v for k, v in details.items() if v}})
 
 
 async def delete_collection(call: Call) -> web.Response:
@@ -171,22 +188,16 @@ async def delete_collection(call: Call) -> web.Response:
         field_selector=call.query.get("fieldSelector"), propagation=_propagation(call))
     info = call.store.info(call.gvr)
     return json_response({"kind": info.list_kind, "apiVersion": call.gvr.api_version,
-                          "metadata": {}, "items": items})
+                          "metadata": {"resourceVersion": str(call.store.resource_version)},
+                          "items": items})
 
 
 def bind(call: Call) -> JsonObj:
-    """pods/<name>/binding: set spec.nodeName once, as the scheduler's Binding does."""
+    """pods/<name>/binding (`pod_updates.bind`)."""
     target = (call.obj().get("target") or {}).get("name")
     if not target:
         raise bad_request("a binding needs target.name")
-    name = call.api.name or ""
-    pod = call.store.get(PODS, name, call.api.namespace)
-    if pod.get("spec", {}).get("nodeName"):
-        raise StatusError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding '
-                          f'"{name}": pod {name} is already assigned to node '
-                          f'"{pod["spec"]["nodeName"]}"')
-    bound = dict(pod) | {"spec": dict(pod["spec"]) | {"nodeName": target}}
-    call.store.replace(call.store.info(PODS), pod, bound)
+    pod_updates.bind(call.store, call.api.namespace or "", call.api.name or "", str(target))
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "code": 201}
 

@@ -34,7 +34,7 @@ from jobset_infra.api.constants import JOB_REASON_BACKOFF_LIMIT_EXCEEDED
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
-from jobset_infra.sim.cluster import job_pods, job_sync
+from jobset_infra.sim.cluster import events, job_pods, job_sync
 from jobset_infra.sim.cluster.background import Background, Component
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,9 @@ JsonObj = dict[str, Any]
 Key = tuple[str, str]
 JOBS: Final = GVR("batch", "v1", "jobs")
 PODS: Final = GVR("", "v1", "pods")
+# what admission looks up when it refuses a Pod (403): their creation retries the Jobs it blocked
+ADMISSION_INPUTS: Final = (GVR("", "v1", "serviceaccounts"),
+                           GVR("scheduling.k8s.io", "v1", "priorityclasses"))
 # Jobs synced before the worker yields to the event loop (keeps the API server responsive).
 BATCH: Final = 32
 # How many passes a test helper runs to let a Job reach its end state.
@@ -70,6 +73,8 @@ class JobController(Component):
         # Pods deleted by others while they ran, per Job uid, until counted as failed.
         self._ghosts: dict[str, dict[str, job_pods.PodView]] = {}
         self._own: set[str] = set()
+        # Jobs whose Pods admission refused, and the refusals already recorded as events
+        self._blocked: dict[Key, set[str]] = {}
         self._due: list[tuple[float, str, str]] = []
         self._due_wake = asyncio.Event()
         self.background = Background()
@@ -80,6 +85,8 @@ class JobController(Component):
     async def start(self) -> None:
         self.background.spawn(self._follow(JOBS, self._job_event), "sim-jobs-watch")
         self.background.spawn(self._follow(PODS, self._pod_event), "sim-pods-watch")
+        for gvr in ADMISSION_INPUTS:
+            self.background.spawn(self._follow(gvr, self._admission_input), "sim-job-retries")
         self.background.spawn(self._work(), "sim-job-controller")
         if self.auto_complete_after is not None:
             self.background.spawn(self._complete_due(), "sim-autocomplete")
@@ -191,6 +198,7 @@ class JobController(Component):
     def _job_event(self, kind: str, job: JsonObj) -> None:
         meta = job["metadata"]
         if kind == "DELETED":
+            self._blocked.pop((meta.get("namespace", ""), meta["name"]), None)
             self._counted.pop(meta.get("uid", ""), None)
             self._ghosts.pop(meta.get("uid", ""), None)
             return
@@ -206,6 +214,24 @@ class JobController(Component):
         if kind == "DELETED":
             self._remember_deleted(pod)
         self._mark(key)
+
+    def _admission_input(self, kind: str, obj: JsonObj) -> None:
+        if kind == "ADDED":
+            for key in self._blocked:
+                self._mark(key)
+
+    def _refused(self, job: JsonObj, message: str) -> None:
+        """A Pod the API server refused (403): a FailedCreate Warning on the Job, once per
+        distinct message, as the Job controller records it; retried when what admission looked
+        up is created."""
+        meta = job["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        seen = self._blocked.setdefault(key, set())
+        if message in seen:
+            return
+        seen.add(message)
+        events.warn(self.store, job, "FailedCreate", f"Error creating: {message}",
+                    component="job-controller")
 
     def _remember_deleted(self, pod: JsonObj) -> None:
         """A Pod someone else deleted before it finished counts as failed, as in Kubernetes
@@ -293,9 +319,13 @@ class JobController(Component):
             try:
                 created = self._own_write(self.store.create(PODS, pod, ns))
             except StatusError as err:
+                if err.code == 403:  # admission refused it: a missing ServiceAccount, ...
+                    self._refused(job, err.message)
+                    return
                 if err.code != 409:
                     raise
                 continue  # a replay of an earlier decision: the Pod is there already
+            self._blocked.pop((ns, job["metadata"]["name"]), None)
             if plan.start_created:
                 self._start(created)
         for name in plan.start:

@@ -34,11 +34,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from jobset_infra.placement.scheduling_terms import matches_node_affinity
+from jobset_infra.sim.apiserver import pod_updates
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.patch import MERGE_PATCH
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.apiserver.watch import Watch
+from jobset_infra.sim.cluster import events
 from jobset_infra.sim.cluster.background import Background, Component
 from jobset_infra.sim.cluster.scheduling import (
     BLOCKING_EFFECTS,
@@ -61,7 +63,6 @@ log = logging.getLogger(__name__)
 JsonObj = dict[str, Any]
 NODES: Final = GVR("", "v1", "nodes")
 PODS: Final = GVR("", "v1", "pods")
-EVENTS: Final = GVR("", "v1", "events")
 BATCH: Final = 256  # Pods scheduled before yielding to the event loop
 DEFAULT_SCHEDULER: Final = "default-scheduler"  # pods naming another scheduler are left alone
 
@@ -284,9 +285,7 @@ class Scheduler(Component):
             self._park(key, pod, why)
             return
         try:
-            bound = self.store.patch(
-                PODS, key[1], key[0], MERGE_PATCH, {"spec": {"nodeName": node}}
-            )
+            bound = pod_updates.bind(self.store, key[0], key[1], node)
         except StatusError:
             return  # deleted meanwhile; its event tells us
         self.binds += 1
@@ -369,16 +368,5 @@ class Scheduler(Component):
     def _record_failure(self, pod: JsonObj, message: str) -> None:
         """A FailedScheduling Warning event for the Pod, as kube-scheduler records it (so that
         `kubectl describe pod` shows why it waits); once per distinct reason."""
-        meta, now = pod["metadata"], self.store.now()
-        event = {
-            "metadata": {"name": f"{meta['name']}.{self.store.rng.getrandbits(64):016x}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {"kind": "Pod", "apiVersion": "v1", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-            "reason": "FailedScheduling", "message": message, "type": "Warning",
-            "source": {"component": "default-scheduler"}, "count": 1,
-            "firstTimestamp": now, "lastTimestamp": now,
-            "reportingComponent": "default-scheduler", "action": "Scheduling",
-        }
-        with contextlib.suppress(StatusError):  # a namespace being deleted takes no events
-            self.store.create(EVENTS, event, meta["namespace"])
+        events.warn(self.store, {"kind": "Pod", "apiVersion": "v1", **pod}, "FailedScheduling",
+                    message, component="default-scheduler", action="Scheduling")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec, set_condition
 
@@ -110,9 +111,10 @@ def test_set_condition(
     want: list[dict[str, Any]],
     want_changed: bool,
 ) -> None:
-    conditions = [dict(x) for x in existing]
-    assert set_condition(conditions, spec, NOW) is want_changed
-    assert conditions == want
+    conditions = [Condition.model_validate(x) for x in existing]
+    updated = set_condition(conditions, spec, NOW)
+    assert (updated is not None) is want_changed
+    assert [x.to_dict() for x in (updated if updated is not None else conditions)] == want
 
 
 def test_restarting_stopped_messages_follow_upstream() -> None:

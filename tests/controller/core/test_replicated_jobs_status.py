@@ -90,5 +90,6 @@ def entry(
 def test_replicated_jobs_status(jobs: list[JobBuilder], want: list[dict[str, Any]]) -> None:
     spec = make_jobset("js").replicated_job("a", 2).replicated_job("b", 1).model().spec
     classified = classify_child_jobs([j.view() for j in jobs], "jobset-uid", restarts=0)
-    got = replicated_jobs_status(count_replicated_jobs(spec.replicated_jobs, classified))
+    counts = count_replicated_jobs(spec.replicated_jobs, classified)
+    got = [s.to_dict() for s in replicated_jobs_status(counts)]
     assert got == want

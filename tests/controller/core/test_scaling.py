@@ -16,11 +16,11 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 def _steady(n: int) -> tuple[dict[str, object], list[ChildJob]]:
     js = make_jobset("js", "ns").uid("u").replicated_job("w", replicas=n).success_policy().obj()
     js["metadata"]["resourceVersion"] = "1"
-    creates = reconcile(observe(js), NOW).of_type(CreateJob)
-    jobs = []
-    for i, action in enumerate(creates):
-        action.manifest["metadata"]["uid"] = f"u{i}"
-        jobs.append(job_from(action.manifest).ready().view())
+    jobs: list[ChildJob] = []
+    while creates := reconcile(observe(js, jobs), NOW).of_type(CreateJob):  # passes of <= 500
+        for action in creates:
+            action.manifest["metadata"]["uid"] = f"u{len(jobs)}"
+            jobs.append(job_from(action.manifest).ready().view())
     update = reconcile(observe(js, jobs), NOW).status_update
     assert update is not None
     return {**js, "status": update.status}, jobs

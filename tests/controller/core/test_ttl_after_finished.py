@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from jobset_infra.api.status import Condition
 from jobset_infra.controller.core.ttl_after_finished import TtlDecision, ttl_after_finished
 from jobset_infra.controller.core.types import format_time
 
@@ -64,4 +65,5 @@ def finished(type_: str = "Completed", ago: float = 0) -> list[dict[str, Any]]:
 def test_ttl_after_finished(
     ttl: int | None, conditions: list[dict[str, Any]], want: TtlDecision
 ) -> None:
-    assert ttl_after_finished(ttl, conditions, NOW) == want
+    typed = [Condition.model_validate({"reason": "R", "message": "", **x}) for x in conditions]
+    assert ttl_after_finished(ttl, typed, NOW) == want

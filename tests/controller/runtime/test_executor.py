@@ -255,3 +255,38 @@ async def test_client_qps_paces_a_large_fan_out(api: Any) -> None:
     # longer than its rate asks is test_kube_client.py::test_qps_limits_request_rate (no clock).
     assert elapsed >= 0.38, elapsed
     await run.client.close()
+
+
+def _recording_batches(run: PlanExecutor) -> list[int]:
+    sizes: list[int] = []
+    parallel = run._parallel
+
+    async def recording(actions: Any, call: Any) -> None:
+        sizes.append(len(actions))
+        await parallel(actions, call)
+
+    run._parallel = recording  # type: ignore[method-assign]
+    return sizes
+
+
+async def test_creates_go_in_slow_start_batches_up_to_the_bound(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=8)
+    sizes = _recording_batches(run)
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
+    assert sizes == [1, 2, 4, 8, 8, 8, 8, 1]
+    assert outcome.writes == 40 and fake.max_in_flight <= 8
+    await run.client.close()
+
+
+async def test_a_failing_batch_stops_the_creates_and_unexpects_the_rest(api: Any) -> None:
+    fake, url = api
+    fake.fail["js-w-2"] = 403
+    run, _ = executor(url)
+    sizes = _recording_batches(run)
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(10))))
+    assert sizes == [1, 2], "after the batch with the failure nothing more is sent"
+    assert len(fake.methods("POST", "/jobs")) == 3
+    assert run.expectations.pending_count(KEY) == (2, 0), "only the two created are awaited"
+    await run.client.close()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from jobset_infra.api.input_limits import CONTROLLER_LIMITS
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
 from jobset_infra.controller.runtime.kube import (
     AlreadyExistsError,
@@ -17,6 +18,7 @@ from jobset_infra.controller.runtime.kube import (
     GoneError,
     KubeClient,
     NotFoundError,
+    ResponseTooLargeError,
     ServerError,
     UndeclaredCallError,
 )
@@ -191,3 +193,34 @@ async def test_qps_limits_request_rate(server: Any) -> None:
         for i in range(4):
             await kube.create(JOBS, {"metadata": {"name": f"j{i}", "namespace": "ns"}})
     assert slept == pytest.approx([0.1, 0.2]), "beyond the burst of 2, one token per 1/qps s"
+
+
+def raw(body: bytes) -> Responder:
+    return lambda _: web.Response(body=body, content_type="application/json")
+
+
+async def test_an_object_nested_deeper_than_the_api_server_allows_is_refused(
+    server: Any,
+) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"metadata": {"name": "x"}, "spec": ' + b"[" * 20_000 + b"]" * 20_000
+                      + b"}"))
+    async with client(url) as kube:
+        with pytest.raises(ResponseTooLargeError, match="deeper than 10000 levels"):
+            await kube.list(JOBSETS, namespace="ns")
+
+
+async def test_an_object_as_deep_as_the_api_server_allows_decodes(server: Any) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"metadata": {"deep": ' + b"[" * 9_998 + b"]" * 9_998 + b"}}"))
+    async with client(url) as kube:
+        got = await kube.list(JOBSETS, namespace="ns")
+    assert isinstance(got["metadata"]["deep"], list)
+
+
+async def test_a_response_over_the_size_limit_is_refused(server: Any) -> None:
+    url, script, _ = server
+    script.append(raw(b'{"items": ["' + b"x" * (CONTROLLER_LIMITS.max_bytes + 1) + b'"]}'))
+    async with client(url) as kube:
+        with pytest.raises(ResponseTooLargeError, match="over 67108864 bytes"):
+            await kube.list(JOBSETS, namespace="ns")

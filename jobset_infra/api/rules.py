@@ -1,0 +1,347 @@
+"""The registry of upstream's webhook rules: every rule once, as CEL or as a Python check.
+
+A `Rule` has an id (a sentence), the field path it is about, its message and either a CEL
+expression (`cel`, with an optional `field_path`) or a Python `check` where CEL cannot express it
+cheaply (feature gates, references between list items, name charsets inside lists, uniqueness,
+existing PVCs). Every consumer reads this one list, so a message exists once by construction:
+
+- the CRD generator puts each CEL rule at its schema path (`crd_rules`), so the API server
+  enforces it without an admission webhook;
+- `validation.validate` (the Pulumi component, `jobset-infra validate` through `check`, and the
+  controller's InvalidSpec condition) evaluates the CRD's CEL rules with celpy and runs the
+  Python checks (`webhook_problems`);
+- `check.check_jobset` admits the manifest through the CRD schema (its CEL rules included) and
+  adds `webhook_problems`, so nothing is reported twice.
+
+CEL rules are O(1) per object or per list item (sizes and comparisons, no regexes under
+unbounded lists, no nested iteration), which keeps the apiserver's estimated CEL cost bounded.
+Field-level CEL rules that belong to one field's schema (immutability, the startup policy's
+exclusion with dependsOn) are declared on that field in `models`. Every CEL rule is compiled and
+exercised, valid and invalid, in tests/api/test_rules.py; tests/architecture checks that no
+Python check restates a CEL rule's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from jobset_infra.api import constants as c
+from jobset_infra.api import validation as checks
+from jobset_infra.api import validation_update as update_checks
+from jobset_infra.api.errors import FieldError
+from jobset_infra.api.models import JobSet
+
+# A DNS-1035 label (Service names); subdomain must be one (upstream checks DNS-1123 and 1035).
+DNS1035_REGEX: Final = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# <dns-1123 subdomain>/<http path>, as apimachinery's IsDomainPrefixedPath.
+DOMAIN_PREFIXED_PATH_REGEX: Final = (
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+    r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
+)
+
+_NAME: Final = "(has(self.metadata.name) ? self.metadata.name : '')"
+_RJOBS: Final = "(has(self.spec) && has(self.spec.replicatedJobs) ? self.spec.replicatedJobs : [])"
+_SUSPENDED: Final = "(has({0}.suspend) ? {0}.suspend : false)"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a Python check reads besides the JobSet."""
+
+    name: str
+    """The name the checks use: metadata.name, or generateName plus five characters."""
+    gates: Mapping[str, bool]
+    existing_pvcs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    old: JobSet | None = None
+
+
+Check = Callable[[JobSet, Context], Iterable[FieldError]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One upstream webhook rule: CEL (`cel`, evaluated at the schema `path`) or a Python `check`.
+
+    `path` is the CRD schema path of a CEL rule ("" the root, `[]` steps into list items) or the
+    field a check reports on; `message` is the rule's one wording (a check words the variants
+    it finds, e.g. with the offending value).
+    """
+
+    id: str
+    path: str
+    message: str
+    cel: str | None = None
+    field_path: str | None = None
+    """CEL: where the error points, relative to `path` (e.g. ".managedBy")."""
+    check: Check | None = None
+    on_update: bool = False
+    """Python: run on update (with `Context.old`) instead of on create."""
+
+    def crd_entry(self) -> dict[str, Any]:
+        """The rule as an `x-kubernetes-validations` entry."""
+        assert self.cel is not None
+        entry: dict[str, Any] = {"rule": self.cel, "message": self.message}
+        if self.field_path is not None:
+            entry["fieldPath"] = self.field_path
+        return entry
+
+
+def _when(condition: str, then: str, otherwise: str = "true") -> str:
+    """`condition ? then : otherwise`: the guard form CEL engines never evaluate past.
+
+    `!has(x) || f(x)` also holds in Kubernetes' CEL, but engines without short-circuiting
+    (celpy) evaluate f(x) anyway and, inside macros, pay for the errors; a conditional is lazy.
+    """
+    return f"({condition} ? {then} : {otherwise})"
+
+
+def _longest(items: str) -> str:
+    """The largest of a list of ints, 0 for an empty list (Kubernetes' lists library `max`)."""
+    return f"({items} + [0]).max()"
+
+
+def _root_rules() -> list[Rule]:
+    # Lengths are summed per replicated job inside the macro and compared once outside it, so
+    # each iteration stays small (celpy interprets every node; the apiserver's cost is lower).
+    job_suffix = "size(r.name) + size(string(r.replicas - 1))"
+    spec = "r.template.spec"
+    indexed = _when(
+        f"has(r.template.spec) && has({spec}.completionMode) && has({spec}.completions)",
+        f"{spec}.completionMode == '{c.COMPLETION_MODE_INDEXED}'",
+        "false",
+    )
+    pod_suffix = f"{job_suffix} + size(string({spec}.completions - 1))"
+    coord = "self.spec.coordinator"
+    subdomain = _when(
+        "has(self.spec.network) && has(self.spec.network.subdomain)",
+        _when("size(self.spec.network.subdomain) > 0", "self.spec.network.subdomain", _NAME),
+        _NAME,
+    )
+    coordinator = (
+        f"size({_NAME}) + size({coord}.replicatedJob) + "
+        f"size(string(has({coord}.jobIndex) ? {coord}.jobIndex : 0)) + "
+        f"size(string(has({coord}.podIndex) ? {coord}.podIndex : 0)) + 4 + size({subdomain})"
+    )
+    pvc = _when("has(t.metadata) && has(t.metadata.name)", "size(t.metadata.name)", "0")
+    return [
+        Rule(
+            "every Job name fits in 63 characters",
+            "",
+            c.JOB_NAME_TOO_LONG_MESSAGE,
+            cel=f"size({_NAME}) + 2 + {_longest(f'{_RJOBS}.map(r, {job_suffix})')} <= 63",
+        ),
+        Rule(
+            "every Indexed Job's pod name fits in 63 characters",
+            "",
+            c.POD_NAME_TOO_LONG_MESSAGE,
+            cel=f"size({_NAME}) + 9 + "
+            f"{_longest(f'{_RJOBS}.filter(r, {indexed}).map(r, {pod_suffix})')} <= 63",
+        ),
+        Rule(
+            "the coordinator's label value fits in 63 characters",
+            "",
+            "spec will lead to an invalid coordinator label value longer than 63 characters "
+            "(long JobSet / ReplicatedJob / SubDomain name?)",
+            cel=_when(f"has(self.spec) && has({coord})", f"{coordinator} <= 63"),
+        ),
+        Rule(
+            "every PVC name <template>-<jobset> fits in 63 characters",
+            "",
+            "PVC names <template>-<jobset> must be no more than 63 characters",
+            cel=_when(
+                "has(self.spec) && has(self.spec.volumeClaimPolicies)",
+                f"size({_NAME}) + 1 + "
+                + _longest(
+                    "self.spec.volumeClaimPolicies.map(p, "
+                    + _when("has(p.templates)", _longest(f"p.templates.map(t, {pvc})"), "0")
+                    + ")"
+                )
+                + " <= 63",
+            ),
+        ),
+    ]
+
+
+def _spec_rules() -> list[Rule]:
+    rjobs = "(has(self.replicatedJobs) ? self.replicatedJobs : [])"
+    old_rjobs = "(has(oldSelf.replicatedJobs) ? oldSelf.replicatedJobs : [])"
+    coord = "self.coordinator"
+    job_index = f"(has({coord}.jobIndex) ? {coord}.jobIndex : 0)"
+    return [
+        Rule(
+            "the first replicated job depends on nothing",
+            "spec",
+            c.FIRST_RJOB_DEPENDS_ON_MESSAGE,
+            cel=_when(f"size({rjobs}) > 0", f"!has({rjobs}[0].dependsOn)"),
+        ),
+        Rule(
+            "the coordinator names a replicated job and a job index it has",
+            "spec",
+            "coordinator must name an existing replicatedJob and a jobIndex below its replicas",
+            cel=_when(
+                f"has({coord})",
+                f"{rjobs}.exists(r, r.name == {coord}.replicatedJob && {job_index} < r.replicas)",
+            ),
+        ),
+        Rule(
+            "managedBy never changes",
+            "spec",
+            c.FIELD_IMMUTABLE_MESSAGE,
+            cel="has(self.managedBy) == has(oldSelf.managedBy) && "
+            + _when("has(self.managedBy)", "self.managedBy == oldSelf.managedBy"),
+            field_path=".managedBy",
+        ),
+        Rule(
+            "replicated jobs are never added, removed, renamed or reordered",
+            "spec",
+            "replicatedJobs cannot be added, removed, renamed or reordered",
+            cel=f"{rjobs}.map(r, r.name) == {old_rjobs}.map(r, r.name)",
+            field_path=".replicatedJobs",
+        ),
+        Rule(
+            "replicated jobs change only while the JobSet is suspended",
+            "spec",
+            c.FIELD_IMMUTABLE_MESSAGE
+            + ": replicatedJobs can only change (pod template labels, annotations, "
+            "nodeSelector, tolerations, schedulingGates) while the JobSet is suspended",
+            cel=f"{_SUSPENDED.format('self')} || {_SUSPENDED.format('oldSelf')} || "
+            f"{rjobs} == {old_rjobs}",
+            field_path=".replicatedJobs",
+        ),
+    ]
+
+
+def _field_rules() -> list[Rule]:
+    return [
+        Rule(
+            "the subdomain is a DNS-1035 label",
+            "spec.network.subdomain",
+            "subdomain must be a DNS-1035 label",
+            cel=f"self.matches('{DNS1035_REGEX}')",
+        ),
+        Rule(
+            "managedBy is a domain-prefixed path",
+            "spec.managedBy",
+            c.DOMAIN_PREFIXED_PATH_MESSAGE,
+            cel=f'self.matches(r"{DOMAIN_PREFIXED_PATH_REGEX}")',
+        ),
+        Rule(
+            "replicas x parallelism fits in an int32",
+            "spec.replicatedJobs.[]",
+            f"replicas x parallelism must not exceed {c.MAX_INT32}",
+            cel=_when(
+                "has(self.template.spec) && has(self.template.spec.parallelism)",
+                "(has(self.replicas) ? self.replicas : 1) * self.template.spec.parallelism "
+                f"<= {c.MAX_INT32}",
+            ),
+        ),
+        Rule(
+            "volume claim policy templates set no namespace",
+            "spec.volumeClaimPolicies.[]",
+            c.VCP_NAMESPACE_MESSAGE,
+            cel=_when(
+                "has(self.templates)",
+                "self.templates.all(t, "
+                + _when(
+                    "has(t.metadata) && has(t.metadata.namespace)",
+                    "size(t.metadata.namespace) == 0",
+                )
+                + ")",
+            ),
+        ),
+    ]
+
+
+def _each_rjob(js: JobSet, ctx: Context) -> Iterator[FieldError]:
+    for i, rjob in enumerate(js.spec.replicated_jobs):
+        yield from checks.replicated_job_problems(js, ctx.name, i, rjob, ctx.gates)
+
+
+def _python_rules() -> list[Rule]:
+    """The rules CEL cannot express cheaply, in upstream's order (ValidateCreate, then Update)."""
+    return [
+        Rule(
+            "InPlaceRestart needs its feature gate",
+            "spec.failurePolicy.restartStrategy",
+            "InPlaceRestart requires the InPlaceRestart feature gate",
+            check=lambda js, ctx: checks.in_place_restart_gate(js, ctx.gates),
+        ),
+        Rule(
+            "replicated job names make valid Job and pod names, dependsOn points backwards, "
+            "InPlaceRestart fields are set",
+            "spec.replicatedJobs[i]",
+            c.DEPENDS_ON_ORDER_MESSAGE,
+            check=_each_rjob,
+        ),
+        Rule(
+            "success policy targets exist",
+            "spec.successPolicy.targetReplicatedJobs[k]",
+            c.UNKNOWN_TARGET_MESSAGE,
+            check=lambda js, ctx: checks.success_policy_problems(js),
+        ),
+        Rule(
+            "failure policy rules are gated, named once, target existing jobs and known reasons",
+            "spec.failurePolicy.rules[k]",
+            c.DUPLICATE_RULE_NAMES_MESSAGE,
+            check=lambda js, ctx: checks.failure_policy_problems(js, ctx.gates),
+        ),
+        Rule(
+            "the coordinator is an Indexed job with its pod index in range",
+            "spec.coordinator",
+            "replicatedJob must be Indexed and have completions set",
+            check=lambda js, ctx: checks.coordinator_problems(js),
+        ),
+        Rule(
+            "volume claim policy templates are named once, mounted, and match existing PVCs",
+            "spec.volumeClaimPolicies[i].templates[t]",
+            c.VCP_NO_MOUNT_MESSAGE,
+            check=lambda js, ctx: checks.volume_claim_policy_problems(
+                js, ctx.name, ctx.existing_pvcs
+            ),
+        ),
+        Rule(
+            "replicated jobs change only in what upstream's ValidateUpdate allows",
+            "spec.replicatedJobs",
+            c.RJOBS_SUSPENDED_CHANGES_MESSAGE,
+            check=lambda js, ctx: update_checks.replicated_jobs_problems(
+                js, _old(ctx), ctx.gates
+            ),
+            on_update=True,
+        ),
+    ]
+
+
+def _old(ctx: Context) -> JobSet:
+    assert ctx.old is not None
+    return ctx.old
+
+
+RULES: Final[tuple[Rule, ...]] = (
+    *_root_rules(),
+    *_spec_rules(),
+    *_field_rules(),
+    *_python_rules(),
+)
+"""Every webhook rule, once."""
+
+
+def crd_rules() -> dict[str, list[dict[str, Any]]]:
+    """Schema path -> the CEL rules to put there (`[]` steps into list items), in order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rule in RULES:
+        if rule.cel is not None:
+            out.setdefault(rule.path, []).append(rule.crd_entry())
+    return out
+
+
+def webhook_problems(js: JobSet, ctx: Context) -> list[FieldError]:
+    """What the Python rules find in `js` (on update when `ctx.old` is set)."""
+    update = ctx.old is not None
+    return [
+        error
+        for rule in RULES
+        if rule.check is not None and rule.on_update == update
+        for error in rule.check(js, ctx)
+    ]

@@ -1,0 +1,191 @@
+"""The controller's RBAC grants exactly the calls the runtime really makes.
+
+The rules are declared once (`jobset_infra.api.rbac`); the Role is rendered from them and the
+client refuses any call they do not grant. What is left to show is the other direction: that the
+controller uses every grant. So the controller is driven through every behaviour that needs one
+(leader election, child Jobs and their restart, suspend and resume, the headless Service, PVCs,
+exclusive placement's Node informer, repeated events in both Event APIs, TTL after finished,
+a scrape of the secure /metrics by a bound ServiceAccount),
+and the calls its client made (`KubeClient.used`) are compared with the rules.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from jobset_infra.api.rbac import ALL_RULES, NAMESPACE_RULES, called_permissions
+from jobset_infra.controller.runtime.auth import for_url
+from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
+from jobset_infra.controller.runtime.manager import RunningController
+from jobset_infra.controller.runtime.resources import JOBSETS, LEASES, PVCS, Resource
+from jobset_infra.manifests import rbac as manifests_rbac
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.command import register_crd
+from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import NAMESPACES, Cluster, eventually, fast_config, quiescent
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = "rbac"
+EVENTS_V1 = GVR("events.k8s.io", "v1", "events")
+
+
+@pytest.fixture(params=["events.k8s.io", "core"])
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    """A sim of its own (the core case stops serving events.k8s.io, as old clusters do)."""
+    sim = Sim(port=0)
+    await sim.start()
+    register_crd(sim.store)
+    if request.param == "core":
+        sim.store.registry.remove(EVENTS_V1)
+    try:
+        async with KubeClient(for_url(sim.url), enforce_permissions=False) as api:
+            await api.create(NAMESPACES, {"metadata": {"name": NS}})
+            c = Cluster("sim", for_url(sim.url), api, NS, has_gc=True, sim=sim)
+            try:
+                yield c
+            finally:
+                for ctl in c.controllers:
+                    await ctl.stop()
+    finally:
+        await sim.stop()
+
+
+async def start(cluster: Cluster) -> RunningController:
+    config = fast_config(
+        controller={"watchNamespace": NS},
+        metrics={"bindAddress": "127.0.0.1:0", "secureServing": True},
+        leaderElection={
+            "leaderElect": True,
+            "resourceName": "jobset-rbac",
+            "resourceNamespace": NS,
+            "leaseDuration": "1s",
+            "renewDeadline": "800ms",
+            "retryPeriod": "100ms",
+        },
+    )
+    ctl = await cluster.start_controller(config)
+    await ctl.wait_leader(5)
+    return ctl
+
+
+async def until(check: Callable[[], Any], what: str) -> None:
+    async def probe() -> bool:
+        return bool(check())
+
+    await eventually(probe, what=what)
+
+
+async def set_suspend(cluster: Cluster, suspend: bool) -> None:
+    await cluster.api.patch(
+        JOBSETS, "js", {"spec": {"suspend": suspend}}, namespace=NS, content_type=MERGE_PATCH
+    )
+
+
+async def jobs_suspended(cluster: Cluster, suspended: bool) -> bool:
+    jobs = await cluster.jobs()
+    return bool(jobs) and all(bool(j["spec"].get("suspend")) is suspended for j in jobs)
+
+
+async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) -> None:
+    ctl = await start(cluster)
+    assert ctl.elector is not None
+    renewals = ctl.elector.writes
+    await until(lambda: ctl.elector is not None and ctl.elector.writes > renewals + 1,
+                "the Lease renewed")
+    builder = (
+        make_jobset("js")
+        .replicated_job("a")
+        .volume_mount("a", "data")
+        .volume_claim_policy("data", when_deleted="Delete")
+        .failure_policy(max_restarts=2)
+        .ttl_after_finished(0)
+    )
+    await cluster.create_jobset(builder)
+    await eventually(cluster.job_names, what="the child Job")
+    pvcs = await cluster.api.list(PVCS, NS)
+    await until(lambda: pvcs["items"], "the PVC")
+    # A failed Job restarts the JobSet: its Jobs are deleted and created again.
+    await cluster.set_job_status("js-a-0", "failed")
+
+    async def restarted() -> bool:
+        js = await cluster.jobset("js") or {}
+        return (js.get("status") or {}).get("restarts") == 1 and bool(await cluster.job_names())
+
+    await eventually(restarted, what="a restart")
+    # Suspend and resume twice: the Jobs are patched, a resumed Job's startTime is cleared, and
+    # the second round's events repeat the first's (a series PATCH on the same Event).
+    for _ in range(2):
+        await cluster.set_job_status("js-a-0", "ready")
+        await set_suspend(cluster, True)
+        await eventually(lambda: jobs_suspended(cluster, True), what="Jobs suspended")
+        await set_suspend(cluster, False)
+        await eventually(lambda: jobs_suspended(cluster, False), what="Jobs resumed")
+        await eventually(lambda: quiescent(cluster, ctl), what="the controller caught up")
+        await ctl.recorder.flush()
+    await cluster.set_job_status("js-a-0", "completed")
+
+    async def deleted_by_ttl() -> bool:
+        return await cluster.jobset("js") is None
+
+    await eventually(deleted_by_ttl, what="ttlSecondsAfterFinished deleted the JobSet")
+    await ctl.recorder.flush()
+    # A scrape of the secure /metrics: the scraper's token is reviewed and its access checked.
+    assert await scrape(cluster, ctl) == 200
+    events_group = "" if cluster.sim.store.registry.get(EVENTS_V1) is None else "events.k8s.io"
+    other_events = {g for g in ("", "events.k8s.io") if g != events_group}
+    want = {p for p in called_permissions() if not (p[1] == "events" and p[0] in other_events)}
+    assert ctl.client.used == want, (
+        f"granted but not called: {sorted(want - ctl.client.used)}; "
+        f"called but not granted: {sorted(ctl.client.used - want)}"
+    )
+
+
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                         namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                                 "ClusterRoleBinding", namespaced=False)
+
+
+async def scrape(cluster: Cluster, ctl: RunningController) -> int:
+    """GET /metrics as a ServiceAccount bound to the metrics-reader ClusterRole, with a token
+    the API server issued it (TokenRequest); returns the HTTP status."""
+    api = cluster.api
+    await api.create(SERVICE_ACCOUNTS, {"metadata": {"name": "scraper"}}, NS)
+    role = manifests_rbac.metrics_reader_role("metrics-reader", {})
+    await api.create(CLUSTER_ROLES, role)
+    await api.create(CLUSTER_ROLE_BINDINGS, {
+        "metadata": {"name": "scraper"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}],
+    })
+    issued = await api.request("POST", SERVICE_ACCOUNTS.path(NS, "scraper", "token"),
+                               body={"apiVersion": "authentication.k8s.io/v1",
+                                     "kind": "TokenRequest", "spec": {}})
+    token = issued["status"]["token"]
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the controller's self-signed serving certificate
+    url = f"https://127.0.0.1:{ctl.ports['metrics']}/metrics"
+    async with aiohttp.ClientSession() as http, http.get(
+        url, headers={"Authorization": f"Bearer {token}"}, ssl=context
+    ) as response:
+        return response.status
+
+
+def test_the_only_grant_never_called_is_checked_by_the_api_server() -> None:
+    not_called = [r for r in ALL_RULES if not r.called]
+    assert [(r.resources, r.verbs) for r in not_called] == [(("jobsets/finalizers",), ("update",))]
+
+
+def test_leases_are_granted_only_in_the_controller_namespace() -> None:
+    lease_calls = {p for p in called_permissions() if p[1] == LEASES.plural}
+    assert lease_calls and lease_calls <= called_permissions(NAMESPACE_RULES)

@@ -1,0 +1,130 @@
+"""One JobSet cannot stall the controller: a JobSet no cluster could hold is reported once and
+costs nothing after; a large valid JobSet is created at the rate limit in bounded passes while
+JobSets created after it get their Jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.controller.runtime.manager import run_controller
+from jobset_infra.sim.apiserver.resources import GVR
+from jobset_infra.sim.apiserver.server import Sim
+from jobset_infra.sim.apiserver.store import Store
+from jobset_infra.testing.jobsets import make_jobset
+from tests.reliability.chaos import CRD_FILE, CRDS
+
+JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
+JOBS = GVR("batch", "v1", "jobs")
+EVENTS = GVR("events.k8s.io", "v1", "events")
+NS = "default"
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def jobset(name: str, replicas: int) -> dict[str, Any]:
+    builder = make_jobset(name, NS).replicated_job("w", replicas=replicas)
+    return builder.pod_spec("w", restartPolicy="Never").obj()
+
+
+def config(qps: float = 500.0) -> ControllerConfig:
+    return ControllerConfig.model_validate(
+        {
+            "health": {"healthProbeBindAddress": "0"},
+            "metrics": {"bindAddress": "0"},
+            "clientConnection": {"qps": qps, "burst": 20},
+            "controller": {"workers": 4},
+            "logging": {"level": "error"},
+        }
+    )
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Sim]:
+    server = Sim(port=0)
+    await server.start()
+    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def jobs_of(store: Store, name: str) -> int:
+    return sum(
+        1 for j in store.iter_objects(JOBS, NS)
+        if j["metadata"]["labels"].get(c.JOBSET_NAME_KEY) == name
+    )
+
+
+def invalid_spec_events(store: Store, name: str) -> list[dict[str, Any]]:
+    return [e for e in store.iter_objects(EVENTS, NS)
+            if e.get("reason") == c.INVALID_SPEC_REASON and e["regarding"]["name"] == name]
+
+
+async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.02)
+    return result
+
+
+async def test_two_billion_replicas_is_reported_once_and_the_others_run(sim: Sim) -> None:
+    store = sim.store
+    store.create(JOBSETS, jobset("huge", 2_000_000_000), NS)  # the CRD takes it
+    async with run_controller(config(), url=sim.url) as ctl:
+        await ctl.wait_leader(10)
+        store.create(JOBSETS, jobset("small", 3), NS)
+        await wait_for(lambda: jobs_of(store, "small") == 3, 20, "the small JobSet's Jobs")
+        await wait_for(lambda: invalid_spec_events(store, "huge"), 10, "the report")
+        for i in range(5):  # more passes for it: each must cost nothing and say nothing new
+            huge = store.get(JOBSETS, "huge", NS)
+            huge["metadata"].setdefault("labels", {})["touched"] = str(i)
+            store.update(JOBSETS, huge, NS)
+        store.create(JOBSETS, jobset("later", 2), NS)
+        await wait_for(lambda: jobs_of(store, "later") == 2, 20, "a JobSet created later")
+        assert jobs_of(store, "huge") == 0
+        assert len(invalid_spec_events(store, "huge")) == 1
+        (event,) = invalid_spec_events(store, "huge")
+        assert "spec.replicatedJobs[0].replicas" in event["note"]
+        assert not any(t.done() for t in ctl.tasks)
+
+
+async def test_a_pod_template_string_is_reported_once_and_never_retried(sim: Sim) -> None:
+    store = sim.store
+    store.admission.pop(JOBSETS)  # as a CRD without our schema stores (and keeps) it
+    bad = jobset("bad", 1)
+    bad["spec"]["replicatedJobs"][0]["template"]["spec"]["template"] = "a string"
+    store.create(JOBSETS, bad, NS)
+    async with run_controller(config(), url=sim.url) as ctl:
+        await ctl.wait_leader(10)
+        await wait_for(lambda: invalid_spec_events(store, "bad"), 10, "the report")
+        store.create(JOBSETS, jobset("fine", 2), NS)
+        await wait_for(lambda: jobs_of(store, "fine") == 2, 20, "the next JobSet's Jobs")
+        crashes = ctl.metrics.reconcile_panics.labels(controller=c.CONTROLLER_NAME)
+        assert crashes._value.get() == 0, "no reconcile raised"
+        (event,) = invalid_spec_events(store, "bad")
+        assert "spec.replicatedJobs[0].template.spec.template" in event["note"]
+
+
+async def test_a_large_jobset_progresses_while_later_jobsets_get_their_jobs(sim: Sim) -> None:
+    store = sim.store
+    store.create(JOBSETS, jobset("large", 3000), NS)
+    async with run_controller(config(qps=300.0), url=sim.url) as ctl:
+        await ctl.wait_leader(10)
+        await wait_for(lambda: jobs_of(store, "large") > 0, 20, "the large JobSet to start")
+        for i in range(4):
+            store.create(JOBSETS, jobset(f"small-{i}", 2), NS)
+        await wait_for(lambda: all(jobs_of(store, f"small-{i}") == 2 for i in range(4)), 30,
+                       "every small JobSet's Jobs")
+        assert jobs_of(store, "large") < 3000, "the small ones did not wait for the large one"
+        await wait_for(lambda: jobs_of(store, "large") == 3000, 60, "the large one to finish")

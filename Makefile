@@ -12,11 +12,17 @@ venv: ## create .venv: the locked runtime and Pulumi SDKs, then the package with
 	$(BIN)/pip install -q --require-hashes -r locks/platform.txt
 	$(BIN)/pip install -q -e '.[test,platform,bench,lock]'
 
-tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet) into the cache
+tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi) into the cache
 	python3 tools/build.py
 
 ##@ Real local cluster
-.PHONY: tools cluster-up cluster-down test-real
+.PHONY: tools up down cluster-up cluster-down test-real
+up: tools ## the real path: the local cluster, `pulumi up -s local` with the real engine, the JobSet watched to Completed
+	$(BIN)/jobset-infra deploy up
+
+down: ## `pulumi destroy -s local`, then the local cluster stops
+	$(BIN)/jobset-infra deploy down
+
 cluster-up: tools ## start the real control plane with TPU-shaped kwok pools and our controller
 	$(BIN)/jobset-infra cluster up --nodes v5e-2x4:4,cpu:3 --controller
 

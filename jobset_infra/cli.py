@@ -1,4 +1,4 @@
-"""`jobset-infra`: validate | crd | plan | sim | cluster.
+"""`jobset-infra`: validate | crd | plan | sim | cluster | deploy | kueue-postrender.
 
 Each subcommand lives in the module that owns its logic; this file only wires them to argparse.
 A subcommand module exposes `add_arguments(parser)` and `run(args) -> int` and keeps heavy imports
@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "plan": "jobset_infra.plan_command",
     "sim": "jobset_infra.sim.command",
     "cluster": "jobset_infra.cluster.command",
+    "deploy": "jobset_infra.cluster.deploy_command",
+    "kueue-postrender": "jobset_infra.kueue_postrender_command",
 }
 
 

@@ -200,7 +200,7 @@ def test_broken_stack_config_exits_1_with_one_line_per_problem(
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors == [
         "error: jobset-infra:projct: unknown key; valid keys: platform, kubeconfig, context, "
-        "project, region, zone, cluster, slices, controller, kueue, workload",
+        "nodes, project, region, zone, cluster, slices, controller, kueue, workload",
         "error: jobset-infra:zone: required on platform gke "
         "(pulumi config set jobset-infra:zone ...)",
     ]
@@ -279,7 +279,7 @@ def test_helm_releases_kubectl_would_leave_out_get_their_values_and_a_helm_comma
     out = tmp_path / "out"
     (out / "helm").mkdir(parents=True)
     (out / "helm" / "gone.values.yaml").write_text("{}\n")  # a release an older plan had
-    argv = ["plan", "--stack", "local", "--project-dir", str(ROOT), "--out", str(out)]
+    argv = ["plan", "--stack", "v5e-multislice", "--project-dir", str(ROOT), "--out", str(out)]
     assert main(argv) == 0
     err = capsys.readouterr().err
     values = out / "helm" / "kueue.values.yaml"
@@ -294,3 +294,15 @@ def test_helm_releases_kubectl_would_leave_out_get_their_values_and_a_helm_comma
         f"--namespace kueue-system --create-namespace --values {values} --wait")
     # Nothing at the top that kubectl would refuse as a manifest.
     assert all("kind" in yaml.safe_load(p.read_text()) for p in out.glob("*.yaml"))
+
+
+def test_a_local_chart_with_a_post_renderer_gets_the_helm_command_that_runs_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["plan", "--stack", "local", "--project-dir", str(ROOT), "--out", str(out)]
+    assert main(argv) == 0
+    [note] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+    assert "charts/kueue --namespace kueue-system" in note  # a folder: no --version
+    assert " --post-renderer " in note and "jobset-infra --post-renderer-args kueue-postrender" \
+        " --post-renderer-args --port=19443 --post-renderer-args --ca-bundle=" in note

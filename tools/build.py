@@ -51,11 +51,21 @@ class Binary:
 
 
 @dataclass(frozen=True)
+class ModuleFile:
+    """A file of a pinned module (at the version the group's go.mod requires), copied into bin."""
+
+    module: str
+    path: str  # inside the module
+    name: str  # in bin
+
+
+@dataclass(frozen=True)
 class Group:
     name: str
     binaries: tuple[Binary, ...]
     env: tuple[tuple[str, str], ...] = ()
-    extra_files: tuple[str, ...] = field(default=())
+    # Copied into bin: a file of the group's folder (by name) or of a pinned module.
+    extra_files: tuple[str | ModuleFile, ...] = field(default=())
 
 
 def _kube_stamps() -> tuple[tuple[str, str], ...]:
@@ -72,6 +82,12 @@ def _kube_stamps() -> tuple[tuple[str, str], ...]:
 
 
 _K8S = "k8s.io/kubernetes/cmd/"
+_PULUMI_VERSION = ("github.com/pulumi/pulumi/sdk/v3/go/common/version.Version",
+                   "{github.com/pulumi/pulumi/pkg/v3}")
+# The provider module is pinned at the commit tagged v4.25.0 (the proxy serves only that
+# pseudo-version); the provider reports the release it is.
+_PULUMI_K8S_VERSION = ("github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version",
+                       "4.25.0")
 GROUPS: tuple[Group, ...] = (
     Group("kube", (
         Binary("etcd", "go.etcd.io/etcd/server/v3"),
@@ -86,6 +102,24 @@ GROUPS: tuple[Group, ...] = (
     Group("jobset", (Binary("jobset-manager", "sigs.k8s.io/jobset", (
         ("sigs.k8s.io/jobset/pkg/version.GitVersion", "{sigs.k8s.io/jobset}"),
     )),)),
+    Group("pulumi", (
+        Binary("pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", (_PULUMI_VERSION,),
+               tags="osusergo,grpcnotrace"),
+        Binary("pulumi-language-python", "./cmd/pulumi-language-python",
+               (("main.Version", "{github.com/pulumi/pulumi/sdk/v3}"),)),
+    ), extra_files=(
+        ModuleFile("github.com/pulumi/pulumi/sdk/v3", "python/cmd/pulumi-language-python-exec",
+                   "pulumi-language-python-exec"),
+    )),
+    # Its own module: the provider compiles only against the pulumi/pkg its go.mod pins.
+    Group("pulumi-kubernetes", (
+        Binary("pulumi-resource-kubernetes", "./cmd/pulumi-resource-kubernetes",
+               (_PULUMI_K8S_VERSION,)),
+    ), extra_files=(
+        ModuleFile("github.com/pulumi/pulumi-kubernetes/provider/v4",
+                   "cmd/pulumi-resource-kubernetes/schema.json",
+                   "pulumi-resource-kubernetes.schema.json"),
+    )),
 )
 
 
@@ -155,6 +189,8 @@ def group_key(group: Group, go: str) -> str:
         digest.update(f"{binary.name} {binary.package} {binary.tags}".encode())
         digest.update(ldflags(binary, versions).encode())
     digest.update(repr(group.env).encode())
+    if group.extra_files:
+        digest.update(repr(group.extra_files).encode())
     return digest.hexdigest()[:16]
 
 
@@ -166,7 +202,7 @@ def _sources(folder: Path) -> Iterator[Path]:
 
 
 def _extra_names() -> set[str]:
-    return {name for group in GROUPS for name in group.extra_files}
+    return {e for group in GROUPS for e in group.extra_files if isinstance(e, str)}
 
 
 # --- build -----------------------------------------------------------------------------------
@@ -207,13 +243,30 @@ def build_group(group: Group, root: Path, go: str) -> Path:
         timings[binary.name] = round(time.monotonic() - started, 1)
         _say(f"{group.name}: {binary.name} built in {timings[binary.name]:.0f} s")
     for extra in group.extra_files:
-        shutil.copy2(folder / extra, staging / "bin" / Path(extra).name)
+        _copy_extra(extra, folder, staging / "bin", env)
     record = {"group": group.name, "key": key, "go": go, "seconds": timings,
               "modules": {m: v for m, v in versions.items() if _is_pinned_root(m, group)}}
     (staging / "build.json").write_text(json.dumps(record, indent=2) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
     return out / "bin"
+
+
+def _copy_extra(extra: str | ModuleFile, folder: Path, bin_dir: Path,
+                env: dict[str, str]) -> None:
+    if isinstance(extra, str):
+        shutil.copy2(folder / extra, bin_dir / Path(extra).name)
+        return
+    # `go mod download -json M` in the group's module answers for the version go.mod requires.
+    out = subprocess.run(["go", "mod", "download", "-json", extra.module], cwd=folder, env=env,
+                         capture_output=True, text=True, check=False)
+    source = Path(json.loads(out.stdout or "{}").get("Dir", "")) / extra.path
+    if out.returncode != 0 or not source.is_file():
+        raise SystemExit(f"[tools] {extra.module} has no {extra.path} (go mod download: "
+                         f"{out.stderr.strip() or out.stdout.strip()})")
+    target = bin_dir / extra.name
+    shutil.copyfile(source, target)  # the module cache is read-only; the copy need not be
+    target.chmod(0o755 if os.access(source, os.X_OK) or not source.suffix else 0o644)
 
 
 def _is_pinned_root(module: str, group: Group) -> bool:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from jobset_infra.cluster.kueue_adapter import KueueManagerAdapter
 from jobset_infra.manifests import controller as controller_manifests
 from jobset_infra.manifests.meta import PART_OF
 
@@ -30,6 +31,13 @@ JsonObj = dict[str, Any]
 class LocalCommand:
     argv: tuple[str, ...]
     env: Mapping[str, str]
+    files: Mapping[Path, bytes] = field(default_factory=dict)
+    """Files the runner writes before starting the command (an adapted config, say)."""
+    binary: str | None = None
+    """What the process runs once a wrapper in argv has exec'd it (for the PID check)."""
+    ready_url: str | None = None
+    """The process's readiness endpoint (its container's readinessProbe, on our port); the Pod
+    turns Ready only once it answers 200, as a kubelet's probe would decide."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,11 @@ class PodContext:
     kubeconfig: Path
     ports: Sequence[int]
     pod_ip: str = "127.0.0.1"
+    folder: Path | None = None
+    """The Pod's own scratch folder (for files of LocalCommand.files)."""
+    serving: tuple[Path, Path] | None = None
+    """A certificate and key for 127.0.0.1 signed by the cluster CA, for servers the API server
+    calls (webhooks on loopback)."""
 
 
 class Adapter(Protocol):
@@ -116,7 +129,8 @@ class JobSetControllerAdapter:
             f"--health-probe-bind-address=127.0.0.1:{health}",
             f"--metrics-bind-address=127.0.0.1:{metrics}",
         )
-        return LocalCommand(tuple(argv), container_env(pod, container, context.pod_ip))
+        return LocalCommand(tuple(argv), container_env(pod, container, context.pod_ip),
+                            ready_url=f"http://127.0.0.1:{health}/readyz")
 
 
 def controller_program() -> tuple[str, ...]:
@@ -125,4 +139,4 @@ def controller_program() -> tuple[str, ...]:
     return (sys.executable, "-m", "jobset_infra.controller.runtime.main")
 
 
-ADAPTERS: tuple[Adapter, ...] = (JobSetControllerAdapter(),)
+ADAPTERS: tuple[Adapter, ...] = (JobSetControllerAdapter(), KueueManagerAdapter())

@@ -2,9 +2,10 @@
 
 kwok runs no containers; a Stage matches objects by jq expressions and patches their status
 from a Go template. Ours make a managed Node Ready and keep it heartbeating, run a scheduled Pod
-(Running, Ready, pod IP), end a Pod when someone asks through an annotation, and finish deletes
-(there is no kubelet to confirm a graceful delete). Pure: `stages(auto_complete)` returns the
-documents `cluster up` writes to kwok's `--config` file.
+(Running, Ready unless the pod runner reports its readiness, pod IP), end a Pod when someone
+asks through an annotation, and finish deletes (there is no kubelet to confirm a graceful
+delete). Pure: `stages(auto_complete)` returns the documents `cluster up` writes to kwok's
+`--config` file.
 
 A test or a user ends a running Pod by annotating it, as a container would by exiting:
 
@@ -16,6 +17,7 @@ exit code 0 makes the Pod Succeeded; any other code Failed, with that code and r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 EXIT_CODE_ANNOTATION: Final = "jobset-infra.dev/exit-code"
@@ -109,6 +111,8 @@ phase: Running
 
 _POD_RUNNING: Final = """\
 {{ $now := Now }}
+{{ $local := false }}
+{local}
 conditions:
 - lastTransitionTime: {{ $now | Quote }}
   status: "True"
@@ -117,10 +121,10 @@ conditions:
   status: "True"
   type: Initialized
 - lastTransitionTime: {{ $now | Quote }}
-  status: "True"
+  status: {{ if $local }}"False"{{ else }}"True"{{ end }}
   type: ContainersReady
 - lastTransitionTime: {{ $now | Quote }}
-  status: "True"
+  status: {{ if $local }}"False"{{ else }}"True"{{ end }}
   type: Ready
 {{ range .spec.readinessGates }}
 - lastTransitionTime: {{ $now | Quote }}
@@ -131,7 +135,7 @@ containerStatuses:
 {{ range .spec.containers }}
 - image: {{ .image | Quote }}
   name: {{ .name | Quote }}
-  ready: true
+  ready: {{ not $local }}
   started: true
   restartCount: 0
   state:
@@ -237,15 +241,34 @@ spec:
 """
 
 
-def stages(auto_complete_seconds: float | None = None) -> list[JsonObj]:
-    """The Stage documents, in the order kwok should consider them."""
+def _runs_locally(selectors: Sequence[str]) -> str:
+    """Go template setting `$local` when the Pod's labels match one of `selectors` (k=v,...)."""
+    tests = []
+    for selector in selectors:
+        pairs = [part.split("=", 1) for part in selector.split(",") if "=" in part]
+        terms = " ".join(f'(eq (print (index . "{k}")) "{v}")' for k, v in pairs)
+        if terms:
+            tests.append(f"{{{{ if and {terms} }}}}{{{{ $local = true }}}}{{{{ end }}}}")
+    if not tests:
+        return ""
+    return "{{ with .metadata.labels }}" + "".join(tests) + "{{ end }}"
+
+
+def stages(auto_complete_seconds: float | None = None,
+           runner_selectors: Sequence[str] = ()) -> list[JsonObj]:
+    """The Stage documents, in the order kwok should consider them.
+
+    A Pod matching one of `runner_selectors` (the pod runner's adapters) starts Running but not
+    Ready: the runner reports its readiness from the process it starts.
+    """
+    running = _POD_RUNNING.replace("{local}", _runs_locally(runner_selectors))
     out = [
         _stage("node-ready", "Node", [_is_not(_READY, "True")],
                {"statusTemplate": _NODE_STATUS}),
         _stage("node-heartbeat", "Node", [_is(".status.phase", "Running"), _is(_READY, "True")],
                {"statusTemplate": _NODE_HEARTBEAT}, delay_ms=20_000, jitter_ms=25_000),
         _stage("pod-running", "Pod", [_ALIVE, _is(".status.phase", "Pending")],
-               {"statusTemplate": _POD_RUNNING}),
+               {"statusTemplate": running}),
         _stage("pod-succeeded", "Pod",
                [_ALIVE, _RUNNING, _is(_annotation(EXIT_CODE_ANNOTATION), "0")],
                {"statusTemplate": _pod_exit("Succeeded", "0", _reason("Completed"))}),

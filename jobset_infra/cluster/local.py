@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from jobset_infra.cluster import kwok_stages, pki
+from jobset_infra.cluster.adapters import ADAPTERS
 from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
 from jobset_infra.cluster.layout import (
     KWOK_NODE_ANNOTATION,
@@ -211,8 +212,9 @@ def _write_files(layout: Layout, options: ClusterOptions) -> None:
         path.write_text(yaml.safe_dump(kubeconfig(layout, who)))
     layout.kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, pki.ADMIN)))
     layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout, options.tuning)))
-    layout.kwok_config.write_text(
-        yaml.safe_dump_all(kwok_stages.stages(options.auto_complete_seconds), sort_keys=False))
+    selectors = [adapter.label_selector for adapter in ADAPTERS]
+    layout.kwok_config.write_text(yaml.safe_dump_all(
+        kwok_stages.stages(options.auto_complete_seconds, selectors), sort_keys=False))
 
 
 def _health_context(layout: Layout, name: str) -> ssl.SSLContext | None:

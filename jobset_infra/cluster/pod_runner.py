@@ -5,7 +5,10 @@ a Node, Running and not being deleted gets a local process: its configMap, secre
 and emptyDir volumes are written under the cluster folder, a token for the Pod's own
 ServiceAccount is requested (TokenRequest, bound to the Pod, so RBAC is the real server's), and
 the adapter's command starts. A process that exits is restarted with a growing delay, as
-restartPolicy Always would; a Pod that is deleted or replaced has its process stopped.
+restartPolicy Always would; a Pod that is deleted or replaced has its process stopped. kwok
+starts such a Pod not Ready (cluster/kwok_stages.py); the runner probes the process's readiness
+endpoint and reports it in the Pod's Ready condition, as a kubelet's readinessProbe would, so a
+Deployment is Available only once its process serves.
 
 It runs as one more process of `jobset-infra cluster up` (`python -m
 jobset_infra.cluster.pod_runner FOLDER`), and in tests inside the test's event loop.
@@ -16,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
 import signal
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from jobset_infra.cluster.adapters import ADAPTERS, Adapter, PodContext
+from jobset_infra.cluster.adapters import ADAPTERS, Adapter, LocalCommand, PodContext
 from jobset_infra.cluster.layout import Layout, ProcessSpec, token_kubeconfig
 from jobset_infra.cluster.processes import Started, alive, free_port, start, stop
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient
@@ -39,6 +45,7 @@ PODS = Resource("", "v1", "pods", "Pod")
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SECRETS = Resource("", "v1", "secrets", "Secret")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 TOKEN_SECONDS = 86_400
 POLL_SECONDS = 1.0
 RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0, 30.0)
@@ -54,6 +61,8 @@ class LocalPod:
     next_start: float = 0.0
     spec: ProcessSpec | None = None
     env: dict[str, str] = field(default_factory=dict)
+    ready_url: str | None = None
+    container: str = ""
 
 
 class PodRunner:
@@ -89,6 +98,8 @@ class PodRunner:
             self._stop(uid)
         for uid, (runs, spec, program) in wanted.items():
             await self._ensure(uid, runs, spec, program)
+        for uid, local in self.pods.items():
+            await self._report_ready(local, wanted[uid][1])
 
     async def _ensure(self, uid: str, adapter: Adapter, pod: Mapping[str, Any],
                       container: Mapping[str, Any]) -> None:
@@ -102,18 +113,44 @@ class PodRunner:
             assert local.spec is not None
             local.restarts += 1
             log.warning("pod runner: %s exited; restart %d", local.key, local.restarts)
-            local.started = start(local.spec, local.started.log, env=local.env)
+            local.started = dataclasses.replace(
+                start(local.spec, local.started.log, env=local.env), binary=local.started.binary
+            )
             delay = RESTART_DELAYS[min(local.restarts, len(RESTART_DELAYS) - 1)]
             local.next_start = now + delay
             return
-        spec, env = await self._prepare(adapter, pod, container)
+        spec, env, command = await self._prepare(adapter, pod, container)
         folder = self._folder(pod)
         started = start(spec, folder / "log", env=env)
-        self.pods[uid] = LocalPod(uid, _key(pod), started, 0, now + RESTART_DELAYS[0], spec, env)
+        if command.binary is not None:  # argv starts with a wrapper that execs the binary
+            started = dataclasses.replace(started, binary=command.binary)
+        self.pods[uid] = LocalPod(uid, _key(pod), started, 0, now + RESTART_DELAYS[0], spec, env,
+                                  command.ready_url, str(container.get("name", "")))
         log.info("pod runner: started %s as pid %d", _key(pod), started.pid)
 
+    async def _report_ready(self, local: LocalPod, pod: Mapping[str, Any]) -> None:
+        """Set the Pod's Ready condition from the process's readiness endpoint, on a change."""
+        if local.ready_url is None:
+            return
+        ready = alive(local.started) and await asyncio.to_thread(_answers, local.ready_url)
+        if ready == _pod_ready(pod):
+            return
+        status = "True" if ready else "False"
+        # Conditions merge by type; containerStatuses has no merge key, so send all of it.
+        containers = [{**c, "ready": ready} if c.get("name") == local.container else c
+                      for c in (pod.get("status") or {}).get("containerStatuses") or []]
+        patch = {"status": {
+            "conditions": [{"type": t, "status": status} for t in ("ContainersReady", "Ready")],
+            "containerStatuses": containers,
+        }}
+        meta = pod["metadata"]
+        await self.api.patch(PODS, meta["name"], patch, namespace=meta["namespace"],
+                             content_type=STRATEGIC_MERGE, subresource="status")
+        log.info("pod runner: %s is %s", local.key, "Ready" if ready else "not Ready")
+
     async def _prepare(self, adapter: Adapter, pod: Mapping[str, Any],
-                       container: Mapping[str, Any]) -> tuple[ProcessSpec, dict[str, str]]:
+                       container: Mapping[str, Any],
+                       ) -> tuple[ProcessSpec, dict[str, str], LocalCommand]:
         folder = self._folder(pod)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -126,10 +163,14 @@ class PodRunner:
         kubeconfig.chmod(0o600)
         mounts = await self._volumes(pod, container, folder / "volumes", token)
         context = PodContext(mounts=mounts, kubeconfig=kubeconfig,
-                             ports=[free_port() for _ in range(4)])
+                             ports=[free_port() for _ in range(4)], folder=folder,
+                             serving=(self.layout.pki.serving_cert, self.layout.pki.serving_key))
         command = adapter.command(pod, container, context)
+        for path, data in command.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         env = {"PATH": _path_env(), **command.env}
-        return ProcessSpec(f"{adapter.name}:{_key(pod)}", command.argv, ""), env
+        return ProcessSpec(f"{adapter.name}:{_key(pod)}", command.argv, ""), env, command
 
     async def _token(self, pod: Mapping[str, Any]) -> str:
         meta = pod["metadata"]
@@ -218,6 +259,19 @@ def _runnable(pod: Mapping[str, Any]) -> bool:
     meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     return (not meta.get("deletionTimestamp") and bool(spec.get("nodeName"))
             and status.get("phase") == "Running")
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _key(pod: Mapping[str, Any]) -> str:

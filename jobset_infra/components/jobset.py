@@ -198,5 +198,5 @@ def _prerequisites(args: JobSetArgs) -> list[pulumi.Resource]:
     elif args.kueue is not None:
         # Kueue's JobSet webhook (failurePolicy Fail) sees every JobSet in the namespaces it
         # manages, queued or not: created while Kueue starts, an unqueued JobSet is refused.
-        found.append(args.kueue.release)
+        found.append(args.kueue.installed)
     return found

@@ -1,30 +1,38 @@
-"""`Kueue`: Kueue from its pinned OCI Helm chart, with queues derived from the TPU slice pools.
+"""`Kueue`: Kueue from its pinned Helm chart, with queues derived from the TPU slice pools.
 
 The shell around `jobset_infra.manifests.kueue_install` and `kueue_queues`: validate (pure, raises
 at preview), then create
 
-1. the Helm release (`helm.v3.Release`, a real Helm release). Helm waits for its resources, and
-   Kueue's Deployment turns Available only when its /readyz passes, which Kueue gates on its
-   webhook certificates and webhook server (reference kueue-and-pulumi.md §A1). So the release
-   completes only once Kueue's webhooks serve;
-2. the queue objects, each `depends_on` the release: every Kueue kind goes through a
+1. Kueue itself, from the OCI chart as a Helm release (`helm.v3.Release`), or from a local chart
+   folder (`KueueInstall.chart_path`, for air-gapped clusters and the local cluster) as a
+   `helm.v4.Chart` in its own Namespace. Either waits for its resources, and Kueue's Deployment
+   turns Available only when its /readyz passes, which Kueue gates on its webhook certificates
+   and webhook server (reference kueue-and-pulumi.md §A1). So the install completes only once
+   Kueue's webhooks serve. With `loopback_webhooks` the chart is post-rendered by
+   `jobset-infra kueue-postrender` (webhooks on 127.0.0.1, see manifests.kueue_loopback);
+2. the queue objects, each `depends_on` the install: every Kueue kind goes through a
    `failurePolicy: Fail` webhook, and creating them earlier would fail. Inside the group a
    ClusterQueue follows the flavors, priority classes and admission check it names, and
    LocalQueues follow their ClusterQueue.
 
-Why a Release and not `helm.v4.Chart`: a Release is one resource whose completion means "all of
-Kueue is up", which is exactly the dependency queues need; a v4 Chart's children are rendered by
-the provider and cannot be named in `depends_on` individually.
+Why a Release for the OCI chart: a Release is one resource whose completion means "all of Kueue
+is up", which is exactly the dependency queues need. A local chart needs a post-renderer with
+arguments, which only helm.v4.Chart takes; `depends_on` a Chart waits for every object it
+rendered.
 """
 
 from __future__ import annotations
 
+import base64
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from jobset_infra.api import constants as k
 from jobset_infra.components.k8s_objects import kubernetes_object
@@ -58,6 +66,29 @@ class KueueArgs:
     """Install Kueue without queue objects (a cluster with no TPU pools, e.g. the local stack)."""
 
 
+def _check_chart(folder: Path, version: str) -> None:
+    chart = folder / "Chart.yaml"
+    if not chart.exists() and pulumi.runtime.is_dry_run():
+        # `jobset-infra plan` on a machine without the chart: the real engine would fail here.
+        pulumi.log.warn(f"kueue.install.chart_path: {folder} does not exist (fine for an "
+                        "offline preview)")
+        return
+    try:
+        found = (yaml.safe_load(chart.read_text()) or {}).get("version")
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(
+            f"kueue.install.chart_path: {folder} is not a Helm chart folder ({err}); point it at "
+            "Kueue's charts/kueue (`go mod download -json sigs.k8s.io/kueue@v<version>` prints the "
+            "module's Dir)"
+        ) from None
+    if str(found) != version:
+        raise ValueError(
+            f"kueue.install.chart_path: {chart} is chart version {found}, but "
+            f"kueue.install.version is {version}; use the chart of that release or change the "
+            "version"
+        )
+
+
 def validate_args(args: KueueArgs) -> QueueObjects | None:
     """Return the queue objects; raise QueueError / ValueError naming the bad field."""
     if not isinstance(args.provider, k8s.Provider):
@@ -65,6 +96,8 @@ def validate_args(args: KueueArgs) -> QueueObjects | None:
             "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
             "GkeCluster.provider); Kueue never uses the ambient kubeconfig"
         )
+    if args.install.chart_path is not None:
+        _check_chart(Path(args.install.chart_path).expanduser(), args.install.version)
     if args.install_only:
         return None
     check_queue_namespaces(args.queues, args.install)
@@ -84,11 +117,11 @@ class Kueue(pulumi.ComponentResource):
     """The ResourceFlavors, one per slice shape and capacity kind."""
     ready: pulumi.Output[bool]
     """Resolves once Kueue serves and every queue object exists."""
-    ready_resources: list[pulumi.CustomResource]
+    ready_resources: list[pulumi.Resource]
     """`depends_on` these (or the component) before creating queued JobSets."""
-    release: k8s.helm.v3.Release
-    """The Helm release; complete once Kueue's webhooks serve. Unqueued JobSets wait for it:
-    Kueue's JobSet webhook (failurePolicy Fail) sees them too."""
+    installed: pulumi.Resource
+    """The Helm release or chart; complete once Kueue's webhooks serve. Unqueued JobSets wait
+    for it: Kueue's JobSet webhook (failurePolicy Fail) sees them too."""
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
@@ -97,18 +130,22 @@ class Kueue(pulumi.ComponentResource):
         objects = validate_args(args)  # before any child exists: bad arguments fail preview
         self._name = name
         self._provider = args.provider
-        release = self._release(args.install, _explicit_dependencies(opts))
+        after = _explicit_dependencies(opts)
+        installed = (self._chart(args.install, after) if args.install.chart_path is not None
+                     else self._release(args.install, after))
         namespaces = self._namespaces(args) if args.create_namespaces else []
-        queue_resources = self._queues(objects, release, namespaces) if objects else []
-        self.release = release
-        self.ready_resources = [release, *queue_resources]
+        queue_resources = self._queues(objects, installed, namespaces) if objects else []
+        self.installed = installed
+        self.ready_resources = [installed, *queue_resources]
         self.cluster_queue_name = pulumi.Output.from_input(args.queues.cluster_queue_name)
         self.local_queue_name = pulumi.Output.from_input(args.queues.local_queue_name)
         self.queue_label = pulumi.Output.from_input(k.KUEUE_QUEUE_NAME_LABEL)
         self.flavor_names = pulumi.Output.from_input(
             [f.name for f in objects.flavors] if objects else []
         )
-        self.ready = pulumi.Output.all(*(r.id for r in self.ready_resources)).apply(lambda _: True)
+        self.ready = pulumi.Output.all(*(_done(r) for r in self.ready_resources)).apply(
+            lambda _: True
+        )
         self.register_outputs(
             {
                 "clusterQueueName": self.cluster_queue_name,
@@ -137,6 +174,19 @@ class Kueue(pulumi.ComponentResource):
             values=helm_values(install),
             timeout=RELEASE_TIMEOUT_SECONDS,
             opts=self._options(after),
+        )
+
+    def _chart(self, install: KueueInstall, after: Sequence[pulumi.Resource]) -> k8s.helm.v4.Chart:
+        assert install.chart_path is not None
+        namespace = self._create(namespace_manifest(install.namespace), after)
+        return k8s.helm.v4.Chart(
+            f"{self._name}-kueue",
+            chart=str(Path(install.chart_path).expanduser()),
+            name=install.release_name,
+            namespace=install.namespace,
+            values=helm_values(install),
+            post_renderer=_post_renderer(install),
+            opts=self._options([namespace, *after]),
         )
 
     def _namespaces(self, args: KueueArgs) -> list[pulumi.CustomResource]:
@@ -171,6 +221,50 @@ class Kueue(pulumi.ComponentResource):
         scope = f"{meta['namespace']}-" if "namespace" in meta else ""
         key = f"{self._name}-{manifest['kind'].lower()}-{scope}{meta['name']}"
         return kubernetes_object(key, manifest, self._options(depends_on))
+
+
+# What a preview without the cluster (`jobset-infra plan`) trusts instead of the cluster's CA.
+_CA_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n(the cluster's CA)\n-----END CERTIFICATE-----\n"
+
+
+def _ca_pem(ca_file: str) -> str:
+    path = Path(ca_file).expanduser()
+    if path.is_file():
+        pem = path.read_text()
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ValueError(f"kueue.install.loopback_webhooks.ca_file: {path} holds no PEM "
+                             "certificate; point it at the cluster's pki/ca.crt")
+        return pem
+    if not pulumi.runtime.is_dry_run():
+        raise FileNotFoundError(
+            f"kueue.install.loopback_webhooks.ca_file: {path} does not exist; start the cluster "
+            "first (jobset-infra cluster up) or point it at the cluster's pki/ca.crt"
+        )
+    pulumi.log.warn(f"kueue.install.loopback_webhooks.ca_file: {path} does not exist "
+                    "(fine for a preview)")
+    return _CA_PLACEHOLDER
+
+
+def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
+    """An output that resolves once `resource` is created (a Chart: once it rendered all)."""
+    if isinstance(resource, pulumi.CustomResource):
+        return resource.id
+    if isinstance(resource, k8s.helm.v4.Chart):
+        return resource.resources
+    return resource.urn
+
+
+def _post_renderer(install: KueueInstall) -> k8s.helm.v4.PostRendererArgs | None:
+    """`jobset-infra kueue-postrender` of this venv, for webhooks on loopback; else none."""
+    loopback = install.loopback_webhooks
+    if loopback is None:
+        return None
+    command = Path(sys.executable).with_name("jobset-infra")
+    bundle = base64.b64encode(_ca_pem(loopback.ca_file).encode()).decode()
+    return k8s.helm.v4.PostRendererArgs(
+        command=str(command),
+        args=["kueue-postrender", f"--port={loopback.port}", f"--ca-bundle={bundle}"],
+    )
 
 
 def _explicit_dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:

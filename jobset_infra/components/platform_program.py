@@ -3,9 +3,15 @@
 `build_platform(config)` is what `stacks/__main__.py` runs:
 
 - platform `local`: an explicit Kubernetes provider from the configured kubeconfig file and
-  context (never the ambient one), JobSetSystem, Kueue without queues, a CPU-only demo JobSet;
+  context (never the ambient one), JobSetSystem, Kueue and a demo JobSet. With TPU pools in
+  `nodes` (the cluster's own, e.g. kwok Nodes from `jobset-infra cluster up --nodes v5e-2x4:4`)
+  they are the controller's placement domains, Kueue gets a TPU queue holding their chips and
+  the JobSet is a queued TPU JobSet on whole slices; without, Kueue has no queues and the JobSet
+  is CPU-only;
 - platform `gke`: GkeCluster, TpuSlicePools, JobSetSystem (pools declared as placement domains),
-  Kueue with a TPU queue holding the pools' chips, and a TPU JobSet on whole slices.
+  Kueue with a TPU queue holding the pools' chips, and a TPU JobSet on whole slices. With
+  `kubeconfig` set, only the Kubernetes half, onto that cluster, whose pools are the planned
+  ones (no GCP resource; the real-engine test runs v5e-multislice so on kwok pools).
 
 `read_config()` collects the stack's config as Pulumi hands it to a program.
 """
@@ -58,16 +64,19 @@ def run() -> Platform:
 
 def build_platform(config: StackConfig) -> Platform:
     """Create every resource the config describes."""
-    if config.platform == "local":
-        return _local(config)
+    if config.existing_cluster:
+        return _existing(config)
     return _gke(config)
 
 
-def _local(config: StackConfig) -> Platform:
+def _existing(config: StackConfig) -> Platform:
+    """The Kubernetes half onto a cluster whose node pools already exist."""
     provider = _kubeconfig_provider(config)
-    system = _system(config, provider, pools=())
-    kueue = _kueue(config, provider, pools=(), after=system)
-    workload = _cpu_workload(config, provider, system, kueue)
+    plans = config.pool_plans()
+    system = _system(config, provider, pools=plans)
+    kueue = _kueue(config, provider, pools=plans, after=system)
+    workload = (_tpu_workload(config, provider, system, kueue, plans[0]) if plans
+                else _cpu_workload(config, provider, system, kueue))
     return Platform(provider, system, kueue, workload)
 
 
@@ -89,8 +98,8 @@ def _kubeconfig_provider(config: StackConfig) -> k8s.Provider:
     kubeconfig = path.read_text() if path.is_file() else None
     if kubeconfig is None and not pulumi.runtime.is_dry_run():
         raise FileNotFoundError(
-            f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (kind create "
-            "cluster) or set jobset-infra:kubeconfig to your kubeconfig file"
+            f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (jobset-infra "
+            "cluster up, or kind create cluster) or set jobset-infra:kubeconfig to your file"
         )
     if kubeconfig is None:
         pulumi.log.warn(f"jobset-infra:kubeconfig: {path} does not exist (fine for a preview)")
@@ -118,7 +127,8 @@ def _system(
     return JobSetSystem(
         "jobset",
         JobSetSystemArgs(
-            provider=provider, image=settings.image, build=build, pools=pools, **settings.options()
+            provider=provider, image=settings.image, build=build, pools=pools,
+            retain_crd=settings.retain_crd, **settings.options()
         ),
     )
 
@@ -166,7 +176,7 @@ def _tpu_workload(
     provider: k8s.Provider,
     system: JobSetSystem,
     kueue: Kueue | None,
-    pools: TpuSlicePools,
+    pools: TpuSlicePools | SlicePoolsPlan,
 ) -> JobSet | None:
     settings = config.workload
     if settings is None or not settings.enabled:
@@ -207,7 +217,7 @@ def _jobset(
     kueue: Kueue | None,
     replicated_jobs: list[Any],
     *,
-    pools: list[TpuSlicePools],
+    pools: list[TpuSlicePools | SlicePoolsPlan],
 ) -> JobSet:
     settings = config.workload
     assert settings is not None

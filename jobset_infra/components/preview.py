@@ -188,23 +188,32 @@ def kubernetes_objects(registrations: Iterable[RegistrationLike]) -> list[dict[s
     return objects
 
 
-_HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+_HELM_KINDS = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 
 
 @dataclass(frozen=True)
 class HelmRelease:
-    """A Helm release the run would install: not an object in the plan, the chart renders it."""
+    """A Helm release or chart the run would install: not an object in the plan, the chart
+    renders it (a local chart folder has no version; a post-renderer may rewrite it)."""
 
     name: str
     chart: str
     version: str
     namespace: str
     values: Mapping[str, Any]
+    post_renderer: tuple[str, ...] = ()
 
     def install_command(self, values_file: str) -> str:
         """The `helm install` that does what the provider would, with these values."""
-        return (f"helm install {self.name} {self.chart} --version {self.version} "
-                f"--namespace {self.namespace} --create-namespace --values {values_file} --wait")
+        version = f" --version {self.version}" if self.version else ""
+        renderer = ""
+        if self.post_renderer:
+            command, *args = self.post_renderer
+            renderer = f" --post-renderer {command}" + "".join(
+                f" --post-renderer-args {arg}" for arg in args)
+        return (f"helm install {self.name} {self.chart}{version} "
+                f"--namespace {self.namespace} --create-namespace --values {values_file}"
+                f"{renderer} --wait")
 
 
 def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease]:
@@ -215,10 +224,17 @@ def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease
             version=str(inputs.get("version", "")),
             namespace=str(inputs.get("namespace") or "default"),
             values=inputs.get("values") or {},
+            post_renderer=_post_renderer(inputs.get("postRenderer")),
         )
-        for reg in registrations if reg.type == _HELM_RELEASE
+        for reg in registrations if reg.type in _HELM_KINDS
         for inputs in [_whole_numbers(redact_secrets(dict(reg.inputs)))]
     ]
+
+
+def _post_renderer(renderer: Any) -> tuple[str, ...]:
+    if not isinstance(renderer, Mapping) or not renderer.get("command"):
+        return ()
+    return (str(renderer["command"]), *(str(a) for a in renderer.get("args") or []))
 
 
 def _whole_numbers(value: Any) -> Any:

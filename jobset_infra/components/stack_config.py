@@ -36,6 +36,7 @@ from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_que
 from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
 from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
+from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
 
 __all__ = [
@@ -91,6 +92,9 @@ class ControllerSettings(ControllerOptions):
     image: str | None = None
     """Checked with the other semantic problems (`_check_controller`): a pinned tag or digest."""
     build: ControllerBuild | None = None
+    retain_crd: bool = True
+    """Keep the JobSet CRD (and so every JobSet) on `pulumi destroy`; false on throwaway
+    clusters, so destroy leaves nothing behind (docs/operations.md)."""
 
     @model_validator(mode="after")
     def _one_image(self) -> Self:
@@ -127,7 +131,7 @@ class WorkloadSettings(_Strict):
     memory: str = "128Mi"
     max_restarts: int = Field(default=0, ge=0)
     queued: bool | None = None
-    """Submit through Kueue; None = yes on GKE (TPU queue), no on local (no TPU queue)."""
+    """Submit through Kueue; None = yes when the stack has TPU pools (Kueue has a TPU queue)."""
     priority_class: str | None = None
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
 
@@ -147,9 +151,15 @@ class StackConfig(_Strict):
 
     platform: Literal["local", "gke"]
     kubeconfig: str | None = None
-    """local: kubeconfig path (default ~/.kube/config); `~` is expanded."""
+    """local: kubeconfig path (default ~/.kube/config); `~` is expanded. gke: set it to deploy
+    only the Kubernetes half onto that existing cluster, whose node pools must already be shaped
+    like `slices` (no GCP resource is created; e.g. a local cluster started with `jobset-infra
+    cluster up --nodes <slices.name>=<shape>:<slices>`)."""
     context: str | None = None
-    """local: kubeconfig context, e.g. kind-jobset; None = the file's current context."""
+    """kubeconfig context; None = the file's current context."""
+    nodes: str | None = None
+    """local: the existing cluster's node pools in `cluster up --nodes` syntax (v5e-2x4:4,cpu:2);
+    its TPU pools become the controller's placement domains and Kueue's TPU queue."""
     project: str | None = None
     """gke: GCP project."""
     region: str | None = None
@@ -173,14 +183,32 @@ class StackConfig(_Strict):
             raise ValueError("\n".join(problems))
         return self
 
+    @field_validator("nodes")
+    @classmethod
+    def _pools(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_pools_text(value)  # a PoolsTextError (ValueError) is reported under `nodes`
+        return value
+
+    @property
+    def existing_cluster(self) -> bool:
+        """Return whether the stack deploys onto a cluster it does not create."""
+        return self.platform == "local" or self.kubeconfig is not None
+
     @property
     def queued(self) -> bool:
-        """Return whether the demo JobSet goes through Kueue."""
+        """Return whether the demo JobSet goes through Kueue (default: when there are TPUs)."""
         if self.workload is None or not self.kueue.enabled:
             return False
         if self.workload.queued is not None:
             return self.workload.queued
-        return self.platform == "gke"
+        return bool(self.pool_plans())
+
+    def pool_plans(self) -> tuple[SlicePoolsPlan, ...]:
+        """Return the TPU slice pools: local from `nodes`, gke from `slices`."""
+        if self.platform == "gke":
+            return (self.slice_pools_plan(),)
+        return tuple(tpu_plans(parse_pools_text(self.nodes or "")))
 
     def cluster_spec(self) -> GkeClusterSpec:
         """Return the GkeCluster spec (gke only)."""
@@ -217,11 +245,10 @@ def _local_problems(config: StackConfig) -> list[str]:
             "controller.build: local has no registry to push to; build the image, load it into "
             "the cluster (kind load docker-image) and set controller.image"
         )
-    if config.workload is not None and config.workload.queued and config.kueue.enabled:
-        problems.append(
-            "workload.queued: the local stack has no TPU pools, so Kueue has no queue; "
-            "set it to false"
-        )
+    if config.workload and config.workload.queued and config.kueue.enabled and not problems \
+            and not config.pool_plans():
+        problems.append("workload.queued: the stack has no TPU pools (nodes), so Kueue has no "
+                        "queue; set it to false or add TPU pools to nodes")
     return problems
 
 
@@ -232,9 +259,14 @@ def _gke_problems(config: StackConfig) -> list[str]:
         for key in required
         if getattr(config, key) is None
     ]
-    for key in ("kubeconfig", "context"):
-        if getattr(config, key) is not None:
-            problems.append(f"{key}: GKE stacks build their own provider; remove it")
+    if config.nodes is not None:
+        problems.append("nodes: GKE stacks plan their pools from slices; remove it")
+    if config.context is not None and config.kubeconfig is None:
+        problems.append("context: GKE stacks build their own provider; remove it (or set "
+                        "kubeconfig to deploy onto an existing cluster)")
+    if config.kubeconfig is not None and config.controller.build is not None:
+        problems.append("controller.build: with kubeconfig set the stack creates no GCP "
+                        "resources (no registry to push to); set controller.image")
     return problems
 
 
@@ -366,7 +398,9 @@ def _semantic_problems(config: StackConfig) -> list[str]:
         checks.append(("cluster", lambda: validate_cluster_spec(config.cluster_spec())))
     problems = [line for key, check in checks for line in _problems_of(key, check)]
     if config.platform == "gke" and not any(p.startswith(f"{NAMESPACE}:cluster") for p in problems):
-        problems += _problems_of("slices", config.slice_pools_plan)
+        slices = _problems_of("slices", config.slice_pools_plan)
+        problems += slices or _problems_of("workload", lambda: _check_workload_fits(config))
+    elif config.platform == "local" and config.pool_plans():
         problems += _problems_of("workload", lambda: _check_workload_fits(config))
     return problems
 
@@ -384,12 +418,14 @@ def _check_workload_fits(config: StackConfig) -> None:
         )
     if workload.slices is None:
         return
-    available = config.slice_pools_plan().slices
+    # The demo JobSet runs on the first TPU pools the stack has.
+    available = config.pool_plans()[0].slices
+    where = "slices.slices" if config.platform == "gke" else "nodes"
     if workload.slices > available:
         raise SlicePoolsError(
             "slices",
             f"{workload.slices} slices requested but the stack has {available} "
-            f"({NAMESPACE}:slices.slices); lower it or add slices",
+            f"({NAMESPACE}:{where}); lower it or add slices",
         )
 
 

@@ -136,7 +136,9 @@ def cluster_queue(spec: QueueSpec, flavors: Sequence[Flavor]) -> Manifest:
                 "flavors": [
                     {
                         "name": f.name,
-                        "resources": [{"name": tpu.TPU_RESOURCE, "nominalQuota": quotas[f.name]}],
+                        "resources": [{"name": tpu.TPU_RESOURCE,
+                                       # as the API server stores a quantity: "32", not 32
+                                       "nominalQuota": str(quotas[f.name])}],
                     }
                     for f in flavors
                 ],

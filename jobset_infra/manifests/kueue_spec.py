@@ -16,6 +16,7 @@ from jobset_infra.manifests.meta import field_problems, require_dns_label, requi
 __all__ = [
     "KueueInstall",
     "KueueSpecError",
+    "LoopbackWebhooks",
     "QueueSpec",
     "check_queue_namespaces",
     "parse_kueue_install",
@@ -101,6 +102,22 @@ class QueueSpec(BaseModel):
         return value
 
 
+class LoopbackWebhooks(BaseModel):
+    """Kueue's webhooks served on the API server's own loopback, at `https://127.0.0.1:<port>`.
+
+    For a cluster whose Kueue manager runs as a process on the API server's machine (the local
+    cluster's pod runner): the webhook configurations call that URL and trust the CA in
+    `ca_file`, which must have signed the serving certificate the manager gets (the local
+    cluster's `pki/ca.crt`). The Kueue component reads the file; `~` is expanded.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    port: int = Field(ge=1024, le=65535)
+    """The port the manager serves its webhooks on (one free port per cluster on the machine)."""
+    ca_file: str = Field(min_length=1)
+
+
 class KueueInstall(BaseModel):
     """Kueue itself: chart version, namespace and controller-manager settings."""
 
@@ -116,6 +133,11 @@ class KueueInstall(BaseModel):
     manage_jobs_without_queue_name: bool = False
     client_qps: float = Field(default=300, gt=0)
     client_burst: int = Field(default=500, ge=1)
+    chart_path: str | None = None
+    """A local chart folder (air-gapped installs; the sigs.k8s.io/kueue module carries it under
+    charts/kueue) instead of the OCI chart; its Chart.yaml must be `version`."""
+    loopback_webhooks: LoopbackWebhooks | None = None
+    """Serve the webhooks on the API server's loopback (the local cluster); needs chart_path."""
 
     @field_validator("version")
     @classmethod
@@ -137,6 +159,11 @@ class KueueInstall(BaseModel):
         # we rely on the short form for the Deployment and webhook Service names.
         if "kueue" not in self.release_name:
             raise ValueError(f"release_name {self.release_name!r} must contain 'kueue'")
+        if self.loopback_webhooks is not None and self.chart_path is None:
+            raise ValueError(
+                "loopback_webhooks: the webhooks are moved to loopback while rendering a local "
+                "chart; set chart_path too (the sigs.k8s.io/kueue module's charts/kueue)"
+            )
         return self
 
 

@@ -396,7 +396,9 @@ def _tpu_pod_spec(job: TpuJob) -> dict[str, Any]:
 
 def _tpu_container(job: TpuJob) -> dict[str, Any]:
     container = copy.deepcopy(dict(job.container))
-    chips = job.target.slice.tpu_request
+    # A quantity as the API server and Kueue write it back ("4", not 4): a number would differ
+    # from the live object at every diff, and a JobSet's spec change means a replacement.
+    chips = str(job.target.slice.tpu_request)
     resources = container.setdefault("resources", {})
     for kind in ("requests", "limits"):
         resources.setdefault(kind, {})[tpu.TPU_RESOURCE] = chips

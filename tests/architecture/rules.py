@@ -27,6 +27,7 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.cluster": "cluster",
     "jobset_infra.cli": "entry",
     "jobset_infra.plan_command": "entry",
+    "jobset_infra.kueue_postrender_command": "entry",
 }
 # Packages with nothing in them but a docstring (checked by a test); exact names only, so a new
 # module directly under them belongs to no layer until this table names it.
@@ -75,6 +76,8 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.cli", "cluster"),
         # `cluster up` names kubectl and itself as `sim` does (`shown`), from one function.
         ("jobset_infra.cluster.command", "sim"),
+        # The Helm post-renderer of a loopback Kueue runs the manifests' rewrite.
+        ("jobset_infra.kueue_postrender_command", "manifests"),
     }
 )
 

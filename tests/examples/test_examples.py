@@ -119,7 +119,7 @@ def test_jax_multislice_program_builds_a_two_slice_queued_jobset() -> None:
     pod = rjob["template"]["spec"]["template"]["spec"]
     assert rjob["replicas"] == 2
     assert rjob["template"]["spec"]["parallelism"] == 2
-    assert pod["containers"][0]["resources"]["limits"][tpu.TPU_RESOURCE] == 4
+    assert pod["containers"][0]["resources"]["limits"][tpu.TPU_RESOURCE] == "4"
     assert jobset.inputs["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"
     assert jobset_problems(_whole(jobset.inputs)) == []
 

@@ -20,7 +20,7 @@ FOUR_V5E = v5e_pools()
 
 def _quotas(cq: dict[str, Any]) -> dict[str, int]:
     flavors = cq["spec"]["resourceGroups"][0]["flavors"]
-    return {f["name"]: f["resources"][0]["nominalQuota"] for f in flavors}
+    return {f["name"]: int(f["resources"][0]["nominalQuota"]) for f in flavors}
 
 
 def test_four_v5e_2x4_pools_make_one_flavor_with_32_chips() -> None:
@@ -30,6 +30,9 @@ def test_four_v5e_2x4_pools_make_one_flavor_with_32_chips() -> None:
     assert flavor["spec"]["nodeLabels"] == dict(FOUR_V5E.flavor_node_labels)
     assert flavor["spec"]["tolerations"] == [dict(t) for t in FOUR_V5E.tolerations]
     assert _quotas(objects.cluster_queue) == {"tpu-v5-lite-podslice-2x4": 32}
+    # A quantity as the API server gives it back, so the next diff finds nothing to change.
+    [quota] = objects.cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    assert quota["nominalQuota"] == "32"
     assert objects.cluster_queue["spec"]["resourceGroups"][0]["coveredResources"] == [
         "google.com/tpu"
     ]

@@ -80,8 +80,8 @@ def test_multislice_job_uses_one_replica_per_slice_and_one_pod_per_vm() -> None:
 
 def test_each_pod_requests_and_limits_all_chips_of_its_vm() -> None:
     container = _pod(plan_workload(tpu_spec()).manifest)["containers"][0]
-    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == 4
-    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == 4
+    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == "4"
+    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == "4"
 
 
 def test_pods_tolerate_the_tpu_taint_and_select_the_slice_shape() -> None:
@@ -141,7 +141,7 @@ def test_single_host_slice_runs_one_pod_per_slice() -> None:
     plan = plan_workload(tpu_spec(replicated_jobs=[TpuJob("slice", CONTAINER, target)]))
     rjob = _rjob(plan.manifest)
     assert (rjob["replicas"], rjob["template"]["spec"]["parallelism"]) == (1, 1)
-    assert _pod(plan.manifest)["containers"][0]["resources"]["limits"][tpu.TPU_RESOURCE] == 8
+    assert _pod(plan.manifest)["containers"][0]["resources"]["limits"][tpu.TPU_RESOURCE] == "8"
 
 
 @pytest.mark.parametrize(

@@ -130,8 +130,21 @@ SLICES = {
             id="kueue version with a v",
         ),
         pytest.param(
-            "v5e-multislice", {"kubeconfig": "/k"}, f"{NS}:kubeconfig: GKE stacks build their own",
-            id="kubeconfig on gke",
+            "v5e-multislice", {"context": "kind-x"}, f"{NS}:context: GKE stacks build their own",
+            id="a context on gke without a kubeconfig",
+        ),
+        pytest.param(
+            "v5e-multislice", {"kubeconfig": "/k", "controller": {"build": {"tag": "0.1"}}},
+            f"{NS}:controller.build: with kubeconfig set the stack creates no GCP resources",
+            id="an image build on gke onto an existing cluster",
+        ),
+        pytest.param(
+            "v5e-multislice", {"nodes": "v5e-2x4:4"}, f"{NS}:nodes: GKE stacks plan their pools",
+            id="nodes on gke",
+        ),
+        pytest.param(
+            "local", {"nodes": "v5e-3x3:1"}, f"{NS}:nodes: entry 'v5e-3x3:1'",
+            id="local nodes that cannot be planned",
         ),
         pytest.param(
             "v5e-multislice", {"slices": "{not json"}, f"{NS}:slices: not valid JSON",
@@ -148,9 +161,15 @@ SLICES = {
         ),
         pytest.param(
             "local",
-            {"workload": {"image": "python:3.11", "command": ["python"], "queued": True}},
-            f"{NS}:workload.queued: the local stack has no TPU pools",
-            id="queued workload on local",
+            {"nodes": "cpu:2",
+             "workload": {"image": "python:3.11", "command": ["python"], "queued": True}},
+            f"{NS}:workload.queued: the stack has no TPU pools (nodes)",
+            id="a queued workload on a local cluster without TPU pools",
+        ),
+        pytest.param(
+            "local", {"workload": {"image": "python:3.11", "command": ["python"], "slices": 5}},
+            f"{NS}:workload.slices: 5 slices requested but the stack has 4 ({NS}:nodes)",
+            id="more slices than the local TPU pools have",
         ),
         pytest.param(
             "v5e-multislice", {"slices": {**SLICES, "slices": True}},

@@ -18,6 +18,7 @@ CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART = "kubernetes:helm.sh/v4:Chart"
 
 
 def _one(run: OfflineRun, type_token: str) -> Registration:
@@ -40,7 +41,8 @@ def test_stack_installs_the_jobset_api_controller_kueue_and_a_jobset(stack: str)
     run = run_stack(stack)
     assert _one(run, CRD).inputs["metadata"]["name"] == k.CRD_NAME
     assert _one(run, DEPLOYMENT).inputs["metadata"]["name"] == "jobset-controller"
-    assert _one(run, RELEASE).inputs["chart"].endswith("kueue")
+    kueue = _one(run, CHART if stack == "local" else RELEASE)
+    assert kueue.inputs["chart"].endswith("kueue")
     assert _one(run, JOBSET).parent_type == "jobset-infra:index:JobSet"
     assert run.warnings() == [] or stack == "local"  # local warns when no kubeconfig exists
 
@@ -76,7 +78,7 @@ def test_multislice_cluster_queue_holds_the_32_chips() -> None:
     queue = _one(run_stack("v5e-multislice"), CLUSTER_QUEUE)
     [group] = queue.inputs["spec"]["resourceGroups"]
     [flavor] = group["flavors"]
-    assert flavor["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": 32}]
+    assert flavor["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": "32"}]
 
 
 def test_multislice_jobset_is_4_slices_of_2_pods_with_exclusive_pools() -> None:
@@ -87,8 +89,8 @@ def test_multislice_jobset_is_4_slices_of_2_pods_with_exclusive_pools() -> None:
     container = job["template"]["spec"]["containers"][0]
     assert rjob["replicas"] == 4
     assert (job["parallelism"], job["completions"]) == (2, 2)
-    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == 4
-    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == 4
+    assert container["resources"]["limits"][tpu.TPU_RESOURCE] == "4"
+    assert container["resources"]["requests"][tpu.TPU_RESOURCE] == "4"
     assert jobset["metadata"]["annotations"][k.EXCLUSIVE_KEY] == tpu.GKE_NODEPOOL_LABEL
     assert jobset["spec"]["failurePolicy"]["maxRestarts"] == 3
     assert jobset["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"
@@ -118,22 +120,36 @@ def test_local_stack_uses_no_gcp_and_an_explicit_kubeconfig_provider() -> None:
     run = run_stack("local")
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
     [provider] = run.of_type("pulumi:providers:kubernetes")
-    assert provider.inputs["context"] == "kind-jobset"
-    jobset = _one(run, JOBSET)
-    assert k.KUEUE_QUEUE_NAME_LABEL not in (jobset.inputs["metadata"].get("labels") or {})
-    # Kueue without TPU pools: the release only, no queue objects.
-    assert not [r for r in run.registrations if "kueue.x-k8s.io" in r.type]
+    assert "kubeconfig" in provider.inputs
+    assert provider.inputs.get("context") is None  # the file's current context
 
 
-def test_local_demo_waits_for_the_controller_and_kueues_webhooks() -> None:
-    # Unqueued, but Kueue's JobSet webhook (failurePolicy Fail) still sees it on create.
+def test_local_stack_queues_a_tpu_jobset_on_the_four_kwok_slice_pools() -> None:
+    run = run_stack("local")
+    jobset = _one(run, JOBSET).inputs
+    assert jobset["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"
+    rjob = _rjob(run)
+    assert (rjob["replicas"], rjob["template"]["spec"]["parallelism"]) == (4, 2)
+    [group] = _one(run, CLUSTER_QUEUE).inputs["spec"]["resourceGroups"]
+    assert group["flavors"][0]["resources"] == [{"name": tpu.TPU_RESOURCE, "nominalQuota": "32"}]
+    config_map = next(r for r in run.registrations
+                      if r.type == "kubernetes:core/v1:ConfigMap" and r.name == "jobset-config")
+    text = "".join(config_map.inputs["data"].values())
+    assert all(f"v5e-2x4-{i}" in text for i in range(4))
+
+
+def test_local_kueue_comes_from_the_module_chart_with_webhooks_on_loopback() -> None:
+    chart = _one(run_stack("local"), CHART).inputs
+    assert chart["chart"].endswith("sigs.k8s.io/kueue@v0.19.2/charts/kueue")
+    renderer = chart["postRenderer"]
+    assert renderer["command"].endswith("/jobset-infra")
+    assert renderer["args"][:2] == ["kueue-postrender", "--port=19443"]
+    config = chart["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    assert "host: 127.0.0.1" in config and "port: 19443" in config
+
+
+def test_local_demo_waits_for_the_controller_and_kueues_queue() -> None:
     run = run_stack("local")
     waits_for = set(_one(run, JOBSET).dependencies)
-    assert {_one(run, CRD).urn, _one(run, DEPLOYMENT).urn, _one(run, RELEASE).urn} <= waits_for
-
-
-def test_local_demo_is_cpu_only() -> None:
-    rjob = _rjob(run_stack("local"))
-    pod = rjob["template"]["spec"]["template"]["spec"]
-    assert tpu.TPU_RESOURCE not in str(pod)
-    assert "hostNetwork" not in pod
+    assert {_one(run, CRD).urn, _one(run, DEPLOYMENT).urn, _one(run, CHART).urn,
+            _one(run, CLUSTER_QUEUE).urn} <= waits_for

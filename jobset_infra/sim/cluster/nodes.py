@@ -7,6 +7,8 @@ A spec string lists pools, comma-separated:
   the `TpuSlicePools` component creates. Without a machine type the multi-host form is used (the
   fewest chips per VM the topology allows: 2 x ct5lp-hightpu-4t for 2x4), as Multislice needs.
 - `v5e-2x4@ct5lp-hightpu-8t:2`: the same with an explicit machine type (here single-host).
+- `v5e=v5e-2x4@ct5lp-hightpu-4t:4`: pools named `v5e-0..3`, as a stack with `slices.name: v5e`
+  names its GKE pools (the grammar is `jobset_infra.tpu.pools_text`'s).
 - `cpu:3`: one CPU pool `default-pool` of 3 nodes (untainted, for ordinary pods).
 
 `parse_nodes(text)` returns `PoolSpec`s (pure, errors name the entry and the fix);
@@ -24,16 +26,21 @@ from typing import Any, Final
 
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
-from jobset_infra.tpu import SlicePoolsSpec, TpuSlice, plan_slice_pools, resolve_accelerator
+from jobset_infra.tpu import TpuSlice
 from jobset_infra.tpu import constants as tpu
-from jobset_infra.tpu.catalog import TpuShapeError
-from jobset_infra.tpu.spec import SlicePoolsError
+from jobset_infra.tpu.pools_text import (
+    POOLS_REGION,
+    POOLS_ZONE,
+    PoolsTextError,
+    TpuPoolsEntry,
+    parse_pools_text,
+)
 
 JsonObj = dict[str, Any]
 
-# Where the simulated pools pretend to live: a zone that offers v5e (gke-tpu.md §2.5).
-SIM_ZONE: Final = "us-west4-a"
-SIM_REGION: Final = "us-west4"
+# Where the simulated pools pretend to live (the zone their plans are made for).
+SIM_ZONE: Final = POOLS_ZONE
+SIM_REGION: Final = POOLS_REGION
 # The kubelet version simulated Nodes report.
 SIM_KUBELET_VERSION: Final = "v1.33.5-gke.1000000"
 # The GKE name of the default CPU pool and the machine type the simulated one pretends to be.
@@ -65,37 +72,21 @@ class PoolSpec:
         return [f"gke-sim-{self.name}-node-{i}" for i in range(self.nodes)]
 
 
-_HELP: Final = (
-    "write pools as <accelerator>-<topology>[@<machine type>]:<slices> (e.g. v5e-2x4:4) "
-    "or cpu:<nodes>, separated by commas"
-)
-
-
 def parse_nodes(text: str) -> tuple[PoolSpec, ...]:
-    """Parse a spec such as "v5e-2x4:4,cpu:3" into pools; pure, raises NodeSpecError."""
+    """Parse a spec such as "v5e-2x4:4,cpu:3" into pools; pure, raises NodeSpecError.
+
+    The grammar (and the planning of TPU pools) is `jobset_infra.tpu.pools_text`'s, which the
+    local stack's `jobset-infra:nodes` shares.
+    """
+    try:
+        entries = parse_pools_text(text)
+    except PoolsTextError as err:
+        raise NodeSpecError(f"--nodes {err}") from None
     pools: list[PoolSpec] = []
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        pools.extend(_parse_entry(entry))
-    names = [p.name for p in pools]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise NodeSpecError(
-            f"--nodes {text!r}: pool {duplicates[0]!r} is listed twice; give each shape once "
-            "with the total count, e.g. v5e-2x4:6 instead of v5e-2x4:4,v5e-2x4:2"
-        )
+    for entry in entries:
+        pools.extend(_tpu_pools(entry) if isinstance(entry, TpuPoolsEntry)
+                     else [_cpu_pool(entry.nodes)])
     return tuple(pools)
-
-
-def _parse_entry(entry: str) -> list[PoolSpec]:
-    shape, sep, count_text = entry.rpartition(":")
-    if not sep or not shape or not count_text.isdigit() or int(count_text) < 1:
-        raise NodeSpecError(f"--nodes entry {entry!r} needs a positive count after ':'; {_HELP}")
-    count = int(count_text)
-    if shape == "cpu":
-        return [_cpu_pool(count)]
-    return _tpu_pools(entry, shape, count)
 
 
 def _cpu_pool(nodes: int) -> PoolSpec:
@@ -109,22 +100,8 @@ def _cpu_pool(nodes: int) -> PoolSpec:
     )
 
 
-def _tpu_pools(entry: str, shape: str, slices: int) -> list[PoolSpec]:
-    form, _, machine_type = shape.partition("@")
-    accelerator, dash, topology = form.rpartition("-")
-    if not dash or not accelerator or not topology:
-        raise NodeSpecError(f"--nodes entry {entry!r} has no '<accelerator>-<topology>'; {_HELP}")
-    try:
-        chosen = machine_type or _multi_host(accelerator, topology)
-        tpu_slice = TpuSlice(accelerator, topology, chosen)
-        family = tpu_slice.family
-        plan = plan_slice_pools(SlicePoolsSpec(
-            name=f"{family.generation}-{topology}", accelerator=family.label, topology=topology,
-            zone=SIM_ZONE, cluster_location=SIM_REGION, machine_type=tpu_slice.vm_type,
-            slices=slices, multislice=tpu_slice.is_multi_host,
-        ))
-    except (TpuShapeError, SlicePoolsError) as err:
-        raise NodeSpecError(f"--nodes entry {entry!r}: {err}") from None
+def _tpu_pools(entry: TpuPoolsEntry) -> list[PoolSpec]:
+    tpu_slice, plan = entry.slice, entry.plan
     cpus, gb = _TPU_VM_SIZE.get(tpu_slice.chips_per_host, _TPU_VM_SIZE[4])
     taint = {"key": tpu_slice.taint.key, "value": tpu_slice.taint.value,
              "effect": tpu_slice.taint.effect}
@@ -145,16 +122,6 @@ def _tpu_pools(entry: str, shape: str, slices: int) -> list[PoolSpec]:
         )
         for pool in plan.pools
     ]
-
-
-def _multi_host(accelerator: str, topology: str) -> str | None:
-    """The machine type with the fewest chips the topology allows; None lets TpuSlice explain."""
-    try:
-        family = resolve_accelerator(accelerator)
-    except TpuShapeError:
-        return None
-    allowed = family.topologies.get(topology)
-    return family.machine_type_for(min(allowed)) if allowed else None
 
 
 def _allocatable(cpus: int, gb: int, pods: int) -> dict[str, str]:

@@ -1,0 +1,79 @@
+"""The real Pulumi engine's surroundings: its environment, previews parsed, project copies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobset_infra.cluster.engine import EngineError, Run, engine_env, parse_preview, project_copy
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBSET = "urn:pulumi:local::jobset-infra::jobset-infra:index:JobSet$kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::hello-tpu"  # noqa: E501
+
+
+def _tools(tmp_path: Path) -> Path:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes"):
+        (tools / name).write_text("#!/bin/sh\n")
+        (tools / name).chmod(0o755)
+    return tools
+
+
+def test_the_engine_takes_plugins_from_the_tools_folder_and_never_downloads(
+    tmp_path: Path
+) -> None:
+    tools = _tools(tmp_path)
+    env = engine_env(tmp_path / "state", {"JOBSET_INFRA_TOOLS": str(tools), "PATH": "/usr/bin",
+                                          "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert env["PATH"] == f"{tools}:/usr/bin"
+    assert env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] == "true"
+    assert env["PULUMI_SKIP_UPDATE_CHECK"] == "true"
+    assert env["PULUMI_HOME"] == str(tmp_path / "state" / "home")
+    assert env["PULUMI_BACKEND_URL"] == (tmp_path / "state" / "backend").as_uri()
+    assert env["PULUMI_CONFIG_PASSPHRASE"] == "jobset-infra-local"
+
+
+def test_a_missing_plugin_names_the_build_command(tmp_path: Path) -> None:
+    tools = _tools(tmp_path)
+    (tools / "pulumi-resource-kubernetes").unlink()
+    from jobset_infra.cluster.binaries import MissingBinaryError
+
+    with pytest.raises(MissingBinaryError, match="make tools"):
+        engine_env(tmp_path / "state", {"JOBSET_INFRA_TOOLS": str(tools), "PATH": "",
+                                        "XDG_CACHE_HOME": str(tmp_path / "cache")})
+
+
+def test_a_preview_reads_as_the_operation_of_each_changed_resource() -> None:
+    out = {"steps": [
+        {"op": "same", "urn": "urn:pulumi:local::jobset-infra::pulumi:pulumi:Stack::x"},
+        {"op": "replace", "urn": JOBSET,
+         "newState": {"type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"},
+         "detailedDiff": {"spec.replicatedJobs[0].replicas": {"kind": "update-replace"}}},
+    ], "changeSummary": {"same": 1, "replace": 1}}
+    preview = parse_preview(Run(("preview",), 0, json.dumps(out), "", 1.0))
+    assert preview.ops() == {"hello-tpu": "replace"}
+    [_, step] = preview.steps
+    assert step.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+    assert step.diffs == ("spec.replicatedJobs[0].replicas",)
+    assert preview.change_summary == {"same": 1, "replace": 1}
+
+
+def test_a_failed_command_quotes_its_last_lines() -> None:
+    with pytest.raises(EngineError, match="exited 255:\nerror: boom"):
+        Run(("up",), 255, "", "error: boom\n", 1.0).check()
+    with pytest.raises(EngineError, match="printed no JSON"):
+        parse_preview(Run(("preview",), 0, "not json", "", 1.0))
+
+
+def test_a_project_copy_runs_with_the_given_venv_and_only_the_stacks_asked_for(
+    tmp_path: Path
+) -> None:
+    copy = project_copy(ROOT, tmp_path / "p", Path("/venv"), stacks=["local"])
+    project = yaml.safe_load((copy / "Pulumi.yaml").read_text())
+    assert project["runtime"]["options"]["virtualenv"] == "/venv"
+    assert sorted(p.name for p in (copy / "stacks").iterdir()) == [
+        "Pulumi.local.yaml", "__main__.py"]

@@ -1,0 +1,90 @@
+"""The real Pulumi engine for the test tier that runs stacks on the real local cluster.
+
+The engine is the CLI, language host and Kubernetes provider `make tools` builds. Without them
+a test is skipped with the command to run; with JOBSET_REQUIRE_REAL=1 (CI) it fails instead,
+as every real-tier test does (tests/realcluster.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobset_infra.cluster.binaries import MissingBinaryError, find
+from jobset_infra.cluster.engine import BINARIES, Engine, engine_env, project_copy
+from jobset_infra.cluster.local import RunningCluster
+from jobset_infra.cluster.processes import free_port
+from jobset_infra.controller.runtime.kube import KubeClient
+from tests.realcluster import REQUIRE_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+# Kinds whose objects come and go by themselves (not ours to clean up).
+TRANSIENT_KINDS = frozenset({"Event", "events.k8s.io/Event"})
+
+
+def engine_or_skip() -> None:
+    try:
+        for name in BINARIES:
+            find(name)
+    except MissingBinaryError as err:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {err}")
+        pytest.skip(f"real Pulumi engine tier: {err}")
+
+
+def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
+    """The engine for a copy of the project whose `stack` targets `cluster`, loopback Kueue."""
+    copy = project_copy(ROOT, project, Path(sys.prefix), stacks=[stack])
+    state = cluster.layout.folder / "pulumi"
+    engine = Engine(copy, state, engine_env(state))
+    engine.select(stack)
+    engine.config_set(stack, "jobset-infra:kubeconfig", str(cluster.kubeconfig))
+    port = free_port()
+    loopback = "jobset-infra:kueue.install.loopback_webhooks"
+    engine.config_set(stack, f"{loopback}.port", str(port), path=True)
+    engine.config_set(stack, f"{loopback}.ca_file", str(cluster.layout.pki.ca_cert), path=True)
+    return engine
+
+
+def kueue_chart() -> str:
+    """The Kueue chart of the pinned sigs.k8s.io/kueue module (`make tools` downloads it)."""
+    gomodcache = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
+    return str(Path(gomodcache) / "sigs.k8s.io" / "kueue@v0.19.2" / "charts" / "kueue")
+
+
+def run(work: Callable[[KubeClient], Any], cluster: RunningCluster) -> Any:
+    async def go() -> Any:
+        async with cluster.client() as api:
+            return await work(api)
+
+    return asyncio.run(go())
+
+
+async def every_object(api: KubeClient) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of every object of every listable kind the server serves."""
+    found: set[tuple[str, str, str]] = set()
+    for group_version in await _group_versions(api):
+        prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        resources = (await api.request("GET", prefix)).get("resources") or []
+        for res in resources:
+            if "/" in res["name"] or "list" not in (res.get("verbs") or []):
+                continue
+            kind = res["kind"] if group_version == "v1" else f"{group_version}/{res['kind']}"
+            if kind.split("/")[-1] in TRANSIENT_KINDS or kind in TRANSIENT_KINDS:
+                continue
+            listed = await api.request("GET", f"{prefix}/{res['name']}")
+            for item in listed.get("items") or []:
+                meta = item["metadata"]
+                found.add((kind, meta.get("namespace", ""), meta["name"]))
+    return found
+
+
+async def _group_versions(api: KubeClient) -> Iterable[str]:
+    groups = (await api.request("GET", "/apis")).get("groups") or []
+    return ["v1", *(g["preferredVersion"]["groupVersion"] for g in groups)]

@@ -1,0 +1,73 @@
+"""tools/build.py: files copied out of a pinned module into a group's bin folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tools_build", ROOT / "tools" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tools_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_go(tmp_path: Path, module_dir: Path) -> dict[str, str]:
+    """A `go` whose `mod download -json` answers with `module_dir`, as the real one would."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    go = bin_dir / "go"
+    go.write_text(f"#!/bin/sh\necho '{json.dumps({'Dir': str(module_dir)})}'\n")
+    go.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_a_module_file_is_copied_writable_and_a_script_stays_executable(tmp_path: Path) -> None:
+    build = _build()
+    module = tmp_path / "mod"
+    (module / "python" / "cmd").mkdir(parents=True)
+    script = module / "python" / "cmd" / "pulumi-language-python-exec"
+    script.write_text("#!/usr/bin/env python3\n")
+    schema = module / "schema.json"
+    schema.write_text("{}")
+    for path in (script, schema):
+        path.chmod(0o444)  # the module cache is read-only
+    env = _fake_go(tmp_path, module)
+    out = tmp_path / "bin"
+    out.mkdir()
+    build._copy_extra(build.ModuleFile("m", "python/cmd/pulumi-language-python-exec", "exec"),
+                      tmp_path, out, env)
+    build._copy_extra(build.ModuleFile("m", "schema.json", "provider.schema.json"),
+                      tmp_path, out, env)
+    assert (out / "exec").read_text() == "#!/usr/bin/env python3\n"
+    assert oct((out / "exec").stat().st_mode & 0o777) == "0o755"
+    assert oct((out / "provider.schema.json").stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_file_the_module_lacks_stops_the_build_with_its_name(tmp_path: Path) -> None:
+    build = _build()
+    env = _fake_go(tmp_path, tmp_path / "empty")
+    with pytest.raises(SystemExit, match=r"m has no missing\.json"):
+        build._copy_extra(build.ModuleFile("m", "missing.json", "x"), tmp_path, tmp_path, env)
+
+
+def test_the_pulumi_groups_copy_the_launcher_and_the_schema_their_binaries_read() -> None:
+    build = _build()
+    groups = {g.name: g for g in build.GROUPS}
+    [launcher] = groups["pulumi"].extra_files
+    assert launcher.name == "pulumi-language-python-exec"  # beside pulumi-language-python
+    [schema] = groups["pulumi-kubernetes"].extra_files
+    go_main = (ROOT / "tools" / "pulumi-kubernetes" / "cmd" / "pulumi-resource-kubernetes"
+               / "main.go").read_text()
+    assert f'SchemaFile = "{schema.name}"' in go_main

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime import auth
-from jobset_infra.controller.runtime.controller import Decide, JobSetController
+from jobset_infra.controller.runtime.controller import Decide, JobSetController, core_config
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.health import Endpoints, split_address
 from jobset_infra.controller.runtime.kube import KubeClient
@@ -32,6 +32,7 @@ from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
 from jobset_infra.controller.runtime.serving_cert import serving_context
+from jobset_infra.controller.runtime.spec_checks import prepare_spec_check
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ async def start_controller(
     ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
     try:
         await _start_endpoints(endpoints, config, client)
+        prepare_spec_check(core_config(config))  # before the first JobSet needs it
         await _wait_synced(controller, config.controller.cache_sync_timeout)
         if freeze_gc:
             gc.freeze()

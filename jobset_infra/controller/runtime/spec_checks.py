@@ -16,7 +16,24 @@ from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core.admission import spec_problems
 from jobset_infra.controller.core.types import CoreConfig
 
-__all__ = ["SpecChecks"]
+__all__ = ["SpecChecks", "prepare_spec_check"]
+
+
+# The smallest JobSet the check accepts: checking it once loads what every check needs.
+_SAMPLE = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+    "metadata": {"name": "warm-up", "namespace": "default"},
+    "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}]},
+}
+
+
+def prepare_spec_check(config: CoreConfig) -> None:
+    """Load the spec check's machinery (the generated CRD schema, the CEL parser and programs)
+    before the first JobSet arrives. Done lazily, the first check after a start cost about a
+    second of CPU here, and the first JobSet's Jobs waited for it (the real-cluster benchmark
+    saw ours react 0.43 s after a create, upstream 0.02 s)."""
+    spec_problems(JobSet.model_validate(_SAMPLE), config)
 
 
 class SpecChecks:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core.types import CoreConfig
 from jobset_infra.controller.runtime.spec_checks import SpecChecks
@@ -44,3 +47,20 @@ def test_the_cache_forgets_the_least_recently_used_beyond_its_capacity() -> None
     assert checks.runs == 3
     checks.problems(_js(uid="a"))  # evicted: checked again
     assert checks.runs == 4
+
+
+def test_preparing_loads_the_crd_rules_and_counts_no_check() -> None:
+    # In a fresh interpreter, as the controller starts: the CEL machinery is not loaded until
+    # prepared, and preparing it runs no check of any JobSet of the cluster.
+    probe = (
+        "import sys\n"
+        "from jobset_infra.controller.core.types import CoreConfig\n"
+        "from jobset_infra.controller.runtime.spec_checks import SpecChecks, prepare_spec_check\n"
+        "before = 'jobset_infra.api.crd.cel' in sys.modules\n"
+        "checks = SpecChecks(CoreConfig())\n"
+        "prepare_spec_check(CoreConfig())\n"
+        "print(before, 'jobset_infra.api.crd.cel' in sys.modules, checks.runs)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False", "True", "0"]

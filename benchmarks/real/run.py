@@ -13,7 +13,8 @@ upstream first in odd ones, each on a fresh cluster:
 `--quick` (about 2 minutes): scale N=16 at 500/500 (start and recovery) and placement S=8
 (start), one round, a 1 s quiet window, no footprint. Every run is printed as a JSON line;
 with `--out` the generated block `--real` of that file is replaced and `real.png` written next
-to it; raw lines go to `runs/<time>-real.jsonl`.
+to it; raw lines go to `runs/<time>-real.jsonl`. `--report-from LOG` measures nothing and
+reports the run lines an earlier invocation printed, so an interrupted hour is not lost.
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         help="seconds counted after convergence (default 10, quick 1)")
     parser.add_argument("--keep-going", action="store_true",
                         help="record a failed run and go on instead of stopping")
+    parser.add_argument("--report-from", type=Path, default=None,
+                        help="measure nothing: report the JSON lines an earlier run printed "
+                        "(one that was interrupted too)")
     args = parser.parse_args(list(argv))
     quick = args.quick
     args.rounds = args.rounds or (1 if quick else 3)
@@ -207,12 +211,37 @@ async def measure(args: argparse.Namespace, raw: list[str],
     return results
 
 
+def recorded(path: Path, args: argparse.Namespace, raw: list[str]) -> Results:
+    """The results in the JSON lines an earlier run printed (its log, or runs/*.jsonl): an
+    interrupted run's finished runs are reported, and the report says how many each case has."""
+    results = Results()
+    results.versions = report.versions(PEERS[name]() for name in args.controllers)
+    for line in path.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        data = json.loads(line)
+        if data.get("bench") == "real":
+            run = Run.from_dict(data)
+            results.runs.append(run)
+            results.load.append(run.load)
+            results.seconds += run.wall_s
+        elif data.get("bench") == "real-failure":
+            results.failures.append(str(data.get("message")))
+        else:
+            continue
+        raw.append(line)
+    if not results.runs:
+        raise SystemExit(f"--report-from: {path} holds no run lines")
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     raw: list[str] = []
     try:
-        results = asyncio.run(measure(args, raw))
+        results = (recorded(args.report_from, args, raw) if args.report_from
+                   else asyncio.run(measure(args, raw)))
     except (asyncio.CancelledError, KeyboardInterrupt):
         print("interrupted: every cluster and controller of the run was stopped",
               file=sys.stderr)

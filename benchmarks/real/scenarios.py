@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Final
 
 from benchmarks.real import audit
@@ -106,6 +106,17 @@ class Run:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"writes": self.writes, "cpu_ms_per_write": self.cpu_ms_per_write}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        """The run `as_dict` printed (its derived figures are recomputed, not read)."""
+        names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in names}
+        for phase in ("start", "recovery"):
+            if kept.get(phase) is not None:
+                kept[phase] = Phase(**kept[phase])
+        kept["load"] = tuple(kept.get("load", (0.0, 0.0, 0.0)))
+        return cls(**kept)
 
 
 async def settle(bed: Testbed, after: float) -> float:

@@ -206,3 +206,11 @@ async def test_milestones_count_jobs_and_pods_per_namespace_and_attempt() -> Non
     obs._pod("ADDED", observed("Pod", "a", "q", phase="Running"))
     assert "running:0" in obs.when
     assert obs.attempt("0").pods["a/p"].running is not None
+
+
+def test_a_printed_run_reads_back_as_the_same_run() -> None:
+    # --report-from rebuilds an interrupted benchmark's report from the lines it printed.
+    run = Run("placement", "ours", 64, "500/500", 2, start=phase(3.0), recovery=phase(1.5),
+              quiet_writes=1, load=(1.0, 2.0, 3.0), scheduler={"scheduled": 256.0})
+    line = json.dumps({"bench": "real", **run.as_dict()})
+    assert Run.from_dict(json.loads(line)) == run

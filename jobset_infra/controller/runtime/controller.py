@@ -327,6 +327,7 @@ class JobSetController:
         jobset = self.jobsets.get(str(key))
         if jobset is None:
             self.expectations.forget(key)
+            self.executor.forget(key)
             return Outcome()
         now = self._clock()
         if self.expectations.expired(key, now):

@@ -2,9 +2,12 @@
 
 1. Runs of the same action kind execute in parallel, bounded (default 50, upstream's
    MaxParallelism); the first failed run stops the plan and the key is retried with backoff.
-   Job creates go in slow-start batches as upstream's Job controller sends Pods (1, 2, 4, ...
-   up to the bound): a failing JobSet (quota, admission, a refused template) stops after one
-   failed create instead of fifty, and the creates it did not send are no longer expected.
+   Job creates go through a window that slow-starts as upstream's Job controller sends Pods:
+   a JobSet new to this process, or whose last create failed, has one create in flight, and
+   each success lets one more go (so the window doubles every round trip, up to the bound, with
+   no barrier between batches); a JobSet whose creates succeeded opens at the bound. A failing
+   JobSet (quota, admission, a refused template) stops after one failed create instead of
+   fifty, and the creates it did not send are no longer expected.
 2. Creates and deletes are recorded as expectations *before* they are sent, so the informer event
    that answers them can never race past the bookkeeping.
 3. The status is one optimistic-concurrency PUT; a 409 means our view was stale: requeue.
@@ -18,6 +21,7 @@ import asyncio
 import copy
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -55,6 +59,7 @@ from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVI
 
 log = logging.getLogger(__name__)
 A = TypeVar("A")
+PROVEN_CAPACITY = 4096
 
 
 @dataclass
@@ -89,6 +94,9 @@ class PlanExecutor:
         self._on_jobset_written = on_jobset_written
         self._on_job_written = on_job_written
         self._on_job_created = on_job_created
+        # JobSets whose last Job create succeeded: their next creates open at the bound.
+        # Bounded; a key forgotten early only slow-starts again.
+        self._proven: OrderedDict[Hashable, None] = OrderedDict()
         self._counters = {
             c.METRIC_COMPLETED_TOTAL: metrics.jobset_completed,
             c.METRIC_FAILED_TOTAL: metrics.jobset_failed,
@@ -154,22 +162,57 @@ class PlanExecutor:
         if errors:
             raise errors[0]
 
+    def forget(self, key: Hashable) -> None:
+        """The JobSet `key` is gone: its next creates (a new object by that name) slow-start."""
+        self._proven.pop(key, None)
+
     async def _slow_start(
         self, key: Hashable, creates: Sequence[CreateJob], outcome: Outcome
     ) -> None:
-        """Create in batches of 1, 2, 4, ... (at most max_parallelism); stop after a batch with
-        a failure, marking the unsent creates as observed so the next pass is not held back."""
-        sent, size = 0, 1
-        while sent < len(creates):
-            batch = creates[sent : sent + size]
-            try:
-                await self._parallel(batch, lambda a: self._create_job(key, a, outcome))
-            except ApiError:
-                for skipped in creates[sent + len(batch) :]:
-                    self.expectations.observe_create(key, skipped.name)
-                raise
-            sent += len(batch)
-            size = min(2 * size, self.max_parallelism)
+        """Create through the window; after a failure send nothing more, mark the unsent
+        creates as observed so the next pass is not held back, and raise the first error."""
+        window = self.max_parallelism if key in self._proven else 1
+        queue = iter(enumerate(creates))
+        in_flight: set[asyncio.Task[None]] = set()
+        failure: ApiError | None = None
+        sent = 0
+        try:
+            while True:
+                while failure is None and len(in_flight) < window:
+                    item = next(queue, None)
+                    if item is None:
+                        break
+                    sent = item[0] + 1
+                    in_flight.add(asyncio.create_task(self._create_job(key, item[1], outcome)))
+                if not in_flight:
+                    break
+                done, in_flight = await asyncio.wait(in_flight,
+                                                     return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    err = task.exception()
+                    if err is None:
+                        window = min(window + 1, self.max_parallelism)
+                    elif isinstance(err, ApiError):
+                        failure = failure or err
+                    else:
+                        raise err
+        finally:
+            for task in in_flight:
+                task.cancel()
+        self._remember(key, failure is None)
+        if failure is not None:
+            for skipped in creates[sent:]:
+                self.expectations.observe_create(key, skipped.name)
+            raise failure
+
+    def _remember(self, key: Hashable, succeeded: bool) -> None:
+        if not succeeded:
+            self._proven.pop(key, None)
+            return
+        self._proven[key] = None
+        self._proven.move_to_end(key)
+        while len(self._proven) > PROVEN_CAPACITY:
+            self._proven.popitem(last=False)
 
     async def _create_job(self, key: Hashable, action: CreateJob, outcome: Outcome) -> None:
         try:

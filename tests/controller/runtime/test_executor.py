@@ -48,11 +48,13 @@ class FakeApi:
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    arrivals: list[int] = field(default_factory=list)  # requests in flight as each arrived
 
     async def handle(self, request: web.Request) -> web.Response:
         body = json.loads(await request.text() or "null")
         self.requests.append((request.method, request.path, body))
         self.in_flight += 1
+        self.arrivals.append(self.in_flight)
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             await asyncio.sleep(0.001)
@@ -257,36 +259,69 @@ async def test_client_qps_paces_a_large_fan_out(api: Any) -> None:
     await run.client.close()
 
 
-def _recording_batches(run: PlanExecutor) -> list[int]:
-    sizes: list[int] = []
-    parallel = run._parallel
-
-    async def recording(actions: Any, call: Any) -> None:
-        sizes.append(len(actions))
-        await parallel(actions, call)
-
-    run._parallel = recording  # type: ignore[method-assign]
-    return sizes
-
-
-async def test_creates_go_in_slow_start_batches_up_to_the_bound(api: Any) -> None:
+async def test_a_new_jobsets_creates_slow_start_then_fill_the_bound(api: Any) -> None:
     fake, url = api
     run, _ = executor(url, parallelism=8)
-    sizes = _recording_batches(run)
     outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
-    assert sizes == [1, 2, 4, 8, 8, 8, 8, 1]
-    assert outcome.writes == 40 and fake.max_in_flight <= 8
+    assert outcome.writes == 40
+    assert fake.arrivals[0] == 1, "the first create of a JobSet goes alone"
+    assert fake.max_in_flight == 8, "each success lets one more go, up to the bound"
     await run.client.close()
 
 
-async def test_a_failing_batch_stops_the_creates_and_unexpects_the_rest(api: Any) -> None:
+async def test_a_failing_first_create_stops_a_new_jobset_after_one(api: Any) -> None:
+    fake, url = api
+    fake.fail["js-w-0"] = 403
+    run, _ = executor(url)
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(10))))
+    assert len(fake.methods("POST", "/jobs")) == 1
+    assert run.expectations.pending_count(KEY) == (0, 0), "the nine not sent are not awaited"
+    await run.client.close()
+
+
+async def test_a_later_failure_stops_the_creates_and_unexpects_the_rest(api: Any) -> None:
     fake, url = api
     fake.fail["js-w-2"] = 403
     run, _ = executor(url)
-    sizes = _recording_batches(run)
     with pytest.raises(ApiError):
         await run.execute(KEY, JOBSET, Plan(tuple(creates(10))))
-    assert sizes == [1, 2], "after the batch with the failure nothing more is sent"
-    assert len(fake.methods("POST", "/jobs")) == 3
-    assert run.expectations.pending_count(KEY) == (2, 0), "only the two created are awaited"
+    sent = len(fake.methods("POST", "/jobs"))
+    # 0 alone, then 1 and 2; while 2 fails, 1's success may have let 3 and 4 go: never more.
+    assert 3 <= sent <= 5
+    assert run.expectations.pending_count(KEY) == (sent - 1, 0), "only the created are awaited"
+    await run.client.close()
+
+
+async def test_a_jobset_whose_creates_succeeded_opens_at_the_bound_until_one_fails(
+    api: Any,
+) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=8)
+    await run.execute(KEY, JOBSET, Plan(tuple(creates(2))))  # proven
+    run.expectations.forget(KEY)
+    fake.fail["js-w-0"] = 403
+    fake.requests.clear()
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
+    assert len(fake.methods("POST", "/jobs")) >= 8, "eight sent before any answer came"
+    run.expectations.forget(KEY)
+    fake.requests.clear()
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
+    assert len(fake.methods("POST", "/jobs")) == 1, "after a failure it slow-starts again"
+    await run.client.close()
+
+
+async def test_a_deleted_jobset_is_forgotten_and_its_successor_slow_starts(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=8)
+    await run.execute(KEY, JOBSET, Plan(tuple(creates(2))))
+    run.expectations.forget(KEY)
+    run.forget(KEY)
+    fake.fail["js-w-0"] = 403
+    fake.requests.clear()
+    with pytest.raises(ApiError):
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
+    assert len(fake.methods("POST", "/jobs")) == 1
     await run.client.close()

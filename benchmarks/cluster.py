@@ -49,15 +49,11 @@ _PR_SET_PDEATHSIG = 1
 DEFAULT_QPS = 500.0  # the controller's default client QPS (and burst), as upstream's
 
 
-@dataclass
-class ControllerProcess:
-    """`jobset-controller` in a child process; `metrics_url` serves its Prometheus metrics,
-    `gc_file` its cyclic-GC totals (see `gc_probe`)."""
+class ProcessGauge:
+    """CPU and memory of a child process, read from outside (psutil): both benchmarks' use."""
 
     popen: subprocess.Popen[bytes]
-    metrics_url: str
-    gc_file: Path | None = None
-    process: psutil.Process = field(init=False)
+    process: psutil.Process
 
     def __post_init__(self) -> None:
         self.process = psutil.Process(self.popen.pid)
@@ -66,12 +62,23 @@ class ControllerProcess:
         times = self.process.cpu_times()
         return float(times.user + times.system)
 
+    def rss_bytes(self) -> int:
+        return int(self.process.memory_info().rss)
+
+
+@dataclass
+class ControllerProcess(ProcessGauge):
+    """`jobset-controller` in a child process; `metrics_url` serves its Prometheus metrics,
+    `gc_file` its cyclic-GC totals (see `gc_probe`)."""
+
+    popen: subprocess.Popen[bytes]
+    metrics_url: str
+    gc_file: Path | None = None
+    process: psutil.Process = field(init=False)
+
     def gc_seconds(self) -> float:
         """Seconds the child spent in cyclic GC, as of its last full collection."""
         return sum(gc_probe.read(self.gc_file)["seconds"]) if self.gc_file else 0.0
-
-    def rss_bytes(self) -> int:
-        return int(self.process.memory_info().rss)
 
     async def metric(self, session: aiohttp.ClientSession, name: str) -> float:
         """Sum of every sample of counter `name` (all label values)."""

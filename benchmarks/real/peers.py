@@ -27,6 +27,7 @@ import aiohttp
 import psutil  # type: ignore[import-untyped]
 import yaml
 
+from benchmarks.cluster import ProcessGauge
 from benchmarks.real import certs, upstream
 from jobset_infra.cluster import install
 from jobset_infra.cluster.binaries import find
@@ -63,7 +64,7 @@ class Limits:
 
 
 @dataclass
-class ControllerProcess:
+class ControllerProcess(ProcessGauge):
     """A running controller: CPU and memory read from outside (psutil, /proc)."""
 
     name: str
@@ -71,16 +72,6 @@ class ControllerProcess:
     metrics: Callable[[aiohttp.ClientSession], Any]  # -> awaitable metrics text
     log: Path
     process: psutil.Process = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.process = psutil.Process(self.popen.pid)
-
-    def cpu_seconds(self) -> float:
-        times = self.process.cpu_times()
-        return float(times.user + times.system)
-
-    def rss_bytes(self) -> int:
-        return int(self.process.memory_info().rss)
 
     def peak_rss_bytes(self) -> int:
         """The kernel's high-water mark of resident memory (VmHWM) over the process's life."""

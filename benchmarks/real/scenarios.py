@@ -285,15 +285,8 @@ async def job_run(bed: Testbed, run: Run, manifest: dict[str, Any], jobs: int, p
         await obs.stop()
     run.pods = sum(len(a.pods) for a in obs.attempts.values())
     run.jobs_created = sum(len(a.jobs) for a in obs.attempts.values())
-    run.controller_metrics = _delta(await controller_counts(bed), own)
-    run.webhooks = _delta(await webhook_counts(bed), hooks)
-    run.reconciles = run.controller_metrics["reconciles"]
-    run.cpu_s = bed.controller.cpu_seconds() - cpu
-    run.rss_mib = bed.controller.rss_bytes() / MIB
-    run.peak_rss_mib = bed.controller.peak_rss_bytes() / MIB
-    run.wall_s = time.monotonic() - started
-    run.harness_cpu_s = _self_cpu() - harness
-    return run
+    return await _costs(bed, run, own=own, hooks=hooks, cpu=cpu, started=started,
+                        harness=harness)
 
 
 async def scale(bed: Testbed, run: Run, *, quiet_window: float) -> Run:
@@ -337,6 +330,14 @@ async def footprint(bed: Testbed, run: Run, *, per_jobset: int = 1000) -> Run:
         await obs.stop()
     run.jobs_created = len(obs.attempt("0").jobs)
     run.pods = len(obs.attempt("0").pods)
+    return await _costs(bed, run, own=own, hooks=hooks, cpu=cpu, started=started,
+                        harness=harness)
+
+
+async def _costs(bed: Testbed, run: Run, *, own: dict[str, float], hooks: dict[str, float],
+                 cpu: float, started: float, harness: float) -> Run:
+    """`run` with what it cost: the controller's counters, CPU and memory since the baseline
+    readings (`own`, `hooks`, `cpu`, the wall and harness clocks at `started`/`harness`)."""
     run.controller_metrics = _delta(await controller_counts(bed), own)
     run.webhooks = _delta(await webhook_counts(bed), hooks)
     run.reconciles = run.controller_metrics["reconciles"]

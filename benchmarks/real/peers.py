@@ -100,12 +100,13 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def spawn(argv: list[str], log: Path, env: Mapping[str, str] | None = None
-          ) -> subprocess.Popen[bytes]:
+def spawn(argv: list[str], log: Path, env: Mapping[str, str] | None = None,
+          cwd: Path | None = None) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            cwd=cwd,
             # only a prctl call runs between fork and exec: no lock a thread could hold
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
         )
@@ -186,7 +187,10 @@ class Ours:
         health, metrics = free_port(), free_port()
         log = folder / f"{self.name}.log"
         env = {**_environ(), "PYTHONPATH": str(self.root), "PYTHONUNBUFFERED": "1"}
-        popen = spawn(self.command(kubeconfig, limits, health, metrics, profile), log, env)
+        # `python -m` puts its working directory first on sys.path, ahead of PYTHONPATH: run it
+        # in `root`, or an A/B run started in one checkout would run that checkout twice.
+        popen = spawn(self.command(kubeconfig, limits, health, metrics, profile), log, env,
+                      cwd=self.root)
         await _until(lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"),
                      "our controller ready", popen, log)
         return ControllerProcess(self.name, popen, _secure_metrics(cluster, metrics), log)

@@ -16,7 +16,7 @@ import yaml
 from benchmarks.real import audit, report, upstream
 from benchmarks.real.observe import attempt_of, has_affinity
 from benchmarks.real.scenarios import Phase, Run
-from benchmarks.real.testbed import pick
+from benchmarks.real.testbed import _established_since, pick
 from benchmarks.real.workloads import cpu_nodes, multislice_jobset, scale_jobset
 from jobset_infra.api.models import JobSet
 from jobset_infra.cluster.layout import Tuning, scheduler_config
@@ -214,3 +214,27 @@ def test_a_printed_run_reads_back_as_the_same_run() -> None:
               quiet_writes=1, load=(1.0, 2.0, 3.0), scheduler={"scheduled": 256.0})
     line = json.dumps({"bench": "real", **run.as_dict()})
     assert Run.from_dict(json.loads(line)) == run
+
+
+def crd(group: str, *conditions: tuple[str, str, str]) -> dict[str, object]:
+    return {"spec": {"group": group}, "status": {"conditions": [
+        {"type": t, "status": s, "lastTransitionTime": at} for t, s, at in conditions]}}
+
+
+@pytest.mark.parametrize(("items", "expected"), [
+    pytest.param([], None, id="no JobSet CRD yet: not established"),
+    pytest.param([crd("jobset.x-k8s.io", ("NamesAccepted", "True", "2026-12-01T10:00:00Z"))],
+                 None, id="names accepted but not established: keep waiting"),
+    pytest.param([crd("jobset.x-k8s.io", ("Established", "True", "2026-12-01T10:00:01Z")),
+                  crd("kueue.x-k8s.io", ("Established", "True", "2026-12-01T10:00:09Z"))],
+                 1796119201.0, id="another group's CRD does not count"),
+    pytest.param([crd("jobset.x-k8s.io", ("Established", "True", "2026-12-01T10:00:01Z")),
+                  crd("jobset.x-k8s.io", ("Established", "True", "2026-12-01T10:00:03Z"))],
+                 1796119203.0, id="the latest of the group's transitions is the one to wait on"),
+    pytest.param([crd("jobset.x-k8s.io", ("Established", "True", "2026-12-01T10:00:01Z")),
+                  crd("jobset.x-k8s.io", ("Established", "False", "2026-12-01T10:00:03Z"))],
+                 None, id="one CRD of the group not established: keep waiting"),
+])
+def test_the_creation_hold_is_timed_from_the_groups_latest_established_transition(
+        items: list[dict[str, object]], expected: float | None) -> None:
+    assert _established_since({"items": items}) == expected

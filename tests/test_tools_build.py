@@ -71,3 +71,14 @@ def test_the_pulumi_groups_copy_the_launcher_and_the_schema_their_binaries_read(
     go_main = (ROOT / "tools" / "pulumi-kubernetes" / "cmd" / "pulumi-resource-kubernetes"
                / "main.go").read_text()
     assert f'SchemaFile = "{schema.name}"' in go_main
+
+
+def test_a_binarys_compiler_flags_are_part_of_its_groups_key() -> None:
+    build = _build()
+    [provider] = [g for g in build.GROUPS if g.name == "pulumi-kubernetes"]
+    assert provider.binaries[0].gcflags  # the generated SDK built without inlining
+    plain = build.Group(provider.name, tuple(
+        build.Binary(b.name, b.package, b.stamps, b.tags) for b in provider.binaries),
+        provider.env, provider.extra_files)
+    # A new -gcflags is a new build, so the cached provider built with full inlining is not reused.
+    assert build.group_key(provider, "go1.26") != build.group_key(plain, "go1.26")

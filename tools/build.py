@@ -192,7 +192,9 @@ def group_key(group: Group, go: str) -> str:
         digest.update(path.read_bytes())
     versions = pinned_versions(folder / "go.mod")
     for binary in group.binaries:
-        digest.update(f"{binary.name} {binary.package} {binary.tags} {binary.gcflags}".encode())
+        digest.update(f"{binary.name} {binary.package} {binary.tags}".encode())
+        if binary.gcflags:  # only then: the keys of the groups built without stay as they were
+            digest.update(f" {binary.gcflags}".encode())
         digest.update(ldflags(binary, versions).encode())
     digest.update(repr(group.env).encode())
     if group.extra_files:

@@ -50,10 +50,12 @@ def values(runs: Iterable[Run], who: str, metric: Metric) -> list[float]:
 
 
 def pairs(runs: Iterable[Run]) -> list[tuple[Run, Run]]:
-    by_round: dict[int, dict[str, Run]] = {}
+    """(ours, upstream) of each case and round: the two runs made back to back."""
+    by_pair: dict[tuple[str, int, str, int], dict[str, Run]] = {}
     for run in runs:
-        by_round.setdefault(run.round, {})[run.controller] = run
-    return [(r[OURS], r[UPSTREAM]) for _, r in sorted(by_round.items())
+        key = (run.scenario, run.size, run.limits, run.round)
+        by_pair.setdefault(key, {})[run.controller] = run
+    return [(r[OURS], r[UPSTREAM]) for _, r in sorted(by_pair.items())
             if OURS in r and UPSTREAM in r]
 
 

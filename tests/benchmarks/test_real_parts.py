@@ -171,6 +171,16 @@ def test_ratios_are_taken_within_each_round_pair() -> None:
     assert "| 16 | 500/500 | 3.00 (1.00-9.00) | 2.50 (2.00-3.00) | 0.75 (0.50-1.00) |" in tables
 
 
+def test_runs_of_different_cases_in_one_round_pair_within_their_own_case() -> None:
+    runs = [Run(case, who, size, "500/500", 0, start=phase(s))
+            for case, size, who, s in (("scale", 16, "ours", 1.0), ("scale", 16, "upstream", 4.0),
+                                       ("placement", 16, "ours", 3.0),
+                                       ("placement", 16, "upstream", 3.0))]
+    # Both pairs of round 0 count, each against its own case's upstream run.
+    assert sorted(report.ratios(runs, lambda r: r.start.jobs_s if r.start else None)) == [
+        0.25, 1.0]
+
+
 def test_a_milestone_a_run_gave_up_on_is_shown_as_a_bound() -> None:
     slow = phase(100.0)
     slow.missed = ["running_s"]

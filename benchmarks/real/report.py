@@ -333,16 +333,22 @@ def targets(runs: Sequence[Run]) -> list[str]:
 def markdown(results: Results, *, command: str, quick: bool, machine: str, plot: str) -> str:
     import datetime as dt
 
-    loads = " → ".join("/".join(f"{x:.1f}" for x in load) for load in results.load)
     per_run = [r.load[0] for r in results.runs]
+    now = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
+    if results.source is None:
+        loads = " → ".join("/".join(f"{x:.1f}" for x in load) for load in results.load)
+        when = (f"Measured {now} in {results.seconds:.0f} s with `{command}`"
+                f"{' (quick mode)' if quick else ''}. Machine: {machine}. Load average "
+                f"(1/5/15 min) at start → end: {loads}")
+    else:
+        when = (f"Reported {now} with `{command}` from runs measured earlier "
+                f"({len(results.runs)} runs, {results.seconds:.0f} s of them). Machine: {machine}")
     lines = [
         "## Real control plane: ours beside upstream JobSet (`python -m benchmarks --real`)",
         "",
-        f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {results.seconds:.0f} s "
-        f"with `{command}`{' (quick mode)' if quick else ''}. Machine: {machine}. Load average "
-        f"(1/5/15 min) at start → end: {loads}; 1-minute load at the start of each run: "
-        f"{cell(per_run, '{:.1f}')}. The machine is shared: compare the ratios (each taken "
-        "between two runs back to back), not seconds across invocations.",
+        f"{when}; 1-minute load at the start of each run: {cell(per_run, '{:.1f}')}. The "
+        "machine is shared: compare the ratios (each taken between two runs back to back), not "
+        "seconds across invocations.",
         "",
         "Versions: " + "; ".join(f"{k}: {v}" for k, v in results.versions.items()) + ".",
         "",

@@ -71,6 +71,7 @@ class Results:
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
+    source: Path | None = None  # --report-from: the JSON lines reported, measured earlier
 
 
 def _ints(text: str | None, name: str, parser: argparse.ArgumentParser,
@@ -214,7 +215,7 @@ async def measure(args: argparse.Namespace, raw: list[str],
 def recorded(path: Path, args: argparse.Namespace, raw: list[str]) -> Results:
     """The results in the JSON lines an earlier run printed (its log, or runs/*.jsonl): an
     interrupted run's finished runs are reported, and the report says how many each case has."""
-    results = Results()
+    results = Results(source=path)
     results.versions = report.versions(PEERS[name]() for name in args.controllers)
     for line in path.read_text().splitlines():
         if not line.startswith("{"):
@@ -223,7 +224,6 @@ def recorded(path: Path, args: argparse.Namespace, raw: list[str]) -> Results:
         if data.get("bench") == "real":
             run = Run.from_dict(data)
             results.runs.append(run)
-            results.load.append(run.load)
             results.seconds += run.wall_s
         elif data.get("bench") == "real-failure":
             results.failures.append(str(data.get("message")))

@@ -248,3 +248,19 @@ def crd(group: str, *conditions: tuple[str, str, str]) -> dict[str, object]:
 def test_the_creation_hold_is_timed_from_the_groups_latest_established_transition(
         items: list[dict[str, object]], expected: float | None) -> None:
     assert _established_since({"items": items}) == expected
+
+
+@pytest.mark.parametrize(("source", "says", "never"), [
+    pytest.param(None, "Measured ", "Reported ", id="a measuring run says when and how long"),
+    pytest.param(Path("runs/x.jsonl"), "from runs measured earlier (2 runs, 7 s of them)",
+                 "Measured ", id="a report of earlier runs does not claim it measured them now"),
+])
+def test_the_header_says_whether_the_runs_were_measured_now(
+        source: Path | None, says: str, never: str) -> None:
+    from benchmarks.real.run import Results
+
+    runs = [Run("scale", who, 16, "500/500", 0, start=phase(1.0), wall_s=3.5,
+                load=(1.0, 1.0, 1.0)) for who in ("ours", "upstream")]
+    results = Results(runs=runs, load=[(1.0, 1.0, 1.0)], seconds=7.0, source=source)
+    text = report.markdown(results, command="cmd", quick=False, machine="m", plot="p.png")
+    assert says in text and never not in text

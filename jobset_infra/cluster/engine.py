@@ -10,7 +10,8 @@
 - the passphrase secrets provider with the local stacks' passphrase: the only secret of a
   local stack is its kubeconfig, whose client key sits in the same cluster folder anyway.
 
-Commands return `Run` (exit code, output, seconds); `preview` parses `--json` into the steps.
+Commands return `Run` (exit code, output, seconds); `preview` parses `--json` into the steps it
+plans, `update` (`up --json`) its event stream into the steps it took, in the order it took them.
 """
 
 from __future__ import annotations
@@ -76,6 +77,28 @@ class Preview:
         return {s.name: s.op for s in self.steps if s.op != "same"}
 
 
+# The two halves of a replacement; `Update.ops` counts them as the replace they belong to.
+REPLACEMENT_HALVES: Final = frozenset({"create-replacement", "delete-replaced"})
+
+
+@dataclass(frozen=True)
+class Update:
+    """What `pulumi up --json` did: every step, in the order the engine began it."""
+
+    steps: tuple[Step, ...]
+    run: Run
+
+    def ops(self) -> dict[str, str]:
+        """Resource name -> operation, for the steps that changed something."""
+        return {s.name: "replace" if s.op in REPLACEMENT_HALVES else s.op
+                for s in self.steps if s.op != "same"}
+
+    def sequence(self, name: str) -> list[str]:
+        """The operations that changed resources named `name`, in order (a replacement has
+        three; a component of the same name that stayed the same has none)."""
+        return [s.op for s in self.steps if s.name == name and s.op != "same"]
+
+
 def engine_env(state: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every `pulumi` command here runs with (see the module docstring)."""
     base = os.environ if base is None else base
@@ -136,6 +159,11 @@ class Engine:
     def up(self, stack: str, *extra: str, echo: bool = False) -> Run:
         return self.run("up", "-s", stack, "--yes", "--skip-preview", *extra, echo=echo).check()
 
+    def update(self, stack: str, *extra: str) -> Update:
+        """`up` with its events as JSON: the steps it took."""
+        run = self.run("up", "-s", stack, "--yes", "--skip-preview", "--json", *extra).check()
+        return parse_update(run)
+
     def destroy(self, stack: str, *extra: str, echo: bool = False) -> Run:
         return self.run("destroy", "-s", stack, "--yes", "--skip-preview", *extra,
                         echo=echo).check()
@@ -167,8 +195,22 @@ def parse_preview(run: Run) -> Preview:
     return Preview(steps, run, data.get("changeSummary") or {})
 
 
+def parse_update(run: Run) -> Update:
+    """The steps of `pulumi up --json` output: one JSON event per line, a step per
+    resourcePreEvent."""
+    steps = []
+    for line in run.stdout.splitlines():
+        try:
+            event = json.loads(line) if line.strip() else {}
+        except json.JSONDecodeError:
+            continue  # not an event: the CLI prints nothing else here, but a line is no step
+        if "resourcePreEvent" in event:
+            steps.append(_step(event["resourcePreEvent"].get("metadata") or {}))
+    return Update(tuple(steps), run)
+
+
 def _step(raw: Mapping[str, Any]) -> Step:
-    state = raw.get("newState") or raw.get("oldState") or {}
+    state = raw.get("newState") or raw.get("oldState") or raw
     return Step(
         op=str(raw.get("op", "")),
         urn=str(raw.get("urn", "")),

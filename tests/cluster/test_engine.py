@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobset_infra.cluster.engine import EngineError, Run, engine_env, parse_preview, project_copy
+from jobset_infra.cluster.engine import (
+    EngineError,
+    Run,
+    engine_env,
+    parse_preview,
+    parse_update,
+    project_copy,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
+STACK = "urn:pulumi:local::jobset-infra::pulumi:pulumi:Stack::jobset-infra-local"
+COMPONENT = "urn:pulumi:local::jobset-infra::jobset-infra:index:JobSet::hello-tpu"
 JOBSET = "urn:pulumi:local::jobset-infra::jobset-infra:index:JobSet$kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::hello-tpu"  # noqa: E501
 
 
@@ -60,6 +69,28 @@ def test_a_preview_reads_as_the_operation_of_each_changed_resource() -> None:
     assert step.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
     assert step.diffs == ("spec.replicatedJobs[0].replicas",)
     assert preview.change_summary == {"same": 1, "replace": 1}
+
+
+def test_an_update_lists_its_steps_in_the_order_the_engine_took_them() -> None:
+    """`up --json` prints one event per line; a replacement is three steps, the old object's
+    deletion first when the resource is replaced delete-before-create."""
+    def pre(op: str, urn: str, **more: object) -> str:
+        return json.dumps({"sequence": 1, "resourcePreEvent": {"metadata": {
+            "op": op, "urn": urn, "type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", **more}}})
+
+    diff = {"detailedDiff": {"spec.replicatedJobs[0].replicas": {"kind": "update-replace"}}}
+    lines = [json.dumps({"preludeEvent": {"config": {}}}), pre("same", STACK),
+             pre("same", COMPONENT),
+             pre("delete-replaced", JOBSET), pre("replace", JOBSET, **diff),
+             json.dumps({"diagnosticEvent": {"message": "not a step"}}),
+             pre("create-replacement", JOBSET, **diff), "",
+             json.dumps({"summaryEvent": {"resourceChanges": {"replace": 1, "same": 1}}})]
+    update = parse_update(Run(("up",), 0, "\n".join(lines), "", 1.0))
+    assert update.ops() == {"hello-tpu": "replace"}
+    assert update.sequence("hello-tpu") == ["delete-replaced", "replace", "create-replacement"]
+    [replace] = [s for s in update.steps if s.op == "replace"]
+    assert replace.diffs == ("spec.replicatedJobs[0].replicas",)
+    assert replace.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 
 
 def test_a_failed_command_quotes_its_last_lines() -> None:

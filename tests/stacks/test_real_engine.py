@@ -148,29 +148,28 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
         assert jobset is not None and _admitted_by_kueue(cluster, jobset)
         _assert_one_slice_per_pool(cluster, "hello-tpu", 4)
 
-        assert _changes(engine, LOCAL) == {}  # a second up changes nothing
-        engine.up(LOCAL, "--expect-no-changes")
+        engine.up(LOCAL, "--expect-no-changes")  # a second up changes nothing
         same = _get(cluster, JOBSETS, "hello-tpu", "default")
         assert same is not None and same["metadata"]["uid"] == jobset["metadata"]["uid"]
 
         # An update in place: a second controller replica (leader election picks one).
         engine.config_set(LOCAL, "jobset-infra:controller.replicas", "2", path=True)
-        assert _changes(engine, LOCAL) == {"jobset-controller": "update"}
-        engine.up(LOCAL)
+        assert engine.update(LOCAL).ops() == {"jobset-controller": "update"}
         controller = _get(cluster, DEPLOYMENTS, "jobset-controller", "jobset-system")
         assert controller is not None and controller["status"].get("readyReplicas") == 2
 
         # Slices 4 -> 2 and a new image: a JobSet's replicated jobs are immutable, so the
-        # preview says replace, and the engine deletes it before creating the new one.
+        # engine replaces it, deleting the old one before it creates the new one.
         engine.config_set(LOCAL, "jobset-infra:workload.slices", "2", path=True)
         engine.config_set(LOCAL, "jobset-infra:workload.image", "python:3.12", path=True)
-        preview = engine.preview(LOCAL)
-        assert preview.ops() == {"hello-tpu": "replace"}
-        [step] = [s for s in preview.steps if s.name == "hello-tpu"]
+        update = engine.update(LOCAL)
+        assert update.ops() == {"hello-tpu": "replace"}
+        assert update.sequence("hello-tpu") == ["delete-replaced", "replace",
+                                                "create-replacement"]
+        [step] = [s for s in update.steps if s.name == "hello-tpu" and s.op == "replace"]
         assert {"spec.replicatedJobs[0].replicas",
                 "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"} <= set(
             step.diffs)
-        engine.up(LOCAL)
         assert _completed(cluster, "hello-tpu") == "Completed"
         replaced = _get(cluster, JOBSETS, "hello-tpu", "default")
         assert replaced is not None and replaced["metadata"]["uid"] != jobset["metadata"]["uid"]

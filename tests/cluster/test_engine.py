@@ -44,6 +44,10 @@ def test_the_engine_takes_plugins_from_the_tools_folder_and_never_downloads(
     assert env["PULUMI_HOME"] == str(tmp_path / "state" / "home")
     assert env["PULUMI_BACKEND_URL"] == (tmp_path / "state" / "backend").as_uri()
     assert env["PULUMI_CONFIG_PASSPHRASE"] == "jobset-infra-local"
+    assert env["PULUMI_SKIP_CHECKPOINTS"] == "true"  # state written when a command ends
+    kept = engine_env(tmp_path / "state", {"JOBSET_INFRA_TOOLS": str(tools), "PATH": "/usr/bin",
+                                           "PULUMI_SKIP_CHECKPOINTS": "false"})
+    assert kept["PULUMI_SKIP_CHECKPOINTS"] == "false"  # a user who wants every step recorded
 
 
 def test_a_missing_plugin_names_the_build_command(tmp_path: Path) -> None:

@@ -41,8 +41,8 @@ check: ## ruff and mypy --strict
 	$(BIN)/ruff check jobset_infra tests stacks examples benchmarks tools
 	$(BIN)/mypy jobset_infra
 
-test: ## the whole test suite (unit, sim integration; envtest when KUBEBUILDER_ASSETS is set)
-	$(BIN)/pytest -q
+test: ## the whole test suite, on two pytest-xdist workers (the README's command)
+	$(BIN)/pytest -q -n 2
 
 test-fast: ## the suite without the tests marked slow (what to run while editing; CI runs all)
 	$(BIN)/pytest -q -m "not slow"

@@ -91,7 +91,7 @@ def test_the_readme_test_command_is_the_full_suite_ci_runs() -> None:
 
     root = README.parent
     [command] = section_blocks_after("Run the tests")
-    assert command.strip() == ".venv/bin/pytest -q"
+    assert command.strip() == ".venv/bin/pytest -q -n 2"
     assert command.strip() in (root / ".ci" / "run").read_text().splitlines()
     fast = re.search(r"^test-fast:.*\n\t(.*)$", (root / "Makefile").read_text(), re.MULTILINE)
     assert fast is not None and fast[1] == '$(BIN)/pytest -q -m "not slow"'

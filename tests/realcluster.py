@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,13 +36,16 @@ def tools_or_skip(apiserver_only: bool = False) -> Tools:
 @contextmanager
 def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
                  auto_complete_seconds: float | None = None,
-                 extra_pools: tuple[PoolSpec, ...] = ()) -> Iterator[RunningCluster]:
-    """A cluster in a temporary folder for the duration of the block; logs kept on failure."""
+                 extra_pools: tuple[PoolSpec, ...] = (),
+                 crds: tuple[Mapping[str, Any], ...] = ()) -> Iterator[RunningCluster]:
+    """A cluster in a temporary folder for the duration of the block; logs kept on failure.
+    `crds` are served before the controllers start (ClusterOptions.crds)."""
     tools = tools_or_skip(apiserver_only)
     folder = Path(tempfile.mkdtemp(prefix="jobset-real-"))
     options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
                              auto_complete_seconds=auto_complete_seconds,
-                             apiserver_only=apiserver_only, extra_pools=extra_pools)
+                             apiserver_only=apiserver_only, extra_pools=extra_pools,
+                             crds=crds)
     cluster = start_cluster(options, progress=lambda _line: None, tools=tools)
     failed = True
     try:

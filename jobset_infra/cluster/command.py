@@ -83,8 +83,13 @@ def _up(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"[cluster] {line}", flush=True)
 
+    from jobset_infra.manifests.crd import jobset_crd
+
+    # With --controller the JobSet CRD is served before the controllers start, so the garbage
+    # collector knows JobSets from the first (ClusterOptions.crds).
     options = ClusterOptions(nodes=args.nodes, folder=_folder(args), name=args.name,
-                             auto_complete_seconds=args.auto_complete)
+                             auto_complete_seconds=args.auto_complete,
+                             crds=(jobset_crd(),) if args.controller else ())
     cluster = start_cluster(options, progress=say)
     if args.controller:
         from jobset_infra.cluster.install import install_jobset_system, local_install

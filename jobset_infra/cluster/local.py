@@ -3,7 +3,8 @@
 `start_cluster(options)` writes the certificates and config files, starts every process in
 order and waits for each to be healthy, creates kwok-managed Nodes shaped like GKE node pools
 (from the same `--nodes` spec as the sim), and waits until they are Ready and the `default`
-ServiceAccount exists (before that, the API server refuses every Pod). It returns a
+ServiceAccount exists (before that, the API server refuses every Pod). CRDs in `options.crds`
+are served before kube-controller-manager starts (see `ClusterOptions.crds`). It returns a
 `RunningCluster`; `stop()` (or `jobset-infra cluster down`, from the state file) ends it.
 """
 
@@ -18,7 +19,7 @@ import shutil
 import ssl
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,11 @@ class ClusterOptions:
     tuning: Tuning = field(default_factory=Tuning)
     # Pools beyond the `nodes` spec (tests shape a few by hand, e.g. several CPU pools).
     extra_pools: tuple[PoolSpec, ...] = ()
+    # CustomResourceDefinitions applied, and Established, before kube-controller-manager starts.
+    # Its garbage collector reads which resources the API serves when it starts, then every
+    # 30 s; until it knows a resource, a foreground deletion of one of its objects waits (a
+    # JobSet deleted in the first half minute after its CRD appeared: 24 s here).
+    crds: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass
@@ -139,6 +145,9 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
             _write_state(cluster, options)
             wait_healthy(started, spec.health_url, _health_context(layout, spec.name),
                          options.start_timeout, headers=_health_headers(layout, spec.name))
+            if spec.name == "kube-apiserver" and options.crds:
+                progress(f"serving {len(options.crds)} CRDs before the controllers start")
+                _run(_serve_crds(cluster, options.crds))
         if not options.apiserver_only:
             progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
             _run(_bootstrap(cluster, options.start_timeout))
@@ -151,6 +160,13 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
         raise
     progress(f"cluster ready in {time.monotonic() - started_at:.1f} s at {layout.url}")
     return cluster
+
+
+async def _serve_crds(cluster: RunningCluster, crds: Sequence[Mapping[str, Any]]) -> None:
+    from jobset_infra.cluster.install import apply_all
+
+    async with cluster.client() as api:
+        await apply_all(api, crds)
 
 
 def with_system_pool(pools: tuple[PoolSpec, ...], progress: Progress) -> tuple[PoolSpec, ...]:

@@ -71,7 +71,8 @@ def wait_for(check: object, what: str, timeout: float = 120) -> None:
 @pytest.mark.real
 def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) -> None:
     """README's session: cluster up with TPU pools and our controller, kubectl apply the
-    example, its Pods exit 0, the JobSet is Completed; down leaves no process or file."""
+    example, its Pods exit 0, the JobSet is Completed and deleted with its Jobs; down leaves
+    no process or file."""
     tools_or_skip()
     folder = tmp_path / "cluster"
     up = cli("up", "--nodes", "v5e-2x4:4", "--controller", "--dir", str(folder),
@@ -108,6 +109,11 @@ def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) ->
                            "-o=jsonpath={.status.terminalState}") == "Completed"
 
         wait_for(completed, "the JobSet Completed")
+        # The JobSet CRD was served before the garbage collector started, so it knows JobSets
+        # now, not only after its next 30 s discovery: a foreground deletion ends at once.
+        kubectl(kubeconfig, "delete", "jobset", "tpu-multislice", "--cascade=foreground",
+                "--timeout=10s")
+        assert kubectl(kubeconfig, "get", "jobs", selector, "-o=name") == ""
         assert cli("status", "--dir", str(folder)).returncode == 0
     finally:
         down = cli("down", "--dir", str(folder))

@@ -409,9 +409,12 @@ async def sim_world() -> AsyncIterator[World]:
 @contextlib.asynccontextmanager
 async def real_world() -> AsyncIterator[World]:
     from jobset_infra.cluster.install import install_jobset_system, local_install
+    from jobset_infra.manifests.crd import jobset_crd
     from tests.realcluster import real_cluster
 
-    with real_cluster(NODES, extra_pools=tuple(cpu_pools())) as cluster:
+    # The CRD from the start: else the first case's foreground deletion waits up to 30 s for
+    # the garbage collector to find JobSets (ClusterOptions.crds).
+    with real_cluster(NODES, extra_pools=tuple(cpu_pools()), crds=(jobset_crd(),)) as cluster:
         install = local_install(replicas=1, config=controller_config().model_copy(
             update={"metrics": fast_config().metrics.model_copy(
                 update={"bind_address": ":8443"}),

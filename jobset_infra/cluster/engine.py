@@ -132,20 +132,29 @@ class Engine:
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        (self.state / "home").mkdir(parents=True, exist_ok=True)
-        (self.state / "backend").mkdir(parents=True, exist_ok=True)
+        for folder in ("home", "backend", "tmp"):
+            (self.state / folder).mkdir(parents=True, exist_ok=True)
         if not self.env:
             self.env = engine_env(self.state)
+
+    @property
+    def command_env(self) -> dict[str, str]:
+        """`env`, with temporary files in the state folder: the provider writes the kubeconfig
+        it is given to a temporary file for every command and leaves it, so in /tmp they piled
+        up (one per command); here they go with the cluster's folder. (Not in `engine_env`,
+        which `deploy env` prints for a user's shell, where it would outlive the cluster.)"""
+        return {**self.env, "TMPDIR": str(self.state / "tmp")}
 
     def run(self, *args: str, timeout: float = 1800, echo: bool = False) -> Run:
         """Run `pulumi ARGS` in the project; `echo` streams its output while it runs."""
         command = [str(find("pulumi", self.env)), *args, "--non-interactive", "--color=never"]
         started = time.monotonic()
+        env = self.command_env
         if echo:
-            proc = subprocess.run(command, cwd=self.project, env=self.env, timeout=timeout,
+            proc = subprocess.run(command, cwd=self.project, env=env, timeout=timeout,
                                   check=False, text=True, stdout=None, stderr=None)
             return Run(tuple(args), proc.returncode, "", "", time.monotonic() - started)
-        proc = subprocess.run(command, cwd=self.project, env=self.env, timeout=timeout,
+        proc = subprocess.run(command, cwd=self.project, env=env, timeout=timeout,
                               check=False, capture_output=True, text=True)
         return Run(tuple(args), proc.returncode, proc.stdout, proc.stderr,
                    time.monotonic() - started)

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from jobset_infra.cluster.engine import (
+    Engine,
     EngineError,
     Run,
     engine_env,
@@ -95,6 +96,19 @@ def test_an_update_lists_its_steps_in_the_order_the_engine_took_them() -> None:
     [replace] = [s for s in update.steps if s.op == "replace"]
     assert replace.diffs == ("spec.replicatedJobs[0].replicas",)
     assert replace.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+
+
+def test_every_command_keeps_its_temporary_files_in_the_state_folder(tmp_path: Path) -> None:
+    """The provider leaves a temporary kubeconfig per command: under the state folder they are
+    removed with the cluster instead of piling up in /tmp."""
+    tools = _tools(tmp_path)
+    (tools / "pulumi").write_text('#!/bin/sh\nprintf %s "$TMPDIR"\n')
+    state = tmp_path / "state"
+    engine = Engine(tmp_path, state, engine_env(state, {"JOBSET_INFRA_TOOLS": str(tools),
+                                                        "PATH": "/usr/bin:/bin"}))
+    ran = engine.run("about").check()
+    assert ran.stdout == str(state / "tmp") and (state / "tmp").is_dir()
+    assert "TMPDIR" not in engine.env  # what `deploy env` prints for a shell stays without it
 
 
 def test_a_failed_command_quotes_its_last_lines() -> None:

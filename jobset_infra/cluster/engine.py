@@ -11,7 +11,7 @@
   local stack is its kubeconfig, whose client key sits in the same cluster folder anyway.
 - the state written once, when a command ends (PULUMI_SKIP_CHECKPOINTS), not after every step:
   a local stack's state is several MB (Kueue's CRDs), and rewriting it after each of its ~150
-  steps took most of an `up` or `destroy` (destroy 63 -> 20 s here). The cost: if the CLI
+  steps took most of an `up` or `destroy` (destroy 33-50 -> 20 s here). The cost: if the CLI
   itself is killed mid-command, that command's steps are not recorded, on a cluster that is
   thrown away with its state. Set PULUMI_SKIP_CHECKPOINTS=false to record every step.
 
@@ -79,11 +79,18 @@ class Preview:
 
     def ops(self) -> dict[str, str]:
         """Resource name -> operation, for the steps that change something."""
-        return {s.name: s.op for s in self.steps if s.op != "same"}
+        return changed_ops(self.steps)
 
 
-# The two halves of a replacement; `Update.ops` counts them as the replace they belong to.
+# The two halves of a replacement; `changed_ops` counts them as the replace they belong to.
 REPLACEMENT_HALVES: Final = frozenset({"create-replacement", "delete-replaced"})
+
+
+def changed_ops(steps: Sequence[Step]) -> dict[str, str]:
+    """Resource name -> operation, for the steps that change something (a replacement's
+    halves count as its replace)."""
+    return {s.name: "replace" if s.op in REPLACEMENT_HALVES else s.op
+            for s in steps if s.op != "same"}
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,7 @@ class Update:
 
     def ops(self) -> dict[str, str]:
         """Resource name -> operation, for the steps that changed something."""
-        return {s.name: "replace" if s.op in REPLACEMENT_HALVES else s.op
-                for s in self.steps if s.op != "same"}
+        return changed_ops(self.steps)
 
     def sequence(self, name: str) -> list[str]:
         """The operations that changed resources named `name`, in order (a replacement has

@@ -178,6 +178,26 @@ async def test_failure_policy_actions(
     assert jobs
 
 
+async def test_a_failed_job_is_acted_on_without_waiting_for_the_batch_period(
+    cluster: Cluster,
+) -> None:
+    slow = {"watchNamespace": cluster.namespace, "childEventBatchPeriod": "60s"}
+    ctl = await cluster.start_controller(fast_config(controller=slow))
+    await ctl.wait_leader(5)
+    await cluster.create_jobset(
+        make_jobset("js").replicated_job("a").failure_policy(max_restarts=1)
+    )
+    await wait_jobs(cluster, ["js-a-0"])
+    await cluster.set_job_status("js-a-0", "failed")
+
+    async def restarted() -> bool:
+        js = await cluster.jobset("js") or {}
+        return bool((js.get("status") or {}).get("restarts") == 1)
+
+    # every other child event of this JobSet waits 60 s: only the failure itself wakes it
+    await eventually(restarted, timeout=20, what="restarts 1 long before the 60 s batch period")
+
+
 async def test_default_policy_fails_after_max_restarts(
     cluster: Cluster, controller: RunningController
 ) -> None:

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import gc
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,6 +94,7 @@ class ControllerProcess(ProcessGauge):
         )
 
     def stop(self) -> None:
+        """Stop the child, then remove the folder of its collector totals."""
         if self.popen.poll() is None:
             self.popen.terminate()
             try:
@@ -100,6 +102,8 @@ class ControllerProcess(ProcessGauge):
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()
+        if self.gc_file is not None:
+            shutil.rmtree(self.gc_file.parent, ignore_errors=True)
 
 
 @dataclass

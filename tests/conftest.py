@@ -19,6 +19,9 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# SIGTERM tears the fixtures (and the real clusters) down as Ctrl-C does: tests/sigterm.py
+from tests.sigterm import pytest_configure  # noqa: E402, F401
+
 ROOT = Path(__file__).resolve().parents[1]
 # Folder (or module) -> tier; the longest match wins. Every test gets exactly one of unit, sim
 # and e2e; a folder that is in no tier fails the collection, so none is left out of `-m`.
@@ -53,7 +56,7 @@ def tier_of(path: str) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _mark_tiers(items)
-    _real_control_plane_files_first(items)
+    real_control_plane_files_first(items)
 
 
 def _mark_tiers(items: list[pytest.Item]) -> None:
@@ -71,7 +74,7 @@ def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-def _real_control_plane_files_first(items: list[pytest.Item]) -> None:
+def real_control_plane_files_first(items: list[pytest.Item]) -> None:
     """Run the files with real-cluster tests first, then the envtest ones, then the rest.
 
     The README's `-n 2` hands whole files to two pytest-xdist workers in collection order

@@ -8,6 +8,8 @@ benchmark's figure to report (benchmarks/RESULTS.md), not a test's to assert.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks import report, run
@@ -20,14 +22,29 @@ N = 16
 
 
 @pytest.fixture(scope="module")
-def smallest() -> ScaleRun:
+def quick_run() -> tuple[ScaleRun, Path | None]:
+    """The run, and where its controller wrote its collector totals (gone after the run)."""
     import asyncio
 
-    async def one() -> ScaleRun:
+    async def one() -> tuple[ScaleRun, Path | None]:
         async with running(latency=0.005) as bench:
-            return await run_once(bench, N, "quick-16", quiet_window=0.5, changes=N)
+            measured = await run_once(bench, N, "quick-16", quiet_window=0.5, changes=N)
+            return measured, bench.controller.gc_file
 
     return asyncio.run(one())
+
+
+@pytest.fixture(scope="module")
+def smallest(quick_run: tuple[ScaleRun, Path | None]) -> ScaleRun:
+    return quick_run[0]
+
+
+def test_the_controllers_collector_totals_are_removed_with_it(
+    quick_run: tuple[ScaleRun, Path | None],
+) -> None:
+    gc_file = quick_run[1]
+    assert gc_file is not None, "the controller runs under gc_probe unless profiled"
+    assert not gc_file.parent.exists(), f"{gc_file.parent} outlived the benchmark run"
 
 
 def test_start_creates_each_job_once(smallest: ScaleRun) -> None:

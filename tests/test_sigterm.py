@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # two inner pytest runs, about 3 s
 ROOT = Path(__file__).resolve().parents[1]
 HELD = '''
 import os, pathlib, time

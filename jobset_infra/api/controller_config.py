@@ -181,7 +181,7 @@ class ControllerTuning(_Section):
     backoff_max: Seconds = 1000.0
     # A burst of child Job events (thousands of pods changing) becomes one reconcile per period,
     # like the kube Job controller's pod-update batching; "0s" reconciles on every event. A Job
-    # that fails or succeeds is reconciled at once: the failure and success policies act on it.
+    # that starts failing is reconciled at once: a restart waits for no batch.
     child_event_batch_period: SecondsOrZero = 0.05
 
 

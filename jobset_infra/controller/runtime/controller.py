@@ -22,7 +22,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import observe, reconcile
-from jobset_infra.controller.core.classify import job_failure, job_succeeded
+from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
@@ -220,8 +220,8 @@ class JobSetController:
                 self.expectations.observe_delete(owner, child.uid)
                 self.expectations.observe_create(owner, child.name)
         self._track_view(job_key, new)
-        if owner is not None and _newly_finished(old, new):
-            self.queue.add(owner)  # a failure or success is acted on: it waits for no batch
+        if owner is not None and _newly_failed(old, new):
+            self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
             self.queue.add_after(owner, self._batch_period)
         if _freed_domain(old, new):
@@ -380,13 +380,12 @@ class JobSetController:
             self._inflight[view.key] = view
 
 
-def _finished(entry: CachedJob) -> bool:
-    return job_failure(entry.child) is not None or job_succeeded(entry.child)
-
-
-def _newly_finished(old: CachedJob | None, new: CachedJob | None) -> bool:
-    """The Job failed (FailureTarget or Failed) or succeeded in this event."""
-    return new is not None and _finished(new) and (old is None or not _finished(old))
+def _newly_failed(old: CachedJob | None, new: CachedJob | None) -> bool:
+    """The Job started failing (FailureTarget or Failed) in this event. Successes still batch:
+    thousands of Jobs completing together would otherwise cost a pass (and a status write)
+    each, and nothing waits on a success the way a restart waits on a failure."""
+    failing = new is not None and job_failure(new.child) is not None
+    return failing and (old is None or job_failure(old.child) is None)
 
 
 def _freed_domain(old: CachedJob | None, new: CachedJob | None) -> bool:

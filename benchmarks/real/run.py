@@ -185,6 +185,25 @@ async def measure(args: argparse.Namespace, raw: list[str],
     scratch = Path(tempfile.mkdtemp(prefix="jobset-real-bench-"))
     results.load.append(os.getloadavg())
     started = time.monotonic()
+    try:
+        await _every_case(args, peers, scratch, results, raw)
+    except asyncio.CancelledError:  # interrupted: the folders hold no result, only clusters
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    except BaseException:
+        print(f"logs of the failed run are kept in {scratch}", file=sys.stderr)
+        raise
+    results.load.append(os.getloadavg())
+    results.seconds = time.monotonic() - started
+    if results.failures:
+        print(f"logs of the failed runs are kept in {scratch}", file=sys.stderr)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+async def _every_case(args: argparse.Namespace, peers: dict[str, Peer], scratch: Path,
+                      results: Results, raw: list[str]) -> None:
     for round_ in range(args.rounds):
         extra = pod_footprints(args) if round_ < args.footprint_pods_rounds else []
         for case in cases(args) + extra:
@@ -203,13 +222,6 @@ async def measure(args: argparse.Namespace, raw: list[str],
                     continue
                 results.runs.append(run)
                 emit({"bench": "real", **run.as_dict()}, raw)
-    results.load.append(os.getloadavg())
-    results.seconds = time.monotonic() - started
-    if results.failures:
-        print(f"logs of the failed runs are kept in {scratch}", file=sys.stderr)
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return results
 
 
 def recorded(path: Path, args: argparse.Namespace, raw: list[str]) -> Results:
@@ -243,8 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = (recorded(args.report_from, args, raw) if args.report_from
                    else asyncio.run(measure(args, raw)))
     except (asyncio.CancelledError, KeyboardInterrupt):
-        print("interrupted: every cluster and controller of the run was stopped",
-              file=sys.stderr)
+        print("interrupted: every cluster and controller of the run was stopped, its scratch "
+              "folder removed", file=sys.stderr)
         return 130
     if args.out is not None:
         command = shlex.join([".venv/bin/python", "-m", "benchmarks", "--real", *argv])

@@ -20,7 +20,7 @@ settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # SIGTERM tears the fixtures (and the real clusters) down as Ctrl-C does: tests/sigterm.py
-from tests.sigterm import pytest_configure  # noqa: E402, F401
+from tests.sigterm import pytest_configure, pytest_runtest_setup  # noqa: E402, F401
 
 ROOT = Path(__file__).resolve().parents[1]
 # Folder (or module) -> tier; the longest match wins. Every test gets exactly one of unit, sim

@@ -1,4 +1,5 @@
-"""SIGTERM to a test run tears its fixtures down (tests/sigterm.py), serially and on xdist."""
+"""SIGTERM to a test run tears its fixtures down (tests/sigterm.py), serially and on xdist, also
+after an earlier test's event loop took SIGTERM and reset it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,17 @@ import pytest
 pytestmark = pytest.mark.slow  # two inner pytest runs, about 3 s
 ROOT = Path(__file__).resolve().parents[1]
 HELD = '''
-import os, pathlib, time
+import asyncio, os, pathlib, signal, time
 import pytest
 
 MARKS = pathlib.Path(os.environ["MARKS"])
+
+def test_a_loop_takes_sigterm_and_gives_it_back():
+    async def serve():  # as the controller's serve() does; removing resets it to the default
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, lambda: None)
+        loop.remove_signal_handler(signal.SIGTERM)
+    asyncio.run(serve())
 
 @pytest.fixture(scope="module")
 def held():

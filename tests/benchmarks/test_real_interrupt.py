@@ -7,9 +7,7 @@ waits, or fails.
 from __future__ import annotations
 
 import asyncio
-import signal
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +28,12 @@ class StandIn:
 
 
 @pytest.fixture
-def scratch_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Where the run makes its scratch folder; the SIGTERM handler is put back afterwards
-    (`measure` installs its own on the loop, which resets it when the loop closes)."""
+def scratch_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the run makes its scratch folder. (`measure` takes SIGTERM on its loop, which
+    resets it when the loop closes; tests/sigterm.py puts the suite's handler back.)"""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(report, "versions", lambda peers: {})
-    handler = signal.getsignal(signal.SIGTERM)
-    yield tmp_path
-    signal.signal(signal.SIGTERM, handler)
+    return tmp_path
 
 
 def scratch_folders(parent: Path) -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +60,37 @@ def test_status_and_down_of_no_cluster(tmp_path: Path) -> None:
     assert (status.returncode, "no cluster recorded" in status.stderr) == (1, True)
     down = cli("down", "--dir", str(tmp_path / "none"))
     assert (down.returncode, "nothing to stop" in down.stdout) == (0, True)
+
+
+def processes_in(folder: Path) -> list[str]:
+    """The command lines of live processes that name `folder` (the cluster's own)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if str(folder) in text:
+            found.append(text)
+    return found
+
+
+@pytest.mark.real
+def test_up_stopped_by_sigterm_stops_what_it_started(tmp_path: Path) -> None:
+    """A `cluster up` killed mid-start (a CI timeout, `kill`) leaves no process behind: they
+    run in their own session, so only `up` itself can stop them."""
+    tools_or_skip()
+    folder = tmp_path / "c"
+    up = subprocess.Popen([str(BIN / "jobset-infra"), "cluster", "up", "--dir", str(folder)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert up.stdout is not None
+    for line in up.stdout:  # the test's timeout bounds this
+        if "starting kube-controller-manager" in line:
+            break
+    assert any("kube-apiserver" in p for p in processes_in(folder)), "nothing started yet"
+    up.send_signal(signal.SIGTERM)
+    assert up.wait(timeout=60) == 128 + signal.SIGTERM
+    assert processes_in(folder) == []
 
 
 def wait_for(check: object, what: str, timeout: float = 120) -> None:

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Protocol, cast
 
 
@@ -55,24 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, so it cleans up as after Ctrl-C (`cluster up`
-    stops what it started: its processes run in their own session, out of the signal's
-    reach)."""
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise Terminated(f"signal {signum}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if threading.current_thread() is threading.main_thread():  # only it may set handlers
-        signal.signal(signal.SIGTERM, _terminate)
     try:
         return _load(COMMANDS[args.command]).run(args)
-    except Terminated:
-        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Final
 
 HELP: Final = ("run the real Kubernetes control plane (etcd, kube-apiserver, controller-manager, "
@@ -61,13 +66,39 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "up":
-            return _up(args)
+            with _sigterm_interrupts():
+                return _up(args)
         if args.action == "down":
             return _down(args)
         return _status(args)
     except (MissingBinaryError, ComponentError, NodeSpecError, TimeoutError) as err:
         print(f"jobset-infra cluster {args.action}: {err}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("jobset-infra cluster up: stopped by SIGTERM; what it had started is stopped",
+              file=sys.stderr)
+        return 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during `up`, raised where it is, so `start_cluster` stops what it started as
+    after Ctrl-C: the processes run in their own session, out of the signal's reach."""
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _folder(args: argparse.Namespace) -> Path:

@@ -20,8 +20,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cli(*args: str, env: dict[str, str] | None = None,
         timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "jobset-infra"), "cluster", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, check=False)
+    command = [str(BIN / "jobset-infra"), "cluster", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        except KeyboardInterrupt:
+            # The test run was stopped (Ctrl-C, SIGTERM to its group): `cluster up` got the
+            # signal too and is stopping what it started. subprocess.run would SIGKILL it
+            # midway, leaving etcd behind; let it finish.
+            proc.wait(timeout=60)
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def kubectl(kubeconfig: Path, *args: str) -> str:

@@ -153,6 +153,13 @@ class JobBuilder:
         self._add_condition(c.JOB_CONDITION_FAILURE_TARGET, "True", reason, message, at)
         return self
 
+    def condition(
+        self, type_: str, reason: str = "", message: str = "", at: datetime = _EPOCH
+    ) -> Self:
+        """Any condition `type_`=True, as some other Job writer (not the Job controller) sets it."""
+        self._add_condition(type_, "True", reason, message, at)
+        return self
+
     def suspended_condition(self, at: datetime = _EPOCH) -> Self:
         """Suspended=True condition (the Job controller sets it on suspended Jobs)."""
         self._add_condition("Suspended", "True", "JobSuspended", "Job suspended", at)

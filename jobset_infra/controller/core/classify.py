@@ -71,10 +71,18 @@ def job_failure(job: ChildJob) -> JobFailure | None:
             target = cond
         elif cond.type == _FAILED:
             final = cond
-    chosen = target or final
-    if chosen is None:
-        return None
-    return JobFailure(chosen.reason, chosen.message, chosen.last_transition_time)
+    if target is None:
+        return None if final is None else _failure(final, final)
+    # The Job controller copies Failed's reason onto FailureTarget, but other Job writers (a
+    # test harness, a custom controller, an older Kubernetes) may leave FailureTarget without
+    # one: then rules match on Failed's reason and message, as upstream (which reads only
+    # Failed) effectively does. The failure still dates from FailureTarget, the earlier sign.
+    described = final if final is not None and not target.reason else target
+    return _failure(described, target)
+
+
+def _failure(described: JobCondition, dated: JobCondition) -> JobFailure:
+    return JobFailure(described.reason, described.message, dated.last_transition_time)
 
 
 def job_succeeded(job: ChildJob) -> bool:

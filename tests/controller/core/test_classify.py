@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from jobset_infra.api import constants as c
 from jobset_infra.controller.core.classify import classify_child_jobs, job_failure, job_succeeded
 from jobset_infra.controller.core.types import ChildJob
 from jobset_infra.testing.jobs import JobBuilder, make_job
@@ -75,3 +76,50 @@ def test_classification_with_job_restarts(
         builder.job_restart_attempt(job_attempt)
     got = classify_child_jobs([builder.view()], "jobset-uid", restarts=0, job_restarts=targets)
     assert bool(got.previous) is want_previous
+
+
+_LATER = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+_TARGET, _FAILED = c.JOB_CONDITION_FAILURE_TARGET, c.JOB_CONDITION_FAILED
+
+
+@pytest.mark.parametrize(
+    ("job", "want_reason", "want_message", "want_since"),
+    [
+        pytest.param(
+            make_job("js").condition(_TARGET, "PodFailurePolicy", "pod failed", T)
+            .condition(_FAILED, "BackoffLimitExceeded", "backoff", _LATER),
+            "PodFailurePolicy", "pod failed", T,
+            id="a FailureTarget with a reason describes the failure",
+        ),
+        pytest.param(
+            make_job("js").condition(_TARGET, "", "", T)
+            .condition(_FAILED, "PodFailurePolicy", "exit code 42", _LATER),
+            "PodFailurePolicy", "exit code 42", T,
+            id="a FailureTarget without a reason falls back to Failed's reason and message",
+        ),
+        pytest.param(
+            make_job("js").condition(_TARGET, "", "target says", T)
+            .condition(_FAILED, "DeadlineExceeded", "too slow", _LATER),
+            "DeadlineExceeded", "too slow", T,
+            id="a FailureTarget with only a message still takes Failed's reason and message",
+        ),
+        pytest.param(
+            make_job("js").condition(_TARGET, "", "target says", T),
+            "", "target says", T,
+            id="a reasonless FailureTarget alone is all there is",
+        ),
+        pytest.param(
+            make_job("js").condition(_FAILED, "BackoffLimitExceeded", "backoff", _LATER),
+            "BackoffLimitExceeded", "backoff", _LATER,
+            id="a Failed condition alone describes the failure",
+        ),
+    ],
+)
+def test_failure_reason_precedence(
+    job: JobBuilder, want_reason: str, want_message: str, want_since: datetime
+) -> None:
+    failure = job_failure(job.view())
+    assert failure is not None
+    assert (failure.reason, failure.message, failure.since) == (
+        want_reason, want_message, want_since
+    )

@@ -499,3 +499,22 @@ def test_restart_job_on_a_job_with_a_bad_index_restarts_the_jobset(index_label: 
     assert out is not None
     assert out.counters == RestartCounters(1, 1)
     assert out.restarting is not None and out.restarting.reason == "FailurePolicy_r"
+
+
+def test_a_rule_matches_failed_reason_and_message_when_failure_target_has_no_reason() -> None:
+    js = (
+        make_jobset("js")
+        .replicated_job("a")
+        .failure_policy(max_restarts=2)
+        .rule("FailJobSet", reasons=[c.JOB_REASON_POD_FAILURE_POLICY], patterns=["exit code 42"])
+        .model()
+    )
+    job = (
+        make_job("js", rjob="a")
+        .condition(c.JOB_CONDITION_FAILURE_TARGET, at=T)
+        .condition(c.JOB_CONDITION_FAILED, c.JOB_REASON_POD_FAILURE_POLICY, "exit code 42", LATER)
+        .view()
+    )
+    out = execute_failure_policy(js, [job], RestartCounters(), CoreConfig())
+    assert out is not None and out.failed is not None
+    assert out.failed.reason == c.FAIL_JOBSET_ACTION_REASON

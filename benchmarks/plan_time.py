@@ -2,7 +2,7 @@
 
 The committed `v5e-multislice` stack (4 v5e 2x4 slices) and the same stack with 64 slices (the
 Kueue quota and the workload's replicas follow the slice count). Each is run with
-`components.offline.run_offline`, which `jobset-infra plan` uses: every resource is registered
+`plan.offline.run_offline`, which `jobset-infra plan` uses: every resource is registered
 with Pulumi's mock monitor, inputs validated, nothing is sent anywhere. The first run in the
 process also pays the imports (pulumi, pulumi-gcp, pulumi-kubernetes); it is reported as `cold`.
 """
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobset_infra.plan_command import PROJECT, stack_config
+from jobset_infra.plan.command import PROJECT, stack_config
 
 STACKS = Path(__file__).resolve().parent.parent / "stacks"
 STACK = "v5e-multislice"
@@ -39,7 +39,7 @@ def variant_config(slices: int | None) -> dict[str, str]:
 
 def plan_once(slices: int | None) -> tuple[int, float, int]:
     """(resources registered, seconds, slices) for one offline run of the program."""
-    from jobset_infra.components.offline import run_offline
+    from jobset_infra.plan.offline import run_offline
 
     config = variant_config(slices)
     count = json.loads(config[f"{PROJECT}:slices"])["slices"]

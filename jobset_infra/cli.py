@@ -25,7 +25,7 @@ class _Command(Protocol):
 COMMANDS: dict[str, str] = {
     "validate": "jobset_infra.api.validate_command",
     "crd": "jobset_infra.api.crd.command",
-    "plan": "jobset_infra.plan_command",
+    "plan": "jobset_infra.plan.command",
     "sim": "jobset_infra.sim.command",
     "cluster": "jobset_infra.cluster.command",
     "deploy": "jobset_infra.cluster.deploy_command",

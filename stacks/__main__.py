@@ -1,12 +1,12 @@
 """The jobset-infra Pulumi program: `pulumi up -s local | v5e-multislice | v5e-dev`.
 
 Thin on purpose: the stack's config (stacks/Pulumi.<stack>.yaml) is validated by
-`jobset_infra.components.stack_config` and the platform is built by
-`jobset_infra.components.platform_program`; the JobSet component checks the JobSet against the
+`jobset_infra.stack.config` and the platform is built by
+`jobset_infra.stack.program`; the JobSet component checks the JobSet against the
 pools at preview with the allocator that places it (`jobset_infra.placement`).
 `jobset-infra plan --stack NAME` runs this file offline under Pulumi's mocks.
 """
 
-from jobset_infra.components.platform_program import run
+from jobset_infra.stack.program import run
 
 run()

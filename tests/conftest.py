@@ -36,6 +36,8 @@ TIERS: dict[str, str] = {
     "tests/examples": "unit",
     "tests/manifests": "unit",
     "tests/placement": "unit",
+    "tests/plan": "unit",  # the offline plan: Pulumi's mocks, preview checks, `jobset-infra plan`
+    "tests/stack": "unit",  # the stack program's typed config
     "tests/stacks": "unit",
     "tests/tpu": "unit",
     "tests/sim": "sim",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobset_infra.components.offline import run_offline
+from jobset_infra.plan.offline import run_offline
 
 README = Path(__file__).parents[1] / "README.md"
 

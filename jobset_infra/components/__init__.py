@@ -1,6 +1,6 @@
 """Pulumi ComponentResources: GkeCluster, TpuSlicePools, JobSetSystem, Kueue, JobSet.
 
-Exports load lazily, so importing one component (or `components.offline`) does not import every
+Exports load lazily, so importing one component does not import every
 provider SDK. To export a component, add its name -> module to `_EXPORTS` and its name to `__all__`.
 """
 

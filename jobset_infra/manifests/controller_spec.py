@@ -5,7 +5,7 @@ without leader election, a Lease namespace the Role does not cover, an image wit
 tag, probes on a loopback address the kubelet cannot reach) is an error naming the field.
 
 The choices are declared once, in `ControllerOptions`: the stack config's `controller` key
-(`components.stack_config.ControllerSettings`) and the `JobSetSystem` component's arguments
+(`stack.config.ControllerSettings`) and the `JobSetSystem` component's arguments
 (`components.jobset_system.JobSetSystemArgs`) are ControllerOptions plus where the image comes
 from; `ControllerInstall`, what the manifest builders read, is ControllerOptions plus the image.
 """

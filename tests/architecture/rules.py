@@ -17,6 +17,8 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.tpu": "tpu",
     "jobset_infra.manifests": "manifests",
     "jobset_infra.components": "components",
+    "jobset_infra.stack": "stack",
+    "jobset_infra.plan": "plan",
     "jobset_infra.controller.core": "controller.core",
     "jobset_infra.placement": "placement",
     "jobset_infra.controller.runtime": "controller.runtime",
@@ -26,7 +28,7 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.testing": "testing",
     "jobset_infra.cluster": "cluster",
     "jobset_infra.cli": "entry",
-    "jobset_infra.plan_command": "entry",
+    "jobset_infra.plan.command": "entry",
     "jobset_infra.kueue_postrender_command": "entry",
 }
 # Packages with nothing in them but a docstring (checked by a test); exact names only, so a new
@@ -40,6 +42,10 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     "manifests": frozenset({"manifests", "api", "tpu"}),
     # Placement is pure, so the JobSet component runs the allocator's own check at preview.
     "components": frozenset({"components", "manifests", "placement", "api", "tpu"}),
+    # The stack program: its typed config (pure) and the program that builds the components.
+    "stack": frozenset({"stack", "components", "manifests", "api", "tpu"}),
+    # The offline plan: Pulumi's mocks and the pure checks of what a run would create.
+    "plan": frozenset({"plan", "manifests", "api"}),
     "placement": frozenset({"placement", "api", "tpu"}),
     "controller.core": frozenset({"controller.core", "placement", "api"}),
     "controller.runtime": frozenset({"controller.runtime", "controller.core", "placement", "api"}),
@@ -68,8 +74,8 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.sim.command", "controller.runtime"),  # `jobset-infra sim --controller`
         # Sim(job_controller=True, scheduler=True) starts those cluster components by name.
         ("jobset_infra.sim.apiserver.server", "sim.cluster"),
-        ("jobset_infra.plan_command", "components"),  # `jobset-infra plan` runs the program
-        ("jobset_infra.plan_command", "api"),  # the stack file is read with the bounded reader
+        ("jobset_infra.plan.command", "plan"),  # `jobset-infra plan` runs the program offline
+        ("jobset_infra.plan.command", "api"),  # the stack file is read with the bounded reader
         ("jobset_infra.cli", "api"),  # subcommands are loaded by name
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
@@ -94,8 +100,8 @@ SIM_APISERVER_CLOSURE: Final[frozenset[str]] = frozenset({"sim", "sim.apiserver"
                                                           "namespace"})
 
 # Third-party rules.
-PULUMI_LAYERS: Final[frozenset[str]] = frozenset({"components"})
-PULUMI_LAZY: Final[frozenset[str]] = frozenset({"jobset_infra.plan_command"})
+PULUMI_LAYERS: Final[frozenset[str]] = frozenset({"components", "stack", "plan"})
+PULUMI_LAZY: Final[frozenset[str]] = frozenset({"jobset_infra.plan.command"})
 PURE_LAYERS: Final[tuple[str, ...]] = (
     "api",
     "tpu",

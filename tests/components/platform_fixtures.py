@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 
-from jobset_infra.components.offline import Registration
+from jobset_infra.plan.offline import Registration
 
 IMAGE = "us-west4-docker.pkg.dev/p/jobset-infra/jobset-controller:0.1.0"
 K8S = "kubernetes:"

@@ -1,6 +1,6 @@
 """Test harness for Pulumi components: run a construction under mocks, read back what it did.
 
-Built on `jobset_infra.components.offline.run_offline` (Pulumi's `set_mocks` with a monitor that
+Built on `jobset_infra.plan.offline.run_offline` (Pulumi's `set_mocks` with a monitor that
 records every registration: type token, logical name, parent URN, explicit dependencies, inputs).
 This module adds what component tests need on top:
 
@@ -30,7 +30,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 
-from jobset_infra.components.offline import OfflineMocks, OfflineRun, Registration, run_offline
+from jobset_infra.plan.offline import OfflineMocks, OfflineRun, Registration, run_offline
 
 __all__ = [
     "GCP_CLUSTER",

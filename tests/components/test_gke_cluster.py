@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from jobset_infra.components.gke_cluster import GkeCluster
-from jobset_infra.components.offline import MOCK_CA_B64, MOCK_GKE_ENDPOINT, ProgramError
+from jobset_infra.plan.offline import MOCK_CA_B64, MOCK_GKE_ENDPOINT, ProgramError
 from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, GkeClusterSpec
 from tests.components.pulumi_harness import (
     GCP_CLUSTER,

@@ -11,8 +11,8 @@ from jobset_infra.api import constants as k
 from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job, tpu_target
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
-from jobset_infra.components.offline import ProgramError
 from jobset_infra.manifests.workload import TpuTarget, WorkloadSpec
+from jobset_infra.plan.offline import ProgramError
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.slice import TpuSlice

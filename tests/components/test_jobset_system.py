@@ -15,10 +15,10 @@ from jobset_infra.components.jobset_system import (
     JobSetSystemArgs,
     image_reference,
 )
-from jobset_infra.components.offline import ProgramError
-from jobset_infra.components.preview import kubernetes_objects
 from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import parse_install
+from jobset_infra.plan.offline import ProgramError
+from jobset_infra.plan.preview import kubernetes_objects
 from tests.components.platform_fixtures import IMAGE, kind_of, provider
 from tests.components.pulumi_harness import ComponentRun, run_component
 from tests.manifests.pools import v5e_pools

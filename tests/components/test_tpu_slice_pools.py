@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from jobset_infra.components.gke_cluster import GkeCluster
-from jobset_infra.components.offline import ProgramError
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
+from jobset_infra.plan.offline import ProgramError
 from jobset_infra.tpu import Capacity, SlicePoolsSpec
 from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, GkeClusterSpec
 from tests.components.pulumi_harness import (

@@ -59,7 +59,7 @@ def test_controller_stops_at_once_on_sigterm_while_its_caches_cannot_sync() -> N
 
 
 def test_plan_out_that_cannot_be_a_folder_is_a_named_error(tmp_path: Path) -> None:
-    from jobset_infra.plan_command import PlanError, write_objects
+    from jobset_infra.plan.command import PlanError, write_objects
 
     in_the_way = tmp_path / "plan"
     in_the_way.write_text("not a folder")

@@ -430,7 +430,7 @@ def pools_of_jobs(w: World, ns: str) -> dict[str, set[str]]:
 
 def planned_jobset(stack: str) -> dict[str, Any]:
     """The JobSet `jobset-infra plan --stack <stack>` writes (the stack run is cached)."""
-    from jobset_infra.components.preview import apply_order, kubernetes_objects
+    from jobset_infra.plan.preview import apply_order, kubernetes_objects
     from tests.stacks.stack_runs import run_stack
 
     objects = kubernetes_objects(apply_order(run_stack(stack).registrations))

@@ -11,10 +11,10 @@ import yaml
 
 from jobset_infra.api import constants as k
 from jobset_infra.api.models import FailurePolicyAction, JobSet
-from jobset_infra.components.offline import run_offline
 from jobset_infra.controller.core.failure_policy import first_matching_rule_and_job
 from jobset_infra.controller.core.job_view import ChildJob, JobCondition
 from jobset_infra.manifests.workload import child_job_names, jobset_problems
+from jobset_infra.plan.offline import run_offline
 from jobset_infra.tpu import constants as tpu
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

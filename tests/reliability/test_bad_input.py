@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 from jobset_infra.api import constants as c
 from jobset_infra.api.check import check_jobset
 from jobset_infra.cli import main
-from jobset_infra.components.stack_config import StackConfigError, load_stack_config
 from jobset_infra.manifests.workload import WorkloadError, WorkloadSpec, plan_workload
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import NAMESPACES, Store
+from jobset_infra.stack.config import StackConfigError, load_stack_config
 from tests.api.strategies import jobset_manifests
 from tests.reliability.chaos import CRD_FILE, CRDS
 from tests.reliability.garbage import mutated

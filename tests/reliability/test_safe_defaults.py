@@ -32,10 +32,10 @@ import pulumi
 import pytest
 
 from jobset_infra.cli import main
-from jobset_infra.components.offline import MOCK_CA_B64, OfflineRun, run_offline
-from jobset_infra.components.preview import kubernetes_objects, redact_secrets, render_tree
 from jobset_infra.manifests.pod_security import restricted_violations
-from jobset_infra.plan_command import stack_config
+from jobset_infra.plan.command import stack_config
+from jobset_infra.plan.offline import MOCK_CA_B64, OfflineRun, run_offline
+from jobset_infra.plan.preview import kubernetes_objects, redact_secrets, render_tree
 
 ROOT = Path(__file__).parents[2]
 STACK = "v5e-dev"

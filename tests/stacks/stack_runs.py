@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from jobset_infra.components.offline import OfflineRun, run_offline
-from jobset_infra.plan_command import PROJECT, stack_config
+from jobset_infra.plan.command import PROJECT, stack_config
+from jobset_infra.plan.offline import OfflineRun, run_offline
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"

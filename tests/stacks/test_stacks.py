@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as k
-from jobset_infra.components.offline import OfflineRun, Registration
-from jobset_infra.components.preview import kubernetes_objects, object_problems
+from jobset_infra.plan.offline import OfflineRun, Registration
+from jobset_infra.plan.preview import kubernetes_objects, object_problems
 from jobset_infra.tpu import constants as tpu
 from tests.stacks.stack_runs import STACK_NAMES, run_stack
 

@@ -31,8 +31,8 @@ from jobset_infra.components.gke_cluster import GkeCluster
 from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job
 from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
-from jobset_infra.components.stack_config import StackConfig, WorkloadSettings, load_stack_config
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
+from jobset_infra.stack.config import StackConfig, WorkloadSettings, load_stack_config
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]

@@ -134,7 +134,7 @@ def test_an_unreadable_stack_file_is_one_clear_error(
 
 # --- the real stacks ------------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _admitted(obj: dict[str, object]) -> list[str]:
@@ -262,7 +262,7 @@ def test_an_out_folder_that_cannot_be_written_is_refused_before_the_plan_runs(
 
 
 def test_checking_the_out_folder_creates_nothing(tmp_path: Path) -> None:
-    from jobset_infra.plan_command import check_out
+    from jobset_infra.plan.command import check_out
 
     check_out(tmp_path / "new" / "plan")
     check_out(tmp_path)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.components.stack_config import (
+from jobset_infra.stack.config import (
     StackConfig,
     StackConfigError,
     load_stack_config,

@@ -45,7 +45,7 @@ def find_project_dir(start: Path) -> Path:
     for folder in [start, *start.parents]:
         if (folder / "Pulumi.yaml").is_file():
             return folder
-    bundled = Path(__file__).resolve().parents[1]
+    bundled = Path(__file__).resolve().parents[2]
     if (bundled / "Pulumi.yaml").is_file():
         return bundled
     raise PlanError(
@@ -232,8 +232,8 @@ def _plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
     _require_pulumi()
-    from jobset_infra.components.offline import ProgramError, run_offline
-    from jobset_infra.components.preview import (
+    from jobset_infra.plan.offline import ProgramError, run_offline
+    from jobset_infra.plan.preview import (
         apply_order,
         helm_releases,
         kubernetes_objects,
@@ -299,7 +299,7 @@ def _progress_mocks(*, live: bool) -> Any:
     """Return the offline mocks, counting resources on one live stderr line when it is a TTY."""
     import threading
 
-    from jobset_infra.components.offline import OfflineMocks
+    from jobset_infra.plan.offline import OfflineMocks
 
     class ProgressMocks(OfflineMocks):
         created = 0
@@ -323,7 +323,7 @@ def _end_progress(*, live: bool) -> None:
 
 def invalid_objects(objects: list[dict[str, Any]]) -> list[str]:
     """Return one line per problem, `<Kind> <namespace/name>: <field>: <message>`."""
-    from jobset_infra.components.preview import object_problems
+    from jobset_infra.plan.preview import object_problems
 
     lines = []
     for obj in objects:

@@ -8,8 +8,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from jobset_infra.components.offline import ProgramError, run_offline
-from jobset_infra.components.preview import (
+from jobset_infra.plan.offline import ProgramError, run_offline
+from jobset_infra.plan.preview import (
     SECRET_PLACEHOLDER,
     kubernetes_objects,
     redact_secrets,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.components.preview import RegistrationLike, apply_order
+from jobset_infra.plan.preview import RegistrationLike, apply_order
 from tests.stacks.stack_runs import run_stack
 
 

@@ -50,3 +50,17 @@ def test_the_versions_page_states_what_the_code_pins() -> None:
     for requirement in project["dependencies"]:
         if requirement.startswith("pulumi"):
             assert f"`{requirement}`" in text, requirement
+
+
+def test_the_tpu_page_tabulates_every_generation_with_its_sources() -> None:
+    from jobset_infra.tpu.catalog import ACCELERATORS
+
+    text = (DOCS / "tpu.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    for family in ACCELERATORS.values():
+        [row] = [r for r in rows if f"`{family.label}`" in r.split("|")[1]]
+        first, *others = family.machine_types
+        assert f"`{first}`" in row, (family.label, first)
+        assert all(f"-{m.rsplit('-', 1)[-1]}`" in row for m in others), family.label
+        for source in family.sources:
+            assert f"]: {source}" in text, (family.label, source)

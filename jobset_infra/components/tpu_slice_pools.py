@@ -2,8 +2,10 @@
 
 The shell around `jobset_infra.tpu.pools`: `plan_slice_pools` validates every static rule of
 reference gke-tpu.md §6 and decides the pools (pure, raises at preview); this component creates
-exactly those pools and exposes the plan, so Kueue flavors, JobSets and the controller's placement
-domains are derived from the same value that built the node pools.
+exactly those pools, and for multi-host TPU7x slices the HIGH_THROUGHPUT workload policy that
+places them (GKE "About Ironwood": it replaces tpu_topology), and exposes the plan, so Kueue
+flavors, JobSets and the controller's placement domains are derived from the same value that
+built the node pools.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.pools import (
     SlicePool,
     SlicePoolsPlan,
+    WorkloadPolicy,
     plan_slice_pools,
     replacement_fingerprint,
     replacement_warnings,
@@ -78,6 +81,8 @@ class TpuSlicePools(pulumi.ComponentResource):
     """The validated pure plan the pools were created from."""
     slice: TpuSlice
     pools: list[gcp.container.NodePool]
+    workload_policy: gcp.compute.ResourcePolicy | None
+    """The workload policy this component created (multi-host TPU7x), else None."""
     pool_names: pulumi.Output[list[str]]
     total_chips: pulumi.Output[int]
     fingerprint: pulumi.Output[dict[str, str]]
@@ -94,8 +99,12 @@ class TpuSlicePools(pulumi.ComponentResource):
         for warning in replacement_warnings(args.previous_fingerprint, plan):
             pulumi.log.warn(warning, resource=self)
         child = pulumi.ResourceOptions(parent=self)
+        self.workload_policy = _workload_policy(plan, args, child)
+        policy_name = _policy_name(plan, self.workload_policy)
         self.pools = [
-            gcp.container.NodePool(pool.name, opts=child, **_pool_inputs(plan, pool, spec, args))
+            gcp.container.NodePool(
+                pool.name, opts=child, **_pool_inputs(plan, pool, spec, args, policy_name)
+            )
             for pool in plan.pools
         ]
         self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
@@ -110,8 +119,41 @@ class TpuSlicePools(pulumi.ComponentResource):
         )
 
 
+def _workload_policy(
+    plan: SlicePoolsPlan, args: TpuSlicePoolsArgs, opts: pulumi.ResourceOptions
+) -> gcp.compute.ResourcePolicy | None:
+    """Return the workload policy the plan asks this component to create, if any."""
+    policy: WorkloadPolicy | None = plan.workload_policy
+    if policy is None or not policy.create:
+        return None
+    return gcp.compute.ResourcePolicy(
+        policy.name,
+        name=policy.name,
+        project=args.project,
+        region=policy.region,
+        workload_policy={
+            "type": c.WORKLOAD_POLICY_HIGH_THROUGHPUT,
+            "accelerator_topology": policy.accelerator_topology,
+        },
+        opts=opts,
+    )
+
+
+def _policy_name(
+    plan: SlicePoolsPlan, created: gcp.compute.ResourcePolicy | None
+) -> pulumi.Input[str] | None:
+    """The policy pools name: the created one's output (so pools wait for it), or the given."""
+    if created is not None:
+        return created.name
+    return plan.workload_policy.name if plan.workload_policy is not None else None
+
+
 def _pool_inputs(
-    plan: SlicePoolsPlan, pool: SlicePool, spec: SlicePoolsSpec, args: TpuSlicePoolsArgs
+    plan: SlicePoolsPlan,
+    pool: SlicePool,
+    spec: SlicePoolsSpec,
+    args: TpuSlicePoolsArgs,
+    policy_name: pulumi.Input[str] | None,
 ) -> dict[str, Any]:
     """Return the gcp.container.NodePool arguments of one slice pool."""
     pinned = spec.release_channel is None and spec.gke_version is not None
@@ -138,6 +180,10 @@ def _pool_inputs(
             "type": c.PLACEMENT_COMPACT,
             "tpu_topology": plan.slice.topology,
         }
+    elif policy_name is not None:
+        # The policy carries the accelerator topology; GKE refuses tpu_topology beside it.
+        # `type` is required by the node-pool schema.
+        inputs["placement_policy"] = {"type": c.PLACEMENT_COMPACT, "policy_name": policy_name}
     return inputs
 
 

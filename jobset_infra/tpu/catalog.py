@@ -1,27 +1,34 @@
 """The Cloud TPU accelerators GKE offers: machine types, chips per VM, labels and valid topologies.
 
-Pure data plus lookups; no I/O. Facts come from reference/gke-tpu.md §1.2, §1.8 and §6 rules 1-3:
-v5e (``tpu-v5-lite-podslice``) is complete; v4, v5p and v6e carry their machine types, label values
-and topology rules. TPU7x is not in the catalog (it places multi-host slices with a workload policy,
-which the node-pool component does not build).
+Pure data plus lookups; no I/O. Every entry carries the public pages its facts were checked
+against (`Accelerator.sources`, checked 2026-12-02; docs/tpu.md tabulates them): GKE's "Plan TPUs"
+machine-type table, the Cloud TPU page of each generation (topologies, hosts, TensorCores per
+chip) and, where a page lists only "the most common" shapes, XPK's generator of the shapes GKE
+accepts. v5e (``tpu-v5-lite-podslice``), v6e, v5p and TPU7x (Ironwood) are deployable; v4 and the
+single-host v5e serving devices are kept for completeness. Multi-host slices of all generations
+but TPU7x are placed with COMPACT + ``tpu_topology``; TPU7x with a workload policy
+(`SlicePlacement`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import combinations_with_replacement
 from math import prod
 from types import MappingProxyType
 
 __all__ = [
     "ACCELERATORS",
+    "TPU7X",
     "V4",
     "V5E",
     "V5E_DEVICE",
     "V5P",
     "V6E",
     "Accelerator",
+    "SlicePlacement",
     "TpuShapeError",
     "accelerator_for_machine_type",
     "parse_topology",
@@ -31,6 +38,16 @@ __all__ = [
 
 class TpuShapeError(ValueError):
     """A TPU accelerator, machine type or topology that does not exist; the message lists them."""
+
+
+class SlicePlacement(StrEnum):
+    """How GKE places the VMs of one multi-host slice (single-host slices get no placement)."""
+
+    COMPACT = "compact"
+    """placementPolicy {type: COMPACT, tpuTopology: <topology>} (v4, v5e, v5p, v6e)."""
+    WORKLOAD_POLICY = "workload-policy"
+    """A HIGH_THROUGHPUT workload policy with the slice's accelerator topology, named in
+    placementPolicy.policyName; it replaces tpuTopology (TPU7x, GKE "About Ironwood")."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,13 @@ class Accelerator:
     # prefix of the TPU-API accelerator type, e.g. "v5litepod" in "v5litepod-16"
     tpu_api_prefix: str
     multi_host: bool = True
+    multi_host_placement: SlicePlacement = SlicePlacement.COMPACT
+    min_gke_version: str | None = None
+    """The oldest GKE Standard version that runs this generation, when GKE documents one."""
+    topology_rule: str = ""
+    """The rule behind `topologies` in words, for errors that cannot list them all."""
+    sources: tuple[str, ...] = ()
+    """The public pages the facts above were checked against (docs/tpu.md lists them)."""
 
     def machine_type_for(self, chips_per_vm: int) -> str:
         """Return the machine type of this family with ``chips_per_vm`` chips."""
@@ -78,7 +102,8 @@ def _two_d(single_host: Mapping[str, frozenset[int]]) -> Mapping[str, frozenset[
 
 
 def _three_d(max_chips: int, max_dim: int) -> Mapping[str, frozenset[int]]:
-    """v4/v5p: 2x2x1; dims in {2,4} non-decreasing up to 4x4x4; beyond 64 chips multiples of 4."""
+    """v4/v5p/TPU7x: 2x2x1; dims in {2,4} non-decreasing up to 4x4x4; beyond 64 chips (one
+    4x4x4 cube) non-decreasing multiples of 4, at most `max_chips` chips and `max_dim` a side."""
     shapes = {"2x2x1": frozenset({4})}
     for dims in combinations_with_replacement((2, 4), 3):
         shapes["x".join(map(str, dims))] = frozenset({4})
@@ -89,10 +114,19 @@ def _three_d(max_chips: int, max_dim: int) -> Mapping[str, frozenset[int]]:
     return MappingProxyType(dict(sorted(shapes.items(), key=lambda kv: _topology_key(kv[0]))))
 
 
+def _three_d_rule(max_chips: int, max_dim: int) -> str:
+    return (f"2x2x1, then AxBxC with A<=B<=C: sides 2 or 4 up to 4x4x4, beyond that multiples "
+            f"of 4 up to {max_dim} a side and {max_chips:,} chips")
+
+
 def _topology_key(topology: str) -> tuple[int, tuple[int, ...]]:
     dims = tuple(int(d) for d in topology.split("x"))
     return prod(dims), dims
 
+
+# Pages cited below (each checked 2026-12-02).
+_GKE_PLAN = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus"
+_XPK = "https://github.com/AI-Hypercomputer/xpk/blob/main/src/xpk/core/system_characteristics.py"
 
 V5E = Accelerator(
     label="tpu-v5-lite-podslice",
@@ -105,6 +139,7 @@ V5E = Accelerator(
     dimensions=2,
     tensorcores_per_chip=1,
     tpu_api_prefix="v5litepod",
+    sources=("https://cloud.google.com/tpu/docs/v5e", _GKE_PLAN, _XPK),
 )
 # Single-host v5e serving VMs; never multi-host (gke-tpu.md §1.1).
 V5E_DEVICE = Accelerator(
@@ -121,6 +156,7 @@ V5E_DEVICE = Accelerator(
     tensorcores_per_chip=1,
     tpu_api_prefix="v5litepod",
     multi_host=False,
+    sources=("https://cloud.google.com/tpu/docs/v5e", _GKE_PLAN),
 )
 V6E = Accelerator(
     label="tpu-v6e-slice",
@@ -133,6 +169,7 @@ V6E = Accelerator(
     dimensions=2,
     tensorcores_per_chip=1,
     tpu_api_prefix="v6e",
+    sources=("https://cloud.google.com/tpu/docs/v6e", _GKE_PLAN, _XPK),
 )
 V4 = Accelerator(
     label="tpu-v4-podslice",
@@ -140,27 +177,55 @@ V4 = Accelerator(
     aliases=("v4", "v4-podslice"),
     machine_types=MappingProxyType({"ct4p-hightpu-4t": 4}),
     topologies=_three_d(max_chips=4096, max_dim=16),
+    topology_rule=_three_d_rule(max_chips=4096, max_dim=16),
     dimensions=3,
     tensorcores_per_chip=2,
     tpu_api_prefix="v4",
+    sources=("https://cloud.google.com/tpu/docs/v4", _GKE_PLAN),
 )
+# v5p: a pod holds 8,960 chips, but the largest slice is 96 cubes, 16x16x24 (Cloud TPU v5p).
 V5P = Accelerator(
     label="tpu-v5p-slice",
     generation="v5p",
     aliases=("v5p", "v5p-slice"),
     machine_types=MappingProxyType({"ct5p-hightpu-4t": 4}),
     topologies=_three_d(max_chips=6144, max_dim=24),
+    topology_rule=_three_d_rule(max_chips=6144, max_dim=24),
     dimensions=3,
     tensorcores_per_chip=2,
     tpu_api_prefix="v5p",
+    sources=("https://cloud.google.com/tpu/docs/v5p", _GKE_PLAN, _XPK),
+)
+# TPU7x (Ironwood): 4-chip VMs only in GKE's machine-type table; 9,216 chips (144 cubes) a pod;
+# multi-host slices take a workload policy instead of tpu_topology (GKE "About Ironwood").
+TPU7X = Accelerator(
+    label="tpu7x",
+    generation="TPU7x",
+    aliases=("tpu7x", "ironwood", "v7x", "7x"),
+    machine_types=MappingProxyType({"tpu7x-standard-4t": 4}),
+    topologies=_three_d(max_chips=144 * 64, max_dim=256),
+    topology_rule=_three_d_rule(max_chips=144 * 64, max_dim=256),
+    dimensions=3,
+    tensorcores_per_chip=2,
+    tpu_api_prefix="tpu7x",
+    multi_host_placement=SlicePlacement.WORKLOAD_POLICY,
+    min_gke_version="1.34.0-gke.2201000",
+    sources=(
+        "https://cloud.google.com/tpu/docs/tpu7x",
+        "https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood",
+        _GKE_PLAN,
+        "https://cloud.google.com/sdk/gcloud/reference/compute/resource-policies/create/"
+        "workload-policy",
+        _XPK,
+    ),
 )
 
 ACCELERATORS: Mapping[str, Accelerator] = MappingProxyType(
-    {a.label: a for a in (V5E, V5E_DEVICE, V6E, V4, V5P)}
+    {a.label: a for a in (V5E, V5E_DEVICE, V6E, V4, V5P, TPU7X)}
 )
 
 # Machine-type prefixes of TPU families the catalog does not build, so the error can say so.
-_UNSUPPORTED_PREFIXES = {"tpu7x-": "TPU7x (Ironwood)", "ct4l-": "tpu-v4-lite-device"}
+_UNSUPPORTED_PREFIXES = {"ct4l-": "tpu-v4-lite-device"}
 
 
 def _known_names() -> str:

@@ -36,6 +36,7 @@ __all__ = [
     "TPU_RUNTIME_PORT",
     "TPU_TAINT_KEY",
     "TPU_TAINT_VALUE",
+    "WORKLOAD_POLICY_HIGH_THROUGHPUT",
 ]
 
 # Node label GKE sets on every TPU node: the accelerator family, e.g. "tpu-v5-lite-podslice".
@@ -63,8 +64,10 @@ TPU_TAINT_VALUE: Final = "present"
 K8S_TAINT_EFFECT_NO_SCHEDULE: Final = "NoSchedule"
 GKE_TAINT_EFFECT_NO_SCHEDULE: Final = "NO_SCHEDULE"
 
-# NodePool.placementPolicy.type for multi-host slices (with tpuTopology).
+# NodePool.placementPolicy.type for multi-host slices (with tpuTopology, or policyName for TPU7x).
 PLACEMENT_COMPACT: Final = "COMPACT"
+# ResourcePolicy.workloadPolicy.type that colocates TPU7x VMs of one multi-host slice.
+WORKLOAD_POLICY_HIGH_THROUGHPUT: Final = "HIGH_THROUGHPUT"
 # NodeConfig.reservationAffinity for a named reservation.
 RESERVATION_AFFINITY_SPECIFIC: Final = "SPECIFIC_RESERVATION"
 # Flex-start VMs never come from a reservation.

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from jobset_infra.tpu import constants as c
+from jobset_infra.tpu.catalog import SlicePlacement
 from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.slice import Taint, TpuSlice
 from jobset_infra.tpu.spec import (
@@ -23,12 +24,13 @@ from jobset_infra.tpu.spec import (
     SlicePoolsError,
     SlicePoolsSpec,
 )
-from jobset_infra.tpu.validation import validate_spec
+from jobset_infra.tpu.validation import validate_spec, zone_region
 
 __all__ = [
     "PlacementDomain",
     "SlicePool",
     "SlicePoolsPlan",
+    "WorkloadPolicy",
     "check_jobset_fits",
     "check_quota",
     "plan_slice_pools",
@@ -62,6 +64,18 @@ class PlacementDomain:
 
 
 @dataclass(frozen=True)
+class WorkloadPolicy:
+    """The HIGH_THROUGHPUT workload policy that places multi-host TPU7x slice pools."""
+
+    name: str
+    region: str
+    """A resource policy lives in a region; GKE requires the node pool's own."""
+    accelerator_topology: str
+    create: bool
+    """True: TpuSlicePools creates it; False: an existing policy the spec named."""
+
+
+@dataclass(frozen=True)
 class SlicePoolsPlan:
     """Everything decided about a group of identical slice pools; plain data, no Pulumi."""
 
@@ -74,13 +88,20 @@ class SlicePoolsPlan:
     reservation: str | None
     initial_node_count: int
     autoscaling: Autoscaling | None
-    compact_placement: bool
+    placement: SlicePlacement | None
+    """How each pool's VMs are placed together; None for single-host slices."""
+    workload_policy: WorkloadPolicy | None
     max_pods_per_node: int
     auto_repair: bool
     auto_upgrade: bool
     preemptible: bool
     host_maintenance_interval: HostMaintenance | None
     max_run_duration_seconds: int | None
+
+    @property
+    def compact_placement(self) -> bool:
+        """Return whether the pools carry placementPolicy {COMPACT, tpuTopology}."""
+        return self.placement is SlicePlacement.COMPACT
 
     @property
     def slices(self) -> int:
@@ -173,13 +194,26 @@ def plan_slice_pools(request: SlicePoolsSpec | Mapping[str, Any]) -> SlicePoolsP
         reservation=spec.reservation,
         initial_node_count=autoscaling.min_nodes if autoscaling else tpu_slice.hosts,
         autoscaling=autoscaling,
-        compact_placement=tpu_slice.is_multi_host,
+        placement=tpu_slice.placement,
+        workload_policy=_workload_policy(spec, tpu_slice),
         max_pods_per_node=spec.max_pods_per_node,
         auto_repair=not flex if spec.auto_repair is None else spec.auto_repair,
         auto_upgrade=_auto_upgrade(spec),
         preemptible=spec.preemptible,
         host_maintenance_interval=spec.host_maintenance_interval,
         max_run_duration_seconds=spec.max_run_duration_seconds,
+    )
+
+
+def _workload_policy(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> WorkloadPolicy | None:
+    if tpu_slice.placement is not SlicePlacement.WORKLOAD_POLICY:
+        return None
+    # One policy per slice group: every pool of it has the same accelerator topology.
+    return WorkloadPolicy(
+        name=spec.workload_policy or f"{spec.name}-wp",
+        region=zone_region(spec.zone),
+        accelerator_topology=tpu_slice.topology,
+        create=spec.workload_policy is None,
     )
 
 
@@ -234,7 +268,7 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
         {
             "machine_type": plan.slice.vm_type,
             "topology": plan.slice.topology,
-            "placement": "COMPACT" if plan.compact_placement else "none",
+            "placement": _placement_fingerprint(plan),
             "initial_node_count": str(plan.initial_node_count),
             "max_pods_per_node": str(plan.max_pods_per_node),
             "zone": plan.zone,
@@ -242,6 +276,12 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
             "slices": str(plan.slices),
         }
     )
+
+
+def _placement_fingerprint(plan: SlicePoolsPlan) -> str:
+    if plan.workload_policy is not None:
+        return f"workload policy {plan.workload_policy.name}"
+    return "COMPACT" if plan.compact_placement else "none"
 
 
 def _capacity_fingerprint(plan: SlicePoolsPlan) -> str:

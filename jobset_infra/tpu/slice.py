@@ -14,6 +14,7 @@ from types import MappingProxyType
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.catalog import (
     Accelerator,
+    SlicePlacement,
     TpuShapeError,
     accelerator_for_machine_type,
     parse_topology,
@@ -105,6 +106,11 @@ class TpuSlice:
         return self.hosts > 1
 
     @property
+    def placement(self) -> SlicePlacement | None:
+        """Return how GKE places the slice's VMs together; None for a single-host slice."""
+        return self.family.multi_host_placement if self.is_multi_host else None
+
+    @property
     def tpu_request(self) -> int:
         """Return the ``google.com/tpu`` request of each pod: all chips of its node."""
         return self.chips_per_host
@@ -145,8 +151,9 @@ def _allowed_chips_per_vm(family: Accelerator, topology: str) -> frozenset[int]:
     """Rule 3: the topology must be one the family offers; return its allowed chips per VM."""
     allowed = family.topologies.get(topology)
     if allowed is None:
+        rule = f" ({family.topology_rule})" if family.topology_rule else ""
         raise TpuShapeError(
-            f"topology {topology!r} does not exist for {family.label}; valid topologies: "
+            f"topology {topology!r} does not exist for {family.label}; valid topologies{rule}: "
             f"{_abbreviated(list(family.topologies))}"
         )
     return allowed

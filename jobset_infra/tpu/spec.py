@@ -126,9 +126,12 @@ class SlicePoolsSpec:
     node_count: int | None = None
     """Nodes per pool; derived (= hosts of the slice). Set only to assert it."""
     compact_placement: bool | None = None
-    """Derived: multi-host slices get COMPACT placement with tpu_topology, single-host none."""
+    """Derived: multi-host slices of v4/v5e/v5p/v6e get COMPACT placement with tpu_topology,
+    single-host slices none (TPU7x multi-host slices take a workload policy instead)."""
     workload_policy: str | None = None
-    """A workload resource policy (TPU7x style); not valid for the families in the catalog."""
+    """Multi-host TPU7x only: an existing HIGH_THROUGHPUT workload policy (same project and
+    region, accelerator topology = the slice's) to place the pools with; None = TpuSlicePools
+    creates one."""
     max_pods_per_node: int = 15
     host_maintenance_interval: HostMaintenance | None = None
     queued_provisioning: bool = False

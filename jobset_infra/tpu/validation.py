@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from jobset_infra.tpu import constants as c
-from jobset_infra.tpu.catalog import TpuShapeError, resolve_accelerator
+from jobset_infra.tpu.catalog import SlicePlacement, TpuShapeError, resolve_accelerator
 from jobset_infra.tpu.slice import TpuSlice
 from jobset_infra.tpu.spec import (
     Autoscaling,
@@ -36,6 +36,7 @@ __all__ = [
     "validate_spec",
     "validate_versions",
     "validate_zone",
+    "zone_region",
 ]
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
@@ -44,6 +45,8 @@ _POOL_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _POOL_NAME_MAX = 40
 _ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 _REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+# Compute Engine resource names (RFC 1035): resource policies among them.
+_RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
 # GKE accepts 8-256 pods per node on Standard node pools.
 _MAX_PODS_RANGE = (8, 256)
@@ -163,25 +166,59 @@ def validate_zone(spec: SlicePoolsSpec) -> None:
 
 
 def validate_placement(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
-    """Rules 5-6: multi-host gets COMPACT + tpu_topology; single-host gets no topology."""
+    """Rules 5-6: multi-host gets COMPACT + tpu_topology (TPU7x: a workload policy instead);
+    single-host gets no placement at all."""
+    placement = tpu_slice.placement
     if spec.workload_policy is not None:
+        _check_workload_policy(spec.workload_policy, tpu_slice)
+    if spec.compact_placement is not None and placement is SlicePlacement.WORKLOAD_POLICY:
         raise SlicePoolsError(
-            "workload_policy",
-            f"{tpu_slice.accelerator} slices are placed with COMPACT placement and tpu_topology, "
-            "never together with a workload policy (that is for TPU7x); remove workload_policy",
+            "compact_placement",
+            f"multi-host {tpu_slice.describe()} is placed by a workload policy with accelerator "
+            f"topology {tpu_slice.topology}, not COMPACT with tpu_topology; leave "
+            "compact_placement unset",
         )
-    if spec.compact_placement is False and tpu_slice.is_multi_host:
+    if spec.compact_placement is False and placement is SlicePlacement.COMPACT:
         raise SlicePoolsError(
             "compact_placement",
             f"multi-host {tpu_slice.describe()} needs COMPACT placement with "
             f"tpu_topology={tpu_slice.topology}; leave compact_placement unset",
         )
-    if spec.compact_placement is True and not tpu_slice.is_multi_host:
+    if spec.compact_placement is True and placement is None:
         raise SlicePoolsError(
             "compact_placement",
             f"single-host {tpu_slice.describe()} must not carry a placement policy or "
             "tpu_topology; leave compact_placement unset",
         )
+
+
+def _check_workload_policy(name: str, tpu_slice: TpuSlice) -> None:
+    if tpu_slice.placement is not SlicePlacement.WORKLOAD_POLICY:
+        why = (
+            "is single-host and takes no placement policy"
+            if tpu_slice.placement is None
+            else "is placed with COMPACT placement and tpu_topology, never a workload policy "
+            "(that is for multi-host TPU7x slices)"
+        )
+        raise SlicePoolsError(
+            "workload_policy", f"{tpu_slice.describe()} {why}; remove workload_policy"
+        )
+    if not _RESOURCE_NAME.match(name):
+        raise SlicePoolsError(
+            "workload_policy",
+            f"{name!r} is not a resource policy name: 1-63 lowercase letters, digits and "
+            "hyphens, starting with a letter; give the name of the policy in the cluster's region",
+        )
+
+
+def zone_region(zone: str) -> str:
+    """Return the region of a zone ("us-central1-c" -> "us-central1"); the zone must be valid."""
+    match = _ZONE.match(zone)
+    if not match:
+        raise SlicePoolsError(
+            "zone", f"{zone!r} is not a single GCP zone such as 'us-west4-a'; give one zone"
+        )
+    return match["region"]
 
 
 def validate_node_count(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
@@ -297,6 +334,10 @@ def validate_versions(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
         )
     if spec.gke_version is None:
         return
+    family = tpu_slice.family
+    if family.min_gke_version is not None:
+        _require_version(spec.gke_version, family.min_gke_version,
+                         f"{family.generation} ({family.label})")
     multislice = spec.multislice if spec.multislice is not None else spec.slices > 1
     if multislice and tpu_slice.is_multi_host:
         _require_version(spec.gke_version, c.MIN_GKE_VERSION_MULTISLICE, "Multislice")

@@ -36,6 +36,7 @@ __all__ = [
     "GCP_CLUSTER",
     "GCP_IAM_MEMBER",
     "GCP_NODE_POOL",
+    "GCP_RESOURCE_POLICY",
     "GCP_SERVICE_ACCOUNT",
     "K8S_PROVIDER",
     "ComponentRun",
@@ -46,6 +47,7 @@ __all__ = [
 
 GCP_CLUSTER = "gcp:container/cluster:Cluster"
 GCP_NODE_POOL = "gcp:container/nodePool:NodePool"
+GCP_RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 GCP_SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 GCP_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 K8S_PROVIDER = "pulumi:providers:kubernetes"

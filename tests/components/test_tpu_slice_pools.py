@@ -16,6 +16,7 @@ from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, GkeClusterSpec
 from tests.components.pulumi_harness import (
     GCP_CLUSTER,
     GCP_NODE_POOL,
+    GCP_RESOURCE_POLICY,
     ComponentRun,
     run_component,
 )
@@ -72,6 +73,39 @@ def test_four_multi_host_v5e_2x4_slices_on_spot() -> None:
     assert result.values["total_chips"] == 32
     assert result.component.plan.tpu_request == 4
     assert result.warnings() == []
+
+
+def test_multi_host_tpu7x_slices_get_one_workload_policy_instead_of_tpu_topology() -> None:
+    spec = make_spec(name="iw", accelerator="tpu7x", topology="4x4x4", machine_type=None,
+                     slices=2, zone="us-central1-c", cluster_location="us-central1")
+    result = _build(spec)
+
+    [policy] = result.of_type(GCP_RESOURCE_POLICY)
+    assert policy.parent_type == "jobset-infra:index:TpuSlicePools"
+    assert dict(policy.inputs) == {
+        "name": "iw-wp",
+        "project": "my-project",
+        "region": "us-central1",
+        "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "4x4x4"},
+    }
+    pools = sorted(result.of_type(GCP_NODE_POOL), key=lambda p: p.name)
+    assert [p.name for p in pools] == ["iw-0", "iw-1"]
+    for pool in pools:
+        assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "policyName": "iw-wp"}
+        assert pool.inputs["nodeCount"] == 16
+        assert pool.inputs["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
+    assert result.values["total_chips"] == 128
+    assert result.values["fingerprint"]["placement"] == "workload policy iw-wp"
+
+
+def test_an_existing_workload_policy_is_named_and_not_created() -> None:
+    spec = make_spec(name="iw", accelerator="tpu7x", topology="2x2x2", machine_type=None,
+                     zone="us-central1-c", cluster_location="us-central1",
+                     workload_policy="team-2x2x2")
+    result = _build(spec)
+    assert result.of_type(GCP_RESOURCE_POLICY) == []
+    assert {p.inputs["placementPolicy"]["policyName"] for p in result.of_type(GCP_NODE_POOL)} == {
+        "team-2x2x2"}
 
 
 def test_one_single_host_v5e_2x2_slice_on_demand() -> None:

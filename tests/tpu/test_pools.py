@@ -18,6 +18,8 @@ from jobset_infra.tpu import (
     replacement_fingerprint,
     replacement_warnings,
 )
+from jobset_infra.tpu.catalog import SlicePlacement
+from jobset_infra.tpu.pools import WorkloadPolicy
 from tests.tpu.builders import make_spec
 
 
@@ -53,6 +55,30 @@ def test_single_host_on_demand_has_no_placement() -> None:
     )
     assert (plan.compact_placement, plan.initial_node_count, plan.total_chips) == (False, 1, 4)
     assert plan.capacity_node_labels == {}
+
+
+IRONWOOD = {"accelerator": "tpu7x", "topology": "2x2x2", "machine_type": None,
+            "zone": "us-central1-c", "cluster_location": "us-central1"}
+
+
+def test_multi_host_tpu7x_pools_share_one_workload_policy_of_their_topology() -> None:
+    plan = plan_slice_pools(make_spec(**IRONWOOD))
+    assert (plan.placement, plan.compact_placement) == (SlicePlacement.WORKLOAD_POLICY, False)
+    assert plan.workload_policy == WorkloadPolicy(
+        name="train-wp", region="us-central1", accelerator_topology="2x2x2", create=True)
+    assert (plan.nodes_per_pool, plan.total_chips, plan.tpu_request) == (2, 32, 4)
+    assert replacement_fingerprint(plan)["placement"] == "workload policy train-wp"
+
+
+def test_an_existing_workload_policy_is_used_not_created() -> None:
+    plan = plan_slice_pools(make_spec(**IRONWOOD, workload_policy="shared-2x2x2"))
+    assert plan.workload_policy is not None
+    assert (plan.workload_policy.name, plan.workload_policy.create) == ("shared-2x2x2", False)
+
+
+def test_single_host_tpu7x_has_no_policy() -> None:
+    plan = plan_slice_pools(make_spec(**{**IRONWOOD, "topology": "2x2x1"}, slices=1))
+    assert (plan.placement, plan.workload_policy, plan.nodes_per_pool) == (None, None, 1)
 
 
 def test_reservation_labels_use_the_short_name() -> None:
@@ -149,7 +175,10 @@ def test_plan_totals_add_up(case: tuple[TpuSlice, int]) -> None:
     assert plan.total_chips == slices * tpu_slice.chips
     assert plan.total_nodes == sum(d.nodes for d in plan.placement_domains)
     assert len(set(plan.pool_names)) == slices
-    assert plan.compact_placement == tpu_slice.is_multi_host
+    assert (plan.placement is not None) == tpu_slice.is_multi_host
+    assert plan.compact_placement == (tpu_slice.placement is SlicePlacement.COMPACT)
+    assert (plan.workload_policy is not None) == (
+        tpu_slice.placement is SlicePlacement.WORKLOAD_POLICY)
     assert plan.initial_node_count == tpu_slice.hosts
 
 
@@ -191,7 +220,7 @@ def test_any_request_yields_a_consistent_plan_or_a_named_error(fields: dict[str,
     hosts = plan.slice.hosts
     assert plan.slices == fields["slices"]
     assert plan.slices >= 1
-    assert plan.compact_placement == plan.slice.is_multi_host
+    assert (plan.placement is not None) == plan.slice.is_multi_host
     assert plan.slices == 1 or plan.slice.is_multi_host
     if plan.autoscaling is not None:
         assert plan.autoscaling.max_nodes == hosts

@@ -1,4 +1,5 @@
-"""TpuSlice: every v5e machine type x topology, the node-count formula, other families, errors."""
+"""TpuSlice: every v5e machine type x topology, the node-count formula, other generations
+(v4, v5p, v6e, TPU7x) with their placement, errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from jobset_infra.tpu import ACCELERATORS, TpuShapeError, TpuSlice
 from jobset_infra.tpu import constants as c
+from jobset_infra.tpu.catalog import SlicePlacement, resolve_accelerator
 
 V5E = "tpu-v5-lite-podslice"
 V5E_TOPOLOGIES = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
@@ -86,6 +88,17 @@ def test_default_machine_type_is_the_fewest_hosts(
         pytest.param("v4", "2x2x2", None, 2, "v4-16", id="v4 2x2x2 is two hosts"),
         pytest.param("v5p", "4x4x8", None, 32, "v5p-256", id="v5p 4x4x8 is 32 hosts"),
         pytest.param("V5P", "16x16x24", None, 1536, "v5p-12288", id="v5p largest slice"),
+        # Cloud TPU's v5p table: 2x2x1 1 host, 2x2x2 2, 2x4x4 8, 4x4x4 16 (one cube).
+        pytest.param("v5p", "2x2x1", None, 1, "v5p-8", id="v5p 2x2x1 is single-host"),
+        pytest.param("v5p", "2x4x4", None, 8, "v5p-64", id="v5p 2x4x4 is 8 hosts"),
+        pytest.param("v5p", "4x4x4", None, 16, "v5p-128", id="v5p one cube is 16 hosts"),
+        pytest.param("v6e", "1x1", None, 1, "v6e-1", id="v6e 1x1 is one 1-chip VM"),
+        pytest.param("v6e", "16x16", None, 64, "v6e-256", id="v6e full pod is 64 hosts"),
+        # TPU7x: 4-chip VMs, 2 TensorCores a chip (XPK names tpu7x-<cores>).
+        pytest.param("tpu7x", "2x2x1", None, 1, "tpu7x-8", id="TPU7x 2x2x1 is single-host"),
+        pytest.param("ironwood", "2x2x2", None, 2, "tpu7x-16", id="TPU7x 2x2x2 is two hosts"),
+        pytest.param("tpu7x", "4x4x4", None, 16, "tpu7x-128", id="TPU7x cube is 16 hosts"),
+        pytest.param("tpu7x", "16x24x24", None, 2304, "tpu7x-18432", id="TPU7x whole pod"),
     ],
 )
 def test_other_families(
@@ -94,6 +107,33 @@ def test_other_families(
     tpu_slice = TpuSlice(accelerator, topology, machine_type)
     assert tpu_slice.hosts == want_hosts
     assert tpu_slice.tpu_api_type == want_api_type
+    assert (tpu_slice.placement is None) == (want_hosts == 1)
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "want_placement"),
+    [
+        pytest.param("v5e", SlicePlacement.COMPACT, id="v5e multi-host is COMPACT + tpu_topology"),
+        pytest.param("v6e", SlicePlacement.COMPACT, id="v6e multi-host is COMPACT + tpu_topology"),
+        pytest.param("v5p", SlicePlacement.COMPACT, id="v5p multi-host is COMPACT + tpu_topology"),
+        pytest.param("tpu7x", SlicePlacement.WORKLOAD_POLICY,
+                     id="TPU7x multi-host takes a workload policy"),
+    ],
+)
+def test_multi_host_placement_by_generation(accelerator: str,
+                                            want_placement: SlicePlacement) -> None:
+    family = resolve_accelerator(accelerator)
+    multi = [t for t, chips in family.topologies.items()
+             if TpuSlice(accelerator, t, family.machine_type_for(min(chips))).is_multi_host]
+    assert multi
+    for topology in multi[:6]:
+        assert TpuSlice(accelerator, topology).placement in (want_placement, None)
+
+
+def test_every_generation_cites_its_sources() -> None:
+    for family in ACCELERATORS.values():
+        assert family.sources, family.label
+        assert all(s.startswith("https://") for s in family.sources), family.sources
 
 
 @pytest.mark.parametrize(
@@ -150,9 +190,23 @@ def test_other_families(
             "v5e",
             "2x2",
             "tpu7x-standard-4t",
-            "TPU7x (Ironwood) VM",
-            id="TPU7x machine type is named as unsupported",
+            "belongs to accelerator tpu7x, not tpu-v5-lite-podslice",
+            id="TPU7x machine type for a v5e slice names its family",
         ),
+        pytest.param(
+            "tpu7x",
+            "2x2x3",
+            None,
+            "multiples of 4 up to 256 a side and 9,216 chips",
+            id="TPU7x odd dimension states the rule",
+        ),
+        pytest.param("tpu7x", "24x24x24", None, "does not exist for tpu7x",
+                     id="TPU7x beyond 144 cubes"),
+        pytest.param("v6e", "2x2x2", None, "2-D topologies written AxB", id="v6e 3-D topology"),
+        pytest.param("v6e", "4x4", "ct6e-standard-8t", "use one of: ct6e-standard-4t",
+                     id="v6e 8-chip VMs for a 4x4 slice"),
+        pytest.param("v5p", "2x2", None, "3-D topologies written AxBxC", id="v5p 2-D topology"),
+        pytest.param("v5p", "16x16x32", None, "6,144 chips", id="v5p beyond 96 cubes"),
         pytest.param(
             "v4", "3x3x3", None, "does not exist for tpu-v4-podslice", id="v4 odd dimensions"
         ),

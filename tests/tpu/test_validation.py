@@ -13,10 +13,12 @@ from tests.tpu.builders import make_spec
 
 RESERVED = {"capacity": Capacity.RESERVATION, "reservation": "v5e-res"}
 FLEX = {"capacity": Capacity.FLEX_START}
+IRONWOOD = {"accelerator": "tpu7x", "topology": "2x2x2", "machine_type": None,
+            "zone": "us-central1-c", "cluster_location": "us-central1"}
 
 # Every invalid case of §6 rules 1-14: (overrides, want_field, want_message fragment).
 INVALID_CASES = [
-    pytest.param({"accelerator": "tpu7x"}, "accelerator", "unknown TPU accelerator 'tpu7x'",
+    pytest.param({"accelerator": "tpu8"}, "accelerator", "unknown TPU accelerator 'tpu8'",
                  id="rule 1: an accelerator outside the catalog"),
     pytest.param({"machine_type": "ct6e-standard-4t"}, "machine_type",
                  "belongs to accelerator tpu-v6e-slice, not tpu-v5-lite-podslice",
@@ -36,8 +38,20 @@ INVALID_CASES = [
                  "'ct5lp-hightpu-1t' (1 chip per VM) cannot build a tpu-v5-lite-podslice 2x2 slice",
                  id="rule 4: 1-chip VMs for a 2x2 slice"),
     pytest.param({"workload_policy": "my-policy"}, "workload_policy",
-                 "never together with a workload policy",
+                 "never a workload policy (that is for multi-host TPU7x slices)",
                  id="rule 5: COMPACT plus a workload policy"),
+    pytest.param({**IRONWOOD, "compact_placement": True}, "compact_placement",
+                 "is placed by a workload policy with accelerator topology 2x2x2",
+                 id="rule 5: COMPACT placement for a multi-host TPU7x slice"),
+    pytest.param({**IRONWOOD, "topology": "2x2x1", "slices": 1, "workload_policy": "wp"},
+                 "workload_policy", "is single-host and takes no placement policy",
+                 id="rule 5: a workload policy for a single-host TPU7x slice"),
+    pytest.param({**IRONWOOD, "workload_policy": "My_Policy"}, "workload_policy",
+                 "is not a resource policy name",
+                 id="rule 5: a workload policy name Compute Engine refuses"),
+    pytest.param({**IRONWOOD, "gke_version": "1.33.5-gke.1080000"}, "gke_version",
+                 "TPU7x (tpu7x) needs GKE 1.34.0-gke.2201000 or later",
+                 id="rule 14: TPU7x on a GKE older than Ironwood's first"),
     pytest.param({"compact_placement": False}, "compact_placement",
                  "needs COMPACT placement with tpu_topology=2x4",
                  id="rule 5: a multi-host slice without COMPACT placement"),

@@ -1,4 +1,4 @@
-"""The jobset-infra Pulumi program: `pulumi up -s local | v5e-multislice | v5e-dev`.
+"""The jobset-infra Pulumi program: `pulumi up -s <stack>` for each stacks/Pulumi.<stack>.yaml.
 
 Thin on purpose: the stack's config (stacks/Pulumi.<stack>.yaml) is validated by
 `jobset_infra.stack.config` and the platform is built by

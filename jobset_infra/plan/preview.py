@@ -37,7 +37,10 @@ _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "gcp:container/cluster:Cluster": ("location", "minMasterVersion"),
     "gcp:container/nodePool:NodePool": ("nodeConfig.machineType", "nodeCount",
-                                        "placementPolicy.tpuTopology", "nodeConfig.spot"),
+                                        "placementPolicy.tpuTopology",
+                                        "placementPolicy.policyName", "nodeConfig.spot"),
+    "gcp:compute/resourcePolicy:ResourcePolicy": ("region", "workloadPolicy.type",
+                                                  "workloadPolicy.acceleratorTopology"),
     "kubernetes:helm.sh/v3:Release": ("chart", "version"),
     "kubernetes:helm.sh/v4:Chart": ("chart", "version"),
 }

@@ -53,6 +53,47 @@ def test_multislice_config_plans_four_two_vm_slices_and_a_queued_workload() -> N
     assert config.queued
 
 
+GENERATION_STACKS = [
+    # (stack, a topology the generation does not offer, a shape the message lists)
+    pytest.param("v5e-multislice", "3x3", "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+                 id="v5e 3x3 lists the v5e shapes"),
+    pytest.param("v6e-multislice", "4x16", "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+                 id="v6e 4x16 lists the v6e shapes"),
+    pytest.param("v5p-multislice", "2x4x3", "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4",
+                 id="v5p 2x4x3 lists the v5p shapes and their rule"),
+    pytest.param("tpu7x-multislice", "4x4x6", "2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4",
+                 id="TPU7x 4x4x6 lists the TPU7x shapes and their rule"),
+]
+
+
+@pytest.mark.parametrize(("stack", "topology", "shapes"), GENERATION_STACKS)
+def test_a_wrong_shape_for_each_generation_names_the_key_and_the_valid_shapes(
+    stack: str, topology: str, shapes: str
+) -> None:
+    slices = json.loads(committed_config(stack)[f"{NS}:slices"])
+    [problem] = _problems(_with(stack, slices={**slices, "topology": topology}))
+    assert problem.startswith(f"{NS}:slices.topology: topology {topology!r} does not exist for "
+                              f"{slices['accelerator']}; valid topologies"), problem
+    assert shapes in problem
+
+
+@pytest.mark.parametrize(
+    ("stack", "want"),
+    [
+        pytest.param("v6e-multislice", (4, 4, 64, "ct6e-standard-4t"), id="v6e 4 x 4x4"),
+        pytest.param("v5p-multislice", (2, 8, 64, "ct5p-hightpu-4t"), id="v5p 2 x 2x4x4"),
+        pytest.param("tpu7x-multislice", (2, 4, 32, "tpu7x-standard-4t"), id="TPU7x 2 x 2x2x4"),
+    ],
+)
+def test_each_generation_stack_plans_multislice_pools(
+    stack: str, want: tuple[int, int, int, str]
+) -> None:
+    config = load_stack_config(committed_config(stack))
+    plan = config.slice_pools_plan()
+    assert (plan.slices, plan.nodes_per_pool, plan.total_chips, plan.slice.vm_type) == want
+    assert plan.slice.is_multi_host and config.queued
+
+
 def test_other_namespaces_pass_through() -> None:
     config = {**committed_config("local"), "kubernetes:enableServerSideApply": "true"}
     assert load_stack_config(config).platform == "local"

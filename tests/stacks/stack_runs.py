@@ -10,7 +10,8 @@ from jobset_infra.plan.offline import OfflineRun, run_offline
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
-STACK_NAMES = ("local", "v5e-multislice", "v5e-dev")
+STACK_NAMES = ("local", "v5e-multislice", "v5e-dev", "v6e-multislice", "v5p-multislice",
+               "tpu7x-multislice")
 
 
 def committed_config(stack: str) -> dict[str, str]:

@@ -106,6 +106,46 @@ def test_multislice_controller_knows_the_four_pools_as_placement_domains() -> No
     assert all(f"v5e-{i}" in text for i in range(4))
 
 
+@pytest.mark.parametrize(
+    ("stack", "machine_type", "nodes", "placement"),
+    [
+        pytest.param("v6e-multislice", "ct6e-standard-4t", 4,
+                     {"type": "COMPACT", "tpuTopology": "4x4"}, id="v6e COMPACT 4x4"),
+        pytest.param("v5p-multislice", "ct5p-hightpu-4t", 8,
+                     {"type": "COMPACT", "tpuTopology": "2x4x4"}, id="v5p COMPACT 2x4x4"),
+        pytest.param("tpu7x-multislice", "tpu7x-standard-4t", 4,
+                     {"type": "COMPACT", "policyName": "tpu7x-wp"},
+                     id="TPU7x named workload policy, no tpu_topology"),
+    ],
+)
+def test_generation_stacks_shape_their_pools(
+    stack: str, machine_type: str, nodes: int, placement: dict[str, str]
+) -> None:
+    pools = _tpu_pools(run_stack(stack))
+    assert len(pools) >= 2
+    for pool in pools:
+        assert pool.inputs["nodeConfig"]["machineType"] == machine_type
+        assert pool.inputs["nodeCount"] == nodes
+        assert pool.inputs["placementPolicy"] == placement
+    rjob = _rjob(run_stack(stack))
+    assert (rjob["replicas"], rjob["template"]["spec"]["parallelism"]) == (len(pools), nodes)
+
+
+def test_tpu7x_stack_creates_the_workload_policy_of_its_topology() -> None:
+    [policy] = run_stack("tpu7x-multislice").of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT",
+                                               "acceleratorTopology": "2x2x4"}
+    assert policy.inputs["region"] == "us-central1"
+
+
+def test_v5p_flavor_selects_the_reservations_nodes() -> None:
+    flavors = run_stack("v5p-multislice").of_type(
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    [flavor] = flavors
+    assert flavor.inputs["spec"]["nodeLabels"]["cloud.google.com/reservation-name"] == (
+        "my-v5p-reservation")
+
+
 def test_dev_stack_is_one_single_host_slice() -> None:
     run = run_stack("v5e-dev")
     [pool] = _tpu_pools(run)

@@ -24,6 +24,7 @@ from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
+from jobset_infra.controller.runtime.cache_health import CacheState, readiness
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -152,8 +153,9 @@ class JobSetController:
         self._wire_handlers()
 
     def _make_informers(self, client: KubeClient, namespace: str | None) -> None:
+        clock = self._clock
         self.jobsets: Informer[dict[str, Any]] = Informer(
-            client, JOBSETS, cache_jobset, namespace=namespace
+            client, JOBSETS, cache_jobset, namespace=namespace, clock=clock
         )
         self.jobs: Informer[CachedJob] = Informer(
             client,
@@ -164,9 +166,10 @@ class JobSetController:
             # Every Job a JobSet owns carries this label: other Jobs in the cluster (often many)
             # are neither listed, watched nor cached.
             label_selector=c.JOBSET_NAME_KEY,
+            clock=clock,
         )
         self.services: Informer[CachedService] = Informer(
-            client, SERVICES, cache_service, namespace=namespace
+            client, SERVICES, cache_service, namespace=namespace, clock=clock
         )
         self.pvcs: Informer[CachedName] = Informer(
             client,
@@ -174,18 +177,33 @@ class JobSetController:
             cache_name,
             namespace=namespace,
             indexers={NAMESPACE_INDEX: lambda p: (p.namespace,)},
+            required=False,
+            degrades="volumeClaimPolicies' claims are created without knowing which exist",
+            clock=clock,
         )
         self.nodes: Informer[SlimNode] | None = None
         if self.config.placement.mode is not PlacementMode.OFF:
-            self.nodes = Informer(client, NODES, slim_node_from_manifest)
+            self.nodes = Informer(
+                client, NODES, slim_node_from_manifest, required=False, clock=clock,
+                degrades="exclusive placement cannot see node pools (auto mode falls back to "
+                         "pod affinity; declared domains still count)",
+            )
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     @property
     def informers(self) -> list[Informer[Any]]:
         found: list[Informer[Any]] = [self.jobsets, self.jobs, self.services, self.pvcs]
         return found + ([self.nodes] if self.nodes is not None else [])
 
+    def cache_states(self) -> list[CacheState]:
+        return [informer.state() for informer in self.informers]
+
     def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.informers)
+        """Every required cache is in sync (what /readyz reports)."""
+        return readiness(self.cache_states()).ok
 
     async def resync(self) -> None:
         """Re-list every cache (a new leader does, before its first reconcile)."""
@@ -351,7 +369,7 @@ class JobSetController:
     ) -> Observed[Manifest]:
         namespace = str(jobset["metadata"].get("namespace", ""))
         pvc_names = None
-        if not self.pvcs.forbidden:
+        if self.pvcs.usable:
             pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
         return Observed(
             jobset=jobset,
@@ -366,7 +384,7 @@ class JobSetController:
 
     def _placement(self) -> PlacementInputs:
         nodes = None
-        if self.nodes is not None and not self.nodes.forbidden:
+        if self.nodes is not None and self.nodes.usable:
             nodes = tuple(self.nodes.store.values())
         views = [*self._views.values(), *self._inflight.values()]
         return placement_inputs(

@@ -1,6 +1,8 @@
 """HTTP endpoints: /healthz and /readyz on the health address, /metrics on the metrics address.
 
-Standby replicas are ready once their caches are synced (they serve nothing but are warm), so a
+What each probe checks is decided in `cache_health.py`; a failing probe's body says why (which
+cache, which error), so `curl .../readyz` tells an operator what the controller cannot see.
+Standby replicas are ready while their caches are in sync (they serve nothing but are warm), so a
 rolling update does not wait for leadership. Binding ":0" picks a free port (tests).
 """
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from jobset_infra.controller.runtime.cache_health import Verdict
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
 
@@ -31,8 +34,8 @@ class Endpoints:
     def __init__(
         self,
         metrics: Metrics,
-        healthy: Callable[[], bool],
-        ready: Callable[[], bool],
+        healthy: Callable[[], Verdict],
+        ready: Callable[[], Verdict],
         liveness_path: str = "/healthz",
         readiness_path: str = "/readyz",
     ) -> None:
@@ -93,12 +96,12 @@ class Endpoints:
         self._runners.clear()
 
     async def _healthz(self, _: web.Request) -> web.Response:
-        ok = self.healthy()
-        return web.Response(status=200 if ok else 500, text="ok" if ok else "unhealthy")
+        verdict = self.healthy()
+        return web.Response(status=200 if verdict.ok else 500, text=verdict.text())
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        ok = self.ready()
-        return web.Response(status=200 if ok else 503, text="ok" if ok else "caches not synced")
+        verdict = self.ready()
+        return web.Response(status=200 if verdict.ok else 503, text=verdict.text())
 
     async def _metrics(self, request: web.Request) -> web.Response:
         if self.auth is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,98 +20,50 @@ import aiohttp
 
 from jobset_infra.api.input_limits import CONTROLLER_LIMITS, LimitError, loads_json
 from jobset_infra.controller.runtime.auth import ClusterAccess
+from jobset_infra.controller.runtime.kube_errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    InvalidError,
+    NotFoundError,
+    ServerError,
+    TooManyRequestsError,
+    UndeclaredCallError,
+    error_from_status,
+)
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, Sleep, TokenBucket
 from jobset_infra.controller.runtime.resources import PERMISSIONS, Resource, permission
 
+__all__ = [
+    "FIELD_MANAGER",
+    "JSON_PATCH",
+    "KEEPALIVE_SECONDS",
+    "MERGE_PATCH",
+    "AlreadyExistsError",
+    "ApiError",
+    "ConflictError",
+    "ForbiddenError",
+    "GoneError",
+    "InvalidError",
+    "KubeClient",
+    "NotFoundError",
+    "ResponseTooLargeError",
+    "ServerError",
+    "TooManyRequestsError",
+    "UndeclaredCallError",
+]
+
 FIELD_MANAGER = "jobset-controller"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-_RETRY_AFTER_CAP = 30.0
 # kube-apiserver closes a connection idle for 90 s (its http.Server IdleTimeout). aiohttp's
 # default keep-alive of 15 s closed ours first, so a burst of creates or deletes after a quiet
 # spell opened (and TLS-handshook) one connection per parallel lane again: 0.1-0.25 s for 16-50
 # lanes on the benchmark machine, where client-go multiplexes one HTTP/2 connection.
 KEEPALIVE_SECONDS = 60.0
-
-
-class ApiError(Exception):
-    """An error status from the API server (or "<error>" for transport failures: code 0)."""
-
-    def __init__(self, code: int, reason: str, message: str, body: Mapping[str, Any] | None = None):
-        super().__init__(f"{code} {reason}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.body = dict(body or {})
-
-
-class NotFoundError(ApiError): ...
-
-
-class AlreadyExistsError(ApiError): ...
-
-
-class ConflictError(ApiError): ...
-
-
-class GoneError(ApiError): ...
-
-
-class TooManyRequestsError(ApiError):
-    def __init__(
-        self,
-        code: int,
-        reason: str,
-        message: str,
-        body: Mapping[str, Any] | None = None,
-        retry_after: float = 1.0,
-    ):
-        super().__init__(code, reason, message, body)
-        self.retry_after = retry_after
-
-
-class InvalidError(ApiError): ...
-
-
-class ForbiddenError(ApiError): ...
-
-
-class ServerError(ApiError): ...
-
-
-class UndeclaredCallError(RuntimeError):
-    """The runtime tried a (group, resource, verb) its RBAC rules (api/rbac.py) do not grant."""
-
-
-def _error(code: int, body: Mapping[str, Any], headers: Mapping[str, str]) -> ApiError:
-    reason = str(body.get("reason") or "")
-    message = str(body.get("message") or "")
-    if code == 404:
-        return NotFoundError(code, reason or "NotFound", message, body)
-    if code == 409:
-        cls = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
-        return cls(code, reason or "Conflict", message, body)
-    if code == 410:
-        return GoneError(code, reason or "Expired", message, body)
-    if code == 429:
-        return TooManyRequestsError(
-            code, reason or "TooManyRequests", message, body, retry_after=_retry_after(headers)
-        )
-    if code == 422:
-        return InvalidError(code, reason or "Invalid", message, body)
-    if code in (401, 403):
-        return ForbiddenError(code, reason or "Forbidden", message, body)
-    if code >= 500:
-        return ServerError(code, reason or "InternalError", message, body)
-    return ApiError(code, reason or "Error", message, body)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float:
-    try:
-        return min(_RETRY_AFTER_CAP, max(0.0, float(headers.get("Retry-After", "1"))))
-    except ValueError:
-        return 1.0
 
 
 class KubeClient:
@@ -257,8 +209,10 @@ class KubeClient:
         *,
         label_selector: str = "",
         inactivity_timeout: float = 120.0,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Stream watch events (dicts with `type` and `object`) from `resource_version`.
+        """Stream watch events (dicts with `type` and `object`) from `resource_version`;
+        `on_open` is called once the server accepted the watch (before any event).
 
         An ERROR event with code 410 raises GoneError; the caller relists. A stream silent for
         `inactivity_timeout` (no event, no bookmark; API servers bookmark about once a minute)
@@ -284,11 +238,13 @@ class KubeClient:
             ) as resp:
                 self._count(resp.status, "GET")
                 if resp.status >= 400:
-                    raise _error(resp.status, await _json_or_empty(resp), resp.headers)
+                    raise error_from_status(resp.status, await _json_or_empty(resp), resp.headers)
+                if on_open is not None:
+                    on_open()
                 async for event in _json_lines(resp.content):
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
-                        raise _error(int(status.get("code") or 500), status, {})
+                        raise error_from_status(int(status.get("code") or 500), status, {})
                     yield event
         except (aiohttp.ClientError, TimeoutError) as err:
             self._count(0, "GET")
@@ -362,7 +318,7 @@ class KubeClient:
                 self._count(resp.status, method)
                 payload = await _json_or_empty(resp)
                 if resp.status >= 400:
-                    raise _error(resp.status, payload, resp.headers)
+                    raise error_from_status(resp.status, payload, resp.headers)
                 return payload
         except (aiohttp.ClientError, TimeoutError) as err:
             self._count(0, method)

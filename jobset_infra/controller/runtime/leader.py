@@ -76,6 +76,11 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.leading.is_set() and not self.lost.is_set()
 
+    def reset(self) -> None:
+        """Forget a previous term (one that gave the Lease up) before running again."""
+        self.leading.clear()
+        self.lost.clear()
+
     async def run(self) -> None:
         """Acquire, then renew until the lease is lost (returns) or the task is cancelled."""
         self._report(False)

@@ -8,6 +8,9 @@
 Order (controller-runtime's manager): start the informers on every replica and wait for them to
 sync; serve /healthz, /readyz and /metrics; then run for the Lease; only the leader runs workers.
 When the Lease is lost, workers are cancelled at once and `lost` is set (`main` exits on it).
+A replica runs for the Lease only while its required caches are in sync, and a leader whose
+required cache has been out of sync for `renewDeadline` stops its workers, releases the Lease
+and waits to be in sync again (`cache_health.py` says why).
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ from dataclasses import dataclass, field
 
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime import auth
+from jobset_infra.controller.runtime.cache_health import (
+    CacheState,
+    Verdict,
+    liveness,
+    may_lead,
+    must_give_up,
+    readiness,
+    settled,
+)
 from jobset_infra.controller.runtime.controller import Decide, JobSetController, core_config
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.health import Endpoints, split_address
@@ -35,6 +47,7 @@ from jobset_infra.controller.runtime.serving_cert import serving_context
 from jobset_infra.controller.runtime.spec_checks import prepare_spec_check
 
 log = logging.getLogger(__name__)
+_POLL = 0.1  # how often leadership and start-up look at the caches' states (cheap)
 
 
 class CacheSyncTimeoutError(RuntimeError):
@@ -59,6 +72,7 @@ class RunningController:
     leading: asyncio.Event = field(default_factory=asyncio.Event)
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    gave_up: int = 0  # leadership terms ended because a required cache was out of sync
     _lead: asyncio.Task[None] | None = None
     _killed: bool = False
     _closing: asyncio.Task[None] | None = None
@@ -67,14 +81,28 @@ class RunningController:
     def is_leader(self) -> bool:
         return self.leading.is_set() and not self.lost.is_set()
 
-    def healthy(self) -> bool:
-        """/healthz: every cache is still being kept (an informer may only stop when its LIST
-        was forbidden); a dead one would leave the controller deciding from a frozen view."""
+    def cache_states(self) -> list[CacheState]:
+        """Each cache's state; informers never end by themselves, so an ended task is a bug
+        (or a test killing one) and fails /healthz."""
         informers = self.controller.informers
-        return all(
-            not task.done() or informer.forbidden
-            for task, informer in zip(self.tasks, informers, strict=False)
-        )
+        tasks = self.tasks[: len(informers)]
+        return [
+            informer.state(running=not task.done())
+            for informer, task in zip(informers, tasks, strict=False)
+        ]
+
+    def liveness(self) -> Verdict:
+        lead = self._lead
+        broken = lead is not None and lead.done() and not lead.cancelled() and (
+            lead.exception() is not None)
+        return liveness(self.cache_states(), leadership_running=not broken)
+
+    def readiness(self) -> Verdict:
+        return readiness(self.cache_states())
+
+    def healthy(self) -> bool:
+        """/healthz: every cache is still being kept and the leadership loop runs."""
+        return self.liveness().ok
 
     @property
     def ports(self) -> dict[str, int]:
@@ -163,13 +191,14 @@ async def start_controller(
     elector = _elector(config, client, metrics, name)
     endpoints = Endpoints(
         metrics,
-        healthy=controller.synced,  # replaced by ctl.healthy below
-        ready=controller.synced,
+        healthy=lambda: Verdict(True),  # replaced by ctl's below
+        ready=lambda: Verdict(False, ("starting",)),
         liveness_path=config.health.liveness_endpoint_name,
         readiness_path=config.health.readiness_endpoint_name,
     )
     ctl = RunningController(controller, client, recorder, metrics, name, elector, endpoints)
-    endpoints.healthy = ctl.healthy
+    endpoints.healthy = ctl.liveness
+    endpoints.ready = ctl.readiness
     ctl.tasks += [asyncio.create_task(i.run()) for i in controller.informers]
     ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
     try:
@@ -181,7 +210,8 @@ async def start_controller(
     except BaseException:
         await ctl.stop(release=False)
         raise
-    ctl._lead = asyncio.create_task(_lead(ctl, config.controller.workers))
+    grace = config.leader_election.renew_deadline
+    ctl._lead = asyncio.create_task(_lead(ctl, config.controller.workers, grace))
     return ctl
 
 
@@ -213,67 +243,131 @@ def _elector(
 
 
 async def _wait_synced(controller: JobSetController, timeout: float) -> None:
-    waits = [informer.synced.wait() for informer in controller.informers]
+    """Wait until every required cache has listed (and every optional one has, or was refused);
+    after `timeout` fail naming what is missing and why, as controller-runtime's manager does."""
     try:
-        await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(i.settled.wait() for i in controller.informers))
     except TimeoutError:
-        missing = [i.resource.plural for i in controller.informers if not i.synced.is_set()]
+        missing = [s.describe() for s in controller.cache_states() if not settled(s)]
         raise CacheSyncTimeoutError(
-            f"caches of {', '.join(missing)} did not sync within {timeout:g}s; check that the API "
+            f"caches did not sync within {timeout:g}s: {'; '.join(missing)}; check that the API "
             "server is reachable and the controller's RBAC allows list/watch"
         ) from None
 
 
-async def _lead(ctl: RunningController, workers: int) -> None:
-    """Wait for leadership (immediate without election), then run workers until it is lost.
+async def _lead(ctl: RunningController, workers: int, grace: float) -> None:
+    """Terms of leadership, each: wait until the required caches are in sync, win the Lease
+    (at once without election), re-list, run workers. A term ends when the Lease is lost
+    (`lost` is set; `main` exits) or when a required cache has been out of sync for `grace`
+    (the Lease is released and the next term waits to be in sync again).
 
     Whatever ends this task (a lost Lease, `stop()`, `kill()`) also ends the elector: a replica
     stopped while it was a standby must not go on competing for, and renewing, the Lease.
     """
-    elector_task = asyncio.create_task(ctl.elector.run()) if ctl.elector else None
-    work: asyncio.Task[None] | None = None
-    try:
-        if elector_task is not None and not await _won(ctl, elector_task):
-            ctl.lost.set()
+    while True:
+        await _in_sync(ctl)
+        if not await _term(ctl, workers, grace):
             return
+
+
+async def _in_sync(ctl: RunningController) -> None:
+    """Return once the required caches are in sync (logging once if they are not)."""
+    if may_lead(ctl.controller.cache_states()):
+        return
+    reasons = "; ".join(s.describe() for s in ctl.controller.cache_states()
+                        if s.required and not s.in_sync())
+    log.warning("not running for leadership until the caches are in sync: %s", reasons)
+    while not may_lead(ctl.controller.cache_states()):
+        await asyncio.sleep(_POLL)
+    log.info("caches in sync again: running for leadership")
+
+
+async def _term(ctl: RunningController, workers: int, grace: float) -> bool:
+    """One term; True when it ended by giving up (out of sync), False when the Lease was lost
+    or the workers stopped."""
+    if ctl.elector is not None:
+        ctl.elector.reset()
+    elector_task = asyncio.create_task(ctl.elector.run()) if ctl.elector else None
+    guard = asyncio.create_task(_out_of_sync(ctl.controller, grace))
+    work: asyncio.Task[None] | None = None
+    gave_up = False
+    try:
+        if elector_task is not None and not await _won(ctl, elector_task, guard):
+            gave_up = guard.done()
+            if not gave_up:
+                ctl.lost.set()
+            return gave_up
         ctl.leading.set()
         work = asyncio.create_task(ctl.controller.run_workers(workers))
-        if elector_task is not None:
-            await elector_task  # returns when the lease is lost
+        await asyncio.wait({t for t in (work, guard, elector_task) if t is not None},
+                           return_when=asyncio.FIRST_COMPLETED)
+        gave_up = guard.done()
+        if not gave_up and elector_task is not None and elector_task.done():
             log.error("lost the lease: stopping workers")
             ctl.lost.set()
-        else:
-            await work
+        return gave_up
     finally:
-        tasks = [t for t in (work, elector_task) if t is not None]
+        leading = ctl.leading.is_set() or (ctl.elector is not None and ctl.elector.is_leader)
+        tasks = [t for t in (work, elector_task, guard) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if gave_up:
+            await _give_up(ctl, guard.result(), leading)
 
 
-async def _won(ctl: RunningController, elector_task: asyncio.Task[None]) -> bool:
-    """Wait until the elector leads, then re-list the caches; False if the Lease was lost."""
+async def _give_up(ctl: RunningController, why: str, leading: bool) -> None:
+    """End a term because the caches are out of sync: release the Lease if we held it."""
+    ctl.leading.clear()
+    if not leading:
+        log.warning("no longer running for leadership: %s", why)
+        return
+    log.error("giving up leadership: %s", why)
+    if ctl.elector is not None and not ctl._killed:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ctl.elector.release(), ctl.elector.timings.renew_deadline)
+    ctl.gave_up += 1
+
+
+async def _out_of_sync(controller: JobSetController, grace: float) -> str:
+    """Return (why) once a required cache has been out of sync for `grace` seconds."""
+    clock = controller.clock
+    while not (lost := must_give_up(controller.cache_states(), clock(), grace)):
+        await asyncio.sleep(_POLL)
+    return "; ".join(lost) + f" for {grace:g}s or more"
+
+
+async def _won(ctl: RunningController, elector_task: asyncio.Task[None],
+               guard: asyncio.Task[str]) -> bool:
+    """Wait until the elector leads, then re-list the caches; False if the Lease was lost or
+    the caches went out of sync meanwhile."""
     assert ctl.elector is not None
     leading = asyncio.create_task(ctl.elector.leading.wait())
     try:
-        await asyncio.wait({elector_task, leading}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({elector_task, leading, guard}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         leading.cancel()
-    return ctl.elector.leading.is_set() and await _resynced(ctl, elector_task)
+    if guard.done():
+        return False
+    return ctl.elector.leading.is_set() and await _resynced(ctl, elector_task, guard)
 
 
-async def _resynced(ctl: RunningController, elector_task: asyncio.Task[None]) -> bool:
+async def _resynced(ctl: RunningController, elector_task: asyncio.Task[None],
+                    guard: asyncio.Task[str]) -> bool:
     """Re-list the caches before the first reconcile as leader; False if the Lease was lost
-    meanwhile. A standby's watches may not yet show its predecessor's last writes (a placement
-    decided from such a cache could double-book a node pool)."""
+    (or the caches went out of sync) meanwhile. A standby's watches may not yet show its
+    predecessor's last writes (a placement decided from such a cache could double-book a node
+    pool)."""
     resync = asyncio.create_task(ctl.controller.resync())
     try:
-        await asyncio.wait({elector_task, resync}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({elector_task, resync, guard}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if not resync.done():
             resync.cancel()
             await asyncio.gather(resync, return_exceptions=True)
-    return resync.done() and not resync.cancelled() and not elector_task.done()
+    return (resync.done() and not resync.cancelled() and not elector_task.done()
+            and not guard.done())
 
 
 async def _tick(controller: JobSetController) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from jobset_infra.controller.runtime.auth import for_url
+from jobset_infra.controller.runtime.backoff import Backoff
 from jobset_infra.controller.runtime.informer import Informer
 from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.resources import JOBS
@@ -133,15 +135,91 @@ async def test_write_through_is_not_undone_by_an_older_event(lw: Any) -> None:
     assert informer.store["ns/j1"]["metadata"]["resourceVersion"] == "9"
 
 
-async def test_forbidden_list_leaves_an_empty_synced_cache(lw: Any) -> None:
+class Sleeps:
+    """An injected sleep: records each delay, returns at once, and runs `then` after `count`."""
+
+    def __init__(self, count: int = 0, then: Any = None) -> None:
+        self.delays: list[float] = []
+        self.count = count
+        self.then = then
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        if len(self.delays) == self.count and self.then is not None:
+            self.then()
+        await asyncio.sleep(0)
+
+
+async def test_a_forbidden_list_is_retried_with_backoff_until_allowed(
+    lw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobset_infra.controller.runtime.informer")
     server, url = lw
     server.deny_list = True
+    server.lists = [(10, [job("j1", 5)])]
+
+    def allow() -> None:
+        server.deny_list = False
+
+    sleeps = Sleeps(count=6, then=allow)
     async with KubeClient(for_url(url)) as kube:
-        informer: Informer[Any] = Informer(kube, JOBS, lambda o: o)
-        await asyncio.wait_for(informer.run(), 5)
-    assert informer.forbidden
-    assert informer.synced.is_set()
-    assert informer.store == {}
+        informer: Informer[Any] = Informer(
+            kube, JOBS, lambda o: o, sleep=sleeps,
+            backoff=Backoff(clock=lambda: 0.0, rand=lambda: 0.0),
+        )
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(server.idle.wait(), 5)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    assert sleeps.delays == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6], "backoff, not a fixed retry"
+    assert informer.state().in_sync() and list(informer.store) == ["ns/j1"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "403" in warnings[0], "one line per state change, not per try"
+    assert any("again after 6 failures" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_refused_cache_is_out_of_sync_and_says_why(lw: Any) -> None:
+    server, url = lw
+    server.deny_list = True
+    sleeps = Sleeps()
+    async with KubeClient(for_url(url)) as kube:
+        informer: Informer[Any] = Informer(kube, JOBS, lambda o: o, sleep=sleeps)
+        optional: Informer[Any] = Informer(kube, JOBS, lambda o: o, sleep=sleeps,
+                                           required=False, degrades="x is off")
+        tasks = [asyncio.create_task(i.run()) for i in (informer, optional)]
+        try:
+            await asyncio.wait_for(optional.settled.wait(), 5)
+            while len(sleeps.delays) < 4:
+                await asyncio.sleep(0.01)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    state = informer.state()
+    assert not state.in_sync() and state.forbidden and "403" in state.error
+    assert not informer.settled.is_set(), "a required cache refused holds start-up"
+    assert optional.settled.is_set() and not optional.usable, "an optional one lets it go on"
+
+
+async def test_a_failing_watch_puts_the_cache_out_of_sync_until_it_reopens(lw: Any) -> None:
+    server, url = lw
+    server.lists = [(10, [job("j1", 5)])]
+    states: list[bool] = []
+
+    async def sleep(delay: float) -> None:
+        states.append(informer.state().in_sync())
+        await asyncio.sleep(0)
+
+    server.watches = [[{"type": "ERROR", "object": {"kind": "Status", "code": 500,
+                                                     "reason": "InternalError"}}], []]
+    async with KubeClient(for_url(url)) as kube:
+        informer: Informer[Any] = Informer(kube, JOBS, lambda o: o, sleep=sleep)
+        await run_until_idle(informer, server)
+    assert states == [False], "out of sync while backing off after the watch failed"
+    assert informer.state().in_sync(), "the re-opened watch ended the streak"
+    assert server.watch_versions == ["10", "10"], "re-watched from the same version"
 
 
 async def test_write_through_cannot_resurrect_a_deleted_object(lw: Any) -> None:

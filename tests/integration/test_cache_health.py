@@ -1,0 +1,126 @@
+"""Health that tells the truth (on the sim; the real RBAC case is tests/chaos): a cache the API
+server refuses holds the controller not ready, is retried until allowed, and a leader whose cache
+has been refused for the renew deadline gives the Lease up and takes it again once it can see."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from jobset_infra.controller.runtime.manager import start_controller
+from jobset_infra.sim.apiserver.errors import StatusError
+from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
+from jobset_infra.testing.jobsets import make_jobset
+from tests.integration.conftest import Cluster, eventually, fast_config
+from tests.integration.test_controller_process import free_port, http_get
+
+
+class Refuse:
+    """RBAC without list/watch of Jobs in one namespace while `refusing`; with `short_watches`
+    each Job watch ends after 0.3 s (so a refusal reaches a running informer soon, as an API
+    server restart makes every client re-watch)."""
+
+    def __init__(self, namespace: str, refusing: bool = True, short_watches: bool = False):
+        self.namespace = namespace
+        self.refusing = refusing
+        self.short_watches = short_watches
+        self.refused = 0
+
+    def __call__(self, request: ApiRequest) -> Intercept | None:
+        if request.resource != "jobs" or request.namespace != self.namespace:
+            return None
+        if self.refusing and request.verb in ("list", "watch"):
+            self.refused += 1
+            return Intercept(error=StatusError(403, "Forbidden", "jobs is forbidden"))
+        if self.short_watches and request.verb == "watch":
+            return Intercept(drop_after=0.3)
+        return None
+
+
+async def readyz(port: int) -> tuple[int, str]:
+    return await asyncio.get_running_loop().run_in_executor(
+        None, http_get, f"http://127.0.0.1:{port}/readyz")
+
+
+async def job_count(cluster: Cluster) -> int:
+    return len(await cluster.jobs())
+
+
+@pytest.mark.sim_only("refuses requests with a sim hook")
+async def test_a_controller_started_without_rbac_is_not_ready_until_allowed(
+    cluster: Cluster,
+) -> None:
+    refuse = Refuse(cluster.namespace)
+    cluster.sim.sim.add_hook(refuse)
+    port = free_port()
+    config = fast_config(controller={"watchNamespace": cluster.namespace},
+                         health={"healthProbeBindAddress": f"127.0.0.1:{port}"})
+    starting = asyncio.create_task(start_controller(config, access=cluster.access))
+    try:
+        await cluster.create_jobset(make_jobset("js").replicated_job("w", replicas=2))
+        status, body = await eventually(
+            lambda: _refused_readyz(port, refuse), what="/readyz saying why it is not ready")
+        assert status == 503 and "jobs: not listed yet (list: 403 Forbidden" in body
+        assert not starting.done(), "start-up waits for the required caches"
+        seen = refuse.refused
+        await eventually(lambda: _at_least(refuse, seen + 1), what="a retry of the list")
+        cluster.sim.sim.remove_hook(refuse)
+        ctl = await asyncio.wait_for(starting, 30)
+        cluster.controllers.append(ctl)
+        await eventually(lambda: _len_is(cluster, 2), what="the JobSet's Jobs, by itself")
+        assert (await readyz(port))[0] == 200
+    finally:
+        with contextlib.suppress(ValueError):  # removed above unless the test failed first
+            cluster.sim.sim.remove_hook(refuse)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+
+
+@pytest.mark.sim_only("refuses requests with a sim hook")
+async def test_a_leader_that_cannot_see_jobs_gives_up_the_lease_and_takes_it_back(
+    cluster: Cluster,
+) -> None:
+    config = fast_config(
+        controller={"watchNamespace": cluster.namespace},
+        leaderElection={"leaderElect": True, "resourceName": "give-up",
+                        "resourceNamespace": cluster.namespace, "leaseDuration": "1s",
+                        "renewDeadline": "800ms", "retryPeriod": "200ms"},
+    )
+    refuse = Refuse(cluster.namespace, refusing=False, short_watches=True)
+    cluster.sim.sim.add_hook(refuse)
+    ctl = await cluster.start_controller(config)
+    await ctl.wait_leader(5)
+    try:
+        refuse.refusing = True  # the Job watch's next re-open is refused
+        await eventually(lambda: _async(ctl.gave_up == 1), what="the leader giving up")
+        assert not ctl.is_leader and not ctl.readiness().ok
+        lease = await cluster.api.request(
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/give-up")
+        assert not lease["spec"].get("holderIdentity"), "the Lease was released, not left to expire"
+        await cluster.create_jobset(make_jobset("js").replicated_job("w", replicas=2))
+    finally:
+        cluster.sim.sim.remove_hook(refuse)
+    await ctl.wait_leader(30)
+    await eventually(lambda: _len_is(cluster, 2), what="the JobSet's Jobs once it can see")
+    assert ctl.readiness().ok and ctl.liveness().ok and not ctl.lost.is_set()
+
+
+async def _refused_readyz(port: int, refuse: Refuse) -> tuple[int, str] | None:
+    status, body = await readyz(port)
+    return (status, body) if refuse.refused and status == 503 and "403" in body else None
+
+
+async def _at_least(refuse: Refuse, count: int) -> bool:
+    return refuse.refused >= count
+
+
+async def _len_is(cluster: Cluster, count: int) -> bool:
+    return await job_count(cluster) == count
+
+
+async def _async(value: bool) -> bool:
+    return value

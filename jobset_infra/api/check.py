@@ -22,6 +22,7 @@ from jobset_infra.api.cluster_bounds import size_errors
 from jobset_infra.api.crd.generate import jobset_crd_schema
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import JobSet, field_errors
 from jobset_infra.api.names import dns1123_subdomain
@@ -49,7 +50,7 @@ def check_jobset(
     manifest: object,
     old: object | None = None,
     *,
-    feature_gates: Mapping[str, bool] | None = None,
+    feature_gates: FeatureGates | None = None,
     existing_pvcs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> CheckResult:
     """Every problem of a JobSet manifest (an update of `old` when given)."""
@@ -82,7 +83,7 @@ def check_jobset(
         return CheckResult(errors.items)
     defaulted = default(js)
     old_defaulted = default(old_js) if old_js is not None else None
-    gates = {**c.FEATURE_GATE_DEFAULTS, **(feature_gates or {})}
+    gates = feature_gates or FeatureGates()
     context = Context(check_name(defaulted), gates, existing_pvcs or {}, old_defaulted)
     errors.extend(webhook_problems(defaulted, context))
     errors.extend(size_errors(defaulted))

@@ -308,23 +308,7 @@ ELASTIC_MIN_MESSAGE: Final = "parallelism must be >= 1"
 # Elastic scaling with parallelism != completions.
 ELASTIC_EQUAL_MESSAGE: Final = "completions must be equal to parallelism for Elastic Indexed Jobs"
 
-# --- Feature gates -----------------------------------------------------------------------------
-
-# Allows restartStrategy InPlaceRestart (alpha, default off).
-FEATURE_IN_PLACE_RESTART: Final = "InPlaceRestart"
-# TLS options from config (GA, locked on).
-FEATURE_TLS_OPTIONS: Final = "TLSOptions"
-# Allows RestartJob* failure-policy actions (alpha, default off).
-FEATURE_RESTART_JOB: Final = "RestartJob"
-# Makes parallelism/completions of Indexed rjobs mutable (alpha, default off).
-FEATURE_ELASTIC_JOBSET: Final = "ElasticJobSet"
-# Default value of every gate.
-FEATURE_GATE_DEFAULTS: Final = {
-    FEATURE_IN_PLACE_RESTART: False,
-    FEATURE_TLS_OPTIONS: True,
-    FEATURE_RESTART_JOB: False,
-    FEATURE_ELASTIC_JOBSET: False,
-}
+# Feature gates: the registry in api/features.py (name, default, stage of each).
 
 # --- Controller internals ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import FeatureGates
 
 CONFIG_API_VERSION = c.CONFIG_API_VERSION
 CONFIG_KIND = c.CONFIG_KIND
@@ -36,8 +37,6 @@ LEADER_ELECTION_ID = c.LEADER_ELECTION_ID
 # GKE's node-pool label (a TPU slice is one pool); api may not import tpu, so it is restated here
 # and tests/api pins it to tpu.constants.GKE_NODEPOOL_LABEL.
 DEFAULT_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
-# Upstream feature gates and their defaults (pkg/features/features.go).
-KNOWN_FEATURE_GATES: Mapping[str, bool] = c.FEATURE_GATE_DEFAULTS
 # Upstream sections we accept so an upstream config file loads, but do not act on: we serve no
 # webhooks and the metrics endpoint is plain HTTP. The runtime logs a warning when they are set.
 IGNORED_UPSTREAM_SECTIONS = ("webhook", "internalCertManagement", "tls")
@@ -253,21 +252,12 @@ class ControllerConfig(_Section):
     @field_validator("feature_gates")
     @classmethod
     def _known_gates(cls, value: dict[str, bool]) -> dict[str, bool]:
-        unknown = sorted(set(value) - set(KNOWN_FEATURE_GATES))
-        if unknown:
-            raise ValueError(
-                f"unknown feature gate(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(KNOWN_FEATURE_GATES))}"
-            )
-        if value.get(c.FEATURE_TLS_OPTIONS) is False:
-            raise ValueError("TLSOptions is GA and locked to true upstream; remove it")
+        FeatureGates.of(value)  # the registry refuses unknown and locked gates, naming them
         return value
 
-    def feature_enabled(self, gate: str) -> bool:
-        """The effective value of a feature gate (explicit value, else upstream's default)."""
-        if gate not in KNOWN_FEATURE_GATES:
-            raise KeyError(f"unknown feature gate {gate!r}")
-        return self.feature_gates.get(gate, KNOWN_FEATURE_GATES[gate])
+    def gates(self) -> FeatureGates:
+        """The effective feature gates: the registry's defaults with this config's values."""
+        return FeatureGates.of(self.feature_gates)
 
     def ignored_upstream_sections(self) -> list[str]:
         """Upstream sections present in the file that this controller does not act on."""

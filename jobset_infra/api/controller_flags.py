@@ -20,6 +20,7 @@ from jobset_infra.api.controller_config import (
     ControllerConfigError,
     Flag,
 )
+from jobset_infra.api.features import FeatureGateError, parse_gates
 
 __all__ = ["add_flags", "merge_flags", "parse_config"]
 
@@ -49,7 +50,10 @@ def merge_flags(
             data[section][key] = _flag_value(flag, raw)
     gates = getattr(args, "feature_gates", None)
     if gates:
-        data["featureGates"] = {**data.get("featureGates", {}), **_parse_gates(gates)}
+        try:
+            data["featureGates"] = {**data.get("featureGates", {}), **parse_gates(gates)}
+        except FeatureGateError as err:
+            raise ControllerConfigError(f"{source}: --feature-gates: {err}") from None
     try:
         return ControllerConfig.model_validate(data)
     except ValidationError as err:
@@ -95,18 +99,6 @@ def _flag_value(flag: Flag, raw: str) -> Any:
             raise ControllerConfigError(f"--{flag.name}: expected true or false, got {raw!r}")
         return lowered in {"true", "1"}
     return raw
-
-
-def _parse_gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.strip().lower() not in {"true", "false"}:
-            raise ControllerConfigError(
-                f"--feature-gates: {item!r} must look like Name=true or Name=false"
-            )
-        gates[name.strip()] = value.strip().lower() == "true"
-    return gates
 
 
 def _describe_flags(err: ValidationError, source: str) -> str:

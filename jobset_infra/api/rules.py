@@ -31,6 +31,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api import validation as checks
 from jobset_infra.api import validation_update as update_checks
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.models import JobSet
 
 # A DNS-1035 label (Service names); subdomain must be one (upstream checks DNS-1123 and 1035).
@@ -52,7 +53,7 @@ class Context:
 
     name: str
     """The name the checks use: metadata.name, or generateName plus five characters."""
-    gates: Mapping[str, bool]
+    gates: FeatureGates
     existing_pvcs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     old: JobSet | None = None
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobset_infra.api.features import FeatureGateError, FeatureGates, parse_gates
+
 HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
 
 
@@ -27,7 +29,7 @@ HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cl
 class Options:
     """Feature gates, and the previous versions of JobSets by (namespace, name) for updates."""
 
-    gates: dict[str, bool] = field(default_factory=dict)
+    gates: FeatureGates = field(default_factory=FeatureGates)
     old: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
@@ -74,29 +76,22 @@ def run(args: argparse.Namespace) -> int:
     return 0 if problems == 0 else 1
 
 
-def parse_feature_gates(text: str) -> dict[str, bool] | str:
-    """`A=true,B=false` -> {A: True, B: False}; a message string when malformed."""
-    from jobset_infra.api import constants as c
-
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            return f"{item!r} is not GATE=true|false"
-        if name not in c.FEATURE_GATE_DEFAULTS:
-            return f"unknown gate {name!r}; known: {', '.join(sorted(c.FEATURE_GATE_DEFAULTS))}"
-        gates[name] = value.lower() == "true"
-    return gates
+def parse_feature_gates(text: str) -> FeatureGates | str:
+    """`A=true,B=false` -> the registry's gates with those values; a message when malformed."""
+    try:
+        return FeatureGates.of(parse_gates(text))
+    except FeatureGateError as err:
+        return str(err)
 
 
 def check_text(
     name: str,
     data: bytes,
-    gates: dict[str, bool] | None = None,
+    gates: FeatureGates | None = None,
     old: dict[tuple[str, str], Any] | None = None,
 ) -> list[str]:
     """Problem lines for one file's content (the command's core, for tests and tools)."""
-    options = Options(gates or {}, old or {})
+    options = Options(gates or FeatureGates(), old or {})
     return [line for line, _ in _check_data(name, data, options) if line]
 
 

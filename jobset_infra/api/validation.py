@@ -26,6 +26,7 @@ from jobset_infra.api.errors import (
     not_supported,
     required,
 )
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import (
     FailurePolicyAction,
     JobSet,
@@ -59,18 +60,17 @@ def validate(
     js: JobSet,
     old: JobSet | None = None,
     *,
-    feature_gates: Mapping[str, bool] | None = None,
+    feature_gates: FeatureGates | None = None,
     existing_pvcs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[FieldError]:
     """Every problem of `js` (created, or updated from `old`); pure, no I/O.
 
     `existing_pvcs` maps PVC names in the JobSet's namespace to their manifests (upstream does a
-    live GET); `feature_gates` overrides `constants.FEATURE_GATE_DEFAULTS`.
+    live GET); `feature_gates` default to the registry's defaults (`api.features`).
     """
     from jobset_infra.api.rules import Context, webhook_problems
 
-    gates = {**c.FEATURE_GATE_DEFAULTS, **(feature_gates or {})}
-    context = Context(check_name(js), gates, existing_pvcs or {}, old)
+    context = Context(check_name(js), feature_gates or FeatureGates(), existing_pvcs or {}, old)
     return [*crd_problems(js, old), *webhook_problems(js, context)]
 
 
@@ -128,18 +128,18 @@ def _int_or_none(value: object) -> int | None:
 # --- create rules CEL cannot express (upstream ValidateCreate); listed in `rules` ------------
 
 
-def in_place_restart_gate(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+def in_place_restart_gate(js: JobSet, gates: FeatureGates) -> Iterator[FieldError]:
     policy = js.spec.failure_policy
     in_place = policy is not None and policy.restart_strategy is RestartStrategy.IN_PLACE_RESTART
-    if in_place and not gates[c.FEATURE_IN_PLACE_RESTART]:
+    if in_place and not gates.enabled(Feature.IN_PLACE_RESTART):
         yield forbidden(
             "spec.failurePolicy.restartStrategy",
-            f"InPlaceRestart requires the {c.FEATURE_IN_PLACE_RESTART} feature gate",
+            f"InPlaceRestart requires the {Feature.IN_PLACE_RESTART} feature gate",
         )
 
 
 def replicated_job_problems(
-    js: JobSet, js_name: str, i: int, rjob: ReplicatedJob, gates: Mapping[str, bool]
+    js: JobSet, js_name: str, i: int, rjob: ReplicatedJob, gates: FeatureGates
 ) -> Iterator[FieldError]:
     """Job and pod names that are not DNS-1035 labels (their length is a CEL rule), groupName,
     dependsOn pointing at a later job, InPlaceRestart's Job fields."""
@@ -168,10 +168,10 @@ def replicated_job_problems(
 
 
 def _in_place_restart_job(
-    js: JobSet, path: str, spec: Mapping[str, Any], gates: Mapping[str, bool]
+    js: JobSet, path: str, spec: Mapping[str, Any], gates: FeatureGates
 ) -> Iterator[FieldError]:
     policy = js.spec.failure_policy
-    if not gates[c.FEATURE_IN_PLACE_RESTART] or policy is None:
+    if not gates.enabled(Feature.IN_PLACE_RESTART) or policy is None:
         return
     if policy.restart_strategy is not RestartStrategy.IN_PLACE_RESTART:
         return
@@ -214,7 +214,7 @@ def success_policy_problems(js: JobSet) -> Iterator[FieldError]:
             )
 
 
-def failure_policy_problems(js: JobSet, gates: Mapping[str, bool]) -> Iterator[FieldError]:
+def failure_policy_problems(js: JobSet, gates: FeatureGates) -> Iterator[FieldError]:
     """RestartJob actions without their gate or over too many replicas, rule names, targets and
     failure reasons."""
     policy = js.spec.failure_policy
@@ -222,11 +222,11 @@ def failure_policy_problems(js: JobSet, gates: Mapping[str, bool]) -> Iterator[F
         return
     path = "spec.failurePolicy.rules"
     restart_job = [k for k, r in enumerate(policy.rules) if r.action in _RESTART_JOB_ACTIONS]
-    if restart_job and not gates[c.FEATURE_RESTART_JOB]:
+    if restart_job and not gates.enabled(Feature.RESTART_JOB):
         for k in restart_job:
             yield forbidden(
                 f"{path}[{k}].action",
-                f"{policy.rules[k].action} requires the {c.FEATURE_RESTART_JOB} feature gate",
+                f"{policy.rules[k].action} requires the {Feature.RESTART_JOB} feature gate",
             )
         return
     if restart_job:

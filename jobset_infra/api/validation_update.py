@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError, invalid
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import JobSet
 
 __all__ = ["SUSPENDED_MUTABLE_POD_FIELDS", "replicated_jobs_problems"]
@@ -34,7 +35,7 @@ _ELASTIC_FIELDS: Final = ("parallelism", "completions")
 
 
 def replicated_jobs_problems(
-    new: JobSet, old: JobSet, gates: Mapping[str, bool]
+    new: JobSet, old: JobSet, gates: FeatureGates
 ) -> Iterator[FieldError]:
     """Elastic scaling out of bounds, and a suspended JobSet's changes beyond the pod fields
     Kueue writes (other changes to the list are the CRD's transition rules)."""
@@ -43,7 +44,7 @@ def replicated_jobs_problems(
     old_rjobs = [r.to_dict() for r in old.spec.replicated_jobs]
     old_by_name = {r["name"]: r for r in old_rjobs}
     # 2. ElasticJobSet: validate P/C changes, then treat them as unchanged.
-    if gates[c.FEATURE_ELASTIC_JOBSET]:
+    if gates.enabled(Feature.ELASTIC_JOBSET):
         for i, rjob in enumerate(munged):
             before = old_by_name.get(rjob["name"])
             if before is not None and _indexed(rjob) and _indexed(before):

@@ -12,6 +12,7 @@ from jobset_infra.api.controller_config import (
     parse_duration,
 )
 from jobset_infra.api.controller_flags import parse_config
+from jobset_infra.api.features import Feature
 
 UPSTREAM_SHIPPED_CONFIG = """
 apiVersion: config.jobset.x-k8s.io/v1alpha1
@@ -43,8 +44,8 @@ def test_defaults_are_upstreams() -> None:
     assert config.health.health_probe_bind_address == ":8081"
     assert config.controller.max_parallelism == 50
     assert config.placement.mode is PlacementMode.AUTO
-    assert config.feature_enabled("TLSOptions") is True
-    assert config.feature_enabled("RestartJob") is False
+    assert config.gates().enabled(Feature.TLS_OPTIONS) is True
+    assert config.gates().enabled(Feature.RESTART_JOB) is False
 
 
 def test_upstream_shipped_config_file_loads_and_reports_ignored_sections() -> None:
@@ -92,7 +93,7 @@ def test_yaml_round_trip_keeps_every_field() -> None:
         ),
         pytest.param(
             "featureGates: {Nope: true}",
-            "featureGates: unknown feature gate(s) Nope",
+            "featureGates: unknown feature gate 'Nope'; known: ElasticJobSet",
             id="unknown feature gate lists the known ones",
         ),
         pytest.param(
@@ -142,7 +143,7 @@ def test_flags_without_file_and_feature_gates() -> None:
     )
     assert config.leader_election.leader_elect is True
     assert config.leader_election.retry_period == 0.5
-    assert config.feature_enabled("RestartJob") is True
+    assert config.gates().enabled(Feature.RESTART_JOB) is True
     assert args.kubeconfig == "/k"
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.check import check_jobset
+from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.models import JobSet
 from jobset_infra.api.validate_command import parse_feature_gates
 from jobset_infra.api.yaml_io import load_documents
@@ -51,11 +52,11 @@ UPSTREAM_EXAMPLES = {
 }
 
 
-def _load(name: str) -> tuple[dict[str, Any], dict[str, bool]]:
+def _load(name: str) -> tuple[dict[str, Any], FeatureGates]:
     text = (FIXTURES / name).read_text(encoding="utf-8")
     match = re.search(r"^# feature-gates: (\S+)", text, re.MULTILINE)
-    gates = parse_feature_gates(match.group(1)) if match else {}
-    assert isinstance(gates, dict)
+    gates = parse_feature_gates(match.group(1)) if match else FeatureGates()
+    assert isinstance(gates, FeatureGates)
     (document,) = load_documents(text)
     return document, gates
 

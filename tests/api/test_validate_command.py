@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.validate_command import check_text, parse_feature_gates
 from jobset_infra.cli import main
 from jobset_infra.testing.jobsets import make_jobset
@@ -79,15 +80,15 @@ def test_other_builtin_kinds_are_checked_against_the_pinned_openapi() -> None:
 
 
 def test_feature_gates_flag() -> None:
-    assert parse_feature_gates("RestartJob=true, ElasticJobSet=false") == {
+    assert parse_feature_gates("RestartJob=true, ElasticJobSet=false") == FeatureGates.of({
         "RestartJob": True,
         "ElasticJobSet": False,
-    }
-    assert "unknown gate" in str(parse_feature_gates("Nope=true"))
-    assert "GATE=true|false" in str(parse_feature_gates("RestartJob"))
+    })
+    assert "unknown feature gate" in str(parse_feature_gates("Nope=true"))
+    assert "must look like Name=true or Name=false" in str(parse_feature_gates("RestartJob"))
     jobset = make_jobset("js").replicated_job("w").rule("RestartJob", "r").obj()
     assert check_text("f", _yaml(jobset)) != []
-    assert check_text("f", _yaml(jobset), {"RestartJob": True}) == []
+    assert check_text("f", _yaml(jobset), FeatureGates.of({"RestartJob": True})) == []
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

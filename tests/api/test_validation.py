@@ -7,7 +7,7 @@ constraint), validate reports it with the API server's wording at the rule's pat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,13 +15,15 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.api.defaults import default
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import JobSet
 from jobset_infra.api.rules import Context, webhook_problems
 from jobset_infra.api.validation import check_name, crd_problems, validate
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 
 Build = Callable[[JobSetBuilder], JobSetBuilder]
-ON = {c.FEATURE_RESTART_JOB: True, c.FEATURE_IN_PLACE_RESTART: True, c.FEATURE_ELASTIC_JOBSET: True}
+ON = FeatureGates.of({f: True for f in (Feature.RESTART_JOB, Feature.IN_PLACE_RESTART,
+                                          Feature.ELASTIC_JOBSET)})
 
 
 def _base(name: str = "js") -> JobSetBuilder:
@@ -102,7 +104,7 @@ VALID_CREATE = [
 
 
 @pytest.mark.parametrize(("build", "gates"), VALID_CREATE)
-def test_valid_create(build: Build, gates: Mapping[str, bool] | None) -> None:
+def test_valid_create(build: Build, gates: FeatureGates | None) -> None:
     assert validate(_js(build), feature_gates=gates) == []
 
 
@@ -394,7 +396,7 @@ INVALID_CREATE = [
 
 @pytest.mark.parametrize(("build", "gates", "want_path", "want_message"), INVALID_CREATE)
 def test_invalid_create(
-    build: Build, gates: Mapping[str, bool] | None, want_path: str, want_message: str
+    build: Build, gates: FeatureGates | None, want_path: str, want_message: str
 ) -> None:
     errors = validate(_js(build), feature_gates=gates)
     assert any(e.path == want_path and want_message in e.message for e in errors), errors
@@ -521,7 +523,7 @@ def test_existing_pvcs(when_deleted: str, same_spec: bool, want: list[str]) -> N
 # --- update ------------------------------------------------------------------------------------
 
 
-def _update(old: Build, new: Build, gates: Mapping[str, bool] | None = None) -> list[FieldError]:
+def _update(old: Build, new: Build, gates: FeatureGates | None = None) -> list[FieldError]:
     return validate(_js(new), _js(old), feature_gates=gates)
 
 
@@ -583,7 +585,7 @@ VALID_UPDATE = [
 
 
 @pytest.mark.parametrize(("old", "new", "gates"), VALID_UPDATE)
-def test_valid_update(old: Build, new: Build, gates: Mapping[str, bool] | None) -> None:
+def test_valid_update(old: Build, new: Build, gates: FeatureGates | None) -> None:
     assert _update(old, new, gates) == []
 
 
@@ -731,7 +733,7 @@ INVALID_UPDATE = [
 
 @pytest.mark.parametrize(("old", "new", "gates", "want_path", "want_message"), INVALID_UPDATE)
 def test_invalid_update(
-    old: Build, new: Build, gates: Mapping[str, bool] | None, want_path: str, want_message: str
+    old: Build, new: Build, gates: FeatureGates | None, want_path: str, want_message: str
 ) -> None:
     errors = _update(old, new, gates)
     assert any(e.path == want_path and want_message in e.message for e in errors), errors
@@ -769,7 +771,7 @@ def test_elastic_scaling_passes_the_webhook_rules_but_not_the_crd_transition_rul
     # Upstream's webhook allows it with ElasticJobSet; the CRD's CEL rule (which cannot know the
     # gate) allows changes only while suspended, so the API server refuses it: a known gap.
     old, new = _js(lambda b: b), _js(_scaled(4, 4))
-    context = Context(check_name(new), {**c.FEATURE_GATE_DEFAULTS, **ON}, {}, old)
+    context = Context(check_name(new), ON, {}, old)
     assert webhook_problems(new, context) == []
     assert [e.path for e in crd_problems(new, old)] == ["spec.replicatedJobs"]
 

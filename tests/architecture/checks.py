@@ -7,6 +7,7 @@ that breaks its rule, and the guard tests run the same checks over the real tree
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -455,3 +456,20 @@ def restated_rule_violations(
                 text = f"{m.path}:{node.lineno}: restates the CEL rule worded by {node.attr}"
                 found.append(Violation(m.name, node.attr, text))
     return found
+
+
+def gate_field_violations(modules: Iterable[Module], gates: Iterable[str]) -> list[Violation]:
+    """Class fields that hold one feature gate each (`restart_job_enabled: bool`), a second
+    declaration of the gates beside the registry's `FeatureGates`."""
+    snake = {re.sub(r"(?<!^)(?=[A-Z])", "_", g).lower() for g in gates}
+    names = {*snake, *(f"{s}_enabled" for s in snake), *(f"enable_{s}" for s in snake)}
+    return [
+        Violation(m.name, node.target.id,
+                  f"{m.path}:{node.lineno}: field {node.target.id!r} restates a feature gate; "
+                  "hold a FeatureGates and ask enabled(Feature.X)")
+        for m in modules
+        for cls in ast.walk(m.tree) if isinstance(cls, ast.ClassDef)
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        and node.target.id in names
+    ]

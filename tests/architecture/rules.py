@@ -282,3 +282,10 @@ PYTHON_CHECK_MODULES: Final[tuple[str, ...]] = (
     "jobset_infra.api.validation",
     "jobset_infra.api.validation_update",
 )
+
+# Feature gates once (issue 31): every gate is one member of api/features.Feature (name, default,
+# stage). Its name is spelled nowhere else, except as the value of an API enum member that shares
+# it (RestartStrategy.IN_PLACE_RESTART, FailurePolicyAction.RESTART_JOB in api/model_base.py),
+# and no class holds a field per gate (`restart_job_enabled`): they hold a FeatureGates.
+FEATURES_OWNER: Final = "jobset_infra.api.features"
+API_ENUMS_MODULE: Final = "jobset_infra.api.model_base"

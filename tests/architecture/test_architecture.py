@@ -201,6 +201,29 @@ def test_concepts_are_declared_once(concept: str) -> None:
     assert [v.text for v in violations] == [], f"{concept} are declared in {owner} only"
 
 
+def test_feature_gates_are_declared_once() -> None:
+    from enum import Enum
+
+    from jobset_infra.api import model_base
+    from jobset_infra.api.features import Feature
+
+    api_enum_values = {
+        member.value
+        for enum in vars(model_base).values()
+        if isinstance(enum, type) and issubclass(enum, Enum)
+        and enum.__module__ == model_base.__name__
+        for member in enum
+    }
+    spelled = [
+        v for v in checks.declared_once_violations(
+            _everything(), rules.FEATURES_OWNER, frozenset(f.value for f in Feature))
+        if not (v.module == rules.API_ENUMS_MODULE and v.subject in api_enum_values)
+    ]
+    assert [v.text for v in spelled] == [], "name a gate as Feature.X (api/features.py)"
+    fields = checks.gate_field_violations(_everything(), [f.value for f in Feature])
+    assert [v.text for v in fields] == [], "hold a FeatureGates, not a field per gate"
+
+
 def test_every_test_module_has_a_tier() -> None:
     from tests.conftest import tier_of
 

@@ -367,6 +367,23 @@ def test_declared_once_check(name: str, source: str, want_violations: int) -> No
 
 
 @pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("class C:\n    restart_job_enabled: bool = False\n", 1,
+                     id="a bool field for one gate is a second declaration"),
+        pytest.param("class C:\n    elastic_job_set: bool = False\n", 1,
+                     id="a field named exactly for the gate is one too"),
+        pytest.param("class C:\n    gates: FeatureGates\n", 0,
+                     id="holding the registry's FeatureGates is the allowed spelling"),
+    ],
+)
+def test_gate_field_check(source: str, want_violations: int) -> None:
+    found = checks.gate_field_violations([_mod("jobset_infra.x", source)],
+                                         ["RestartJob", "ElasticJobSet"])
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
     "path, want",
     [
         pytest.param("tests/test_readme.py", "unit", id="a module directly in tests is unit"),

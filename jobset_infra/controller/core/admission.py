@@ -39,11 +39,7 @@ def describe(errors: list[FieldError], consequence: str) -> str:
 
 def spec_problems(js: JobSet, config: CoreConfig) -> list[FieldError]:
     """Return what upstream's webhook would reject in `js`, with the controller's gates. Pure."""
-    gates = {
-        c.FEATURE_RESTART_JOB: config.restart_job_enabled,
-        c.FEATURE_ELASTIC_JOBSET: config.elastic_jobset_enabled,
-    }
-    return validate(default(js), feature_gates=gates)
+    return validate(default(js), feature_gates=config.gates)
 
 
 def spec_condition(

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature
 from jobset_infra.api.models import FailurePolicy, FailurePolicyAction, FailurePolicyRule, JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.classify import job_failure
@@ -143,7 +144,7 @@ def _fail(ctx: _Context, reason: str, message: str) -> FailureOutcome:
 
 
 def _reached_max(ctx: _Context) -> bool:
-    towards = ctx.counters.total_towards_max(ctx.config.restart_job_enabled)
+    towards = ctx.counters.total_towards_max(ctx.config.enabled(Feature.RESTART_JOB))
     return towards >= ctx.policy.max_restarts
 
 
@@ -187,7 +188,7 @@ def _bumped(
 
 
 def _restart_job(ctx: _Context, *, counted: bool) -> FailureOutcome:
-    if not ctx.config.restart_job_enabled:
+    if not ctx.config.enabled(Feature.RESTART_JOB):
         # The CRD cannot know the controller's gates; restart the JobSet instead of wedging.
         fallback = _restart_jobset(ctx, counted=True)
         warning = (c.RESTART_JOB_GATE_DISABLED_EVENT, c.RESTART_JOB_GATE_DISABLED_MESSAGE)

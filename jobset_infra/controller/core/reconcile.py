@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import spec_condition
@@ -116,7 +117,8 @@ def is_managed_here(observed: Observed[JobSet], config: CoreConfig) -> bool:
 def classify(draft: Draft) -> ChildJobs:
     """Step 5: classify the JobSet's own Jobs by attempt and outcome."""
     counters = draft.counters
-    job_restarts = dict(counters.job_restarts) if draft.config.restart_job_enabled else None
+    restart_job = draft.config.enabled(Feature.RESTART_JOB)
+    job_restarts = dict(counters.job_restarts) if restart_job else None
     return classify_child_jobs(
         draft.observed.jobs, draft.js.metadata.uid or "", counters.restarts, job_restarts
     )
@@ -126,7 +128,7 @@ def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJ
     """Step 6: recompute status.replicatedJobsStatus (per-Job restarts carried forward)."""
     counts = count_replicated_jobs(draft.js.spec.replicated_jobs, jobs)
     carried = None
-    if draft.config.restart_job_enabled:
+    if draft.config.enabled(Feature.RESTART_JOB):
         carried = {entry.name: entry for entry in draft.status.replicated_jobs_status}
     draft.set_replicated_jobs_status(replicated_jobs_status(counts, carried))
     return counts
@@ -190,7 +192,7 @@ def create_volume_claims(draft: Draft) -> None:
 
 def sync_job_scaling(draft: Draft, jobs: ChildJobs) -> None:
     """Step 14: patch parallelism/completions of live Jobs (ElasticJobSet gate only)."""
-    if draft.config.elastic_jobset_enabled:
+    if draft.config.enabled(Feature.ELASTIC_JOBSET):
         draft.add(*scaling_updates(draft.js.spec.replicated_jobs, jobs.active))
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature
 from jobset_infra.api.models import ReplicatedJob, RestartStrategy
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.child_jobs import construct_jobs
@@ -45,7 +46,7 @@ def _blocked_by_previous_attempt(draft: Draft, jobs: ChildJobs) -> bool:
 
 
 def _job_restarts(draft: Draft, rjob: ReplicatedJob) -> Sequence[int] | None:
-    if not draft.config.restart_job_enabled:
+    if not draft.config.enabled(Feature.RESTART_JOB):
         return None
     return draft.counters.job_restarts.get(rjob.name, ())
 

@@ -16,11 +16,12 @@ How the runtime executes a `Plan` (see /work/notes/core-interfaces.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core.job_view import (
     ChildJob,
     JobCondition,
@@ -256,10 +257,8 @@ class Plan:
 class CoreConfig:
     """Feature gates and behaviour switches of the core (from ControllerConfig)."""
 
-    restart_job_enabled: bool = False
-    """Upstream feature gate RestartJob: allows RestartJob* actions, adds job-restart-attempt."""
-    elastic_jobset_enabled: bool = False
-    """Upstream feature gate ElasticJobSet: patch parallelism/completions of live Jobs."""
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    """Upstream's feature gates (the registry in `api.features`), e.g. RestartJob, ElasticJobSet."""
     exclusive_placement: bool = True
     """Assign exclusive-topology domains in the controller (no webhooks); off = annotation only."""
     controller_name: str = c.JOBSET_CONTROLLER_NAME
@@ -267,3 +266,7 @@ class CoreConfig:
     max_creates_per_pass: int = 500
     """Job manifests one pass may build and create; the rest wait for the next pass, which the
     created Jobs' watch events bring (so memory is bounded and other JobSets get their turn)."""
+
+    def enabled(self, feature: Feature) -> bool:
+        """True when the feature gate `feature` is on."""
+        return self.gates.enabled(feature)

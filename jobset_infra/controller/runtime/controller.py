@@ -69,8 +69,7 @@ WallClock = Callable[[], datetime.datetime]
 
 def core_config(config: ControllerConfig) -> CoreConfig:
     return CoreConfig(
-        restart_job_enabled=config.feature_enabled("RestartJob"),
-        elastic_jobset_enabled=config.feature_enabled("ElasticJobSet"),
+        gates=config.gates(),
         exclusive_placement=config.placement.mode is not PlacementMode.OFF,
     )
 

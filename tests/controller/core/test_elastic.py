@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.types import CoreConfig, UpdateJob
 from jobset_infra.testing.jobs import make_job
@@ -42,6 +43,7 @@ def test_sync_job_scaling(
     )
     raw["metadata"]["resourceVersion"] = "1"
     view = make_job("js", "ns", rjob="w", jobset_uid="u").parallelism(*job).ready().view()
-    plan = reconcile(observe(raw, [view], False), T0, CoreConfig(elastic_jobset_enabled=gate))
+    config = CoreConfig(FeatureGates.of({Feature.ELASTIC_JOBSET: gate}))
+    plan = reconcile(observe(raw, [view], False), T0, config)
     patches = [u.patch for u in plan.of_type(UpdateJob)]
     assert patches == ([want_patch] if want_patch else [])

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import FailurePolicyAction, FailurePolicyRule
 from jobset_infra.controller.core.failure_policy import (
     ACTIONS,
@@ -267,7 +268,8 @@ def _outcome(
             builder.rule(action.value, "rule1")
     js = builder.model()
     job = make_job("js", rjob="a", index=1).failed(at=T).view()
-    out = execute_failure_policy(js, [job], counters, CoreConfig(restart_job_enabled=restart_job))
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: restart_job}))
+    out = execute_failure_policy(js, [job], counters, config)
     assert out is not None
     return out
 
@@ -494,7 +496,7 @@ def test_restart_job_on_a_job_with_a_bad_index_restarts_the_jobset(index_label: 
     js = make_jobset("js").replicated_job("a", replicas=2).failure_policy(max_restarts=3)
     js.rule("RestartJob", "r")
     job = make_job("js", rjob="a").label(c.JOB_INDEX_KEY, index_label).failed(at=T).view()
-    config = CoreConfig(restart_job_enabled=True)
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: True}))
     out = execute_failure_policy(js.model(), [job], RestartCounters(), config)
     assert out is not None
     assert out.counters == RestartCounters(1, 1)

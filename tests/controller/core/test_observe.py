@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core import (
     MalformedJobSetError,
     observe,
@@ -148,7 +149,7 @@ def test_reconcile_malformed_never_raises(raw: dict[str, Any]) -> None:
             .replicated_job("w")
             .failure_policy(max_restarts=1)
             .rule("RestartJob", "r"),
-            CoreConfig(restart_job_enabled=False),
+            CoreConfig(FeatureGates.of({Feature.RESTART_JOB: False})),
             "spec.failurePolicy.rules[0].action",
             id="RestartJob action with the RestartJob gate off is reported",
         ),

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import FailurePolicyAction
 from jobset_infra.controller.core import reconcile
 from jobset_infra.controller.core.types import (
@@ -108,7 +109,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             max_size=8,
         )
     )
-    config = CoreConfig(restart_job_enabled=draw(st.booleans()))
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: draw(st.booleans())}))
     return Scenario(builder.obj(), config, tuple(outcomes), max_restarts)
 
 
@@ -162,7 +163,7 @@ class Run:
             assert state.status["terminalState"] == self.terminal
         if self.s.max_restarts is not None:
             towards = state.status.get("restartsCountTowardsMax", 0)
-            if self.s.config.restart_job_enabled:
+            if self.s.config.enabled(Feature.RESTART_JOB):
                 towards += sum(
                     sum(e.get("jobRestartsCountTowardsMax", []))
                     for e in state.status["replicatedJobsStatus"]

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core import reconcile
 from jobset_infra.controller.core.types import (
     CoreConfig,
@@ -450,7 +451,7 @@ def test_failure_policy_rules(
     ],
 )
 def test_jobset_restarts_with_restart_jobset_action(restart_job_gate: bool) -> None:
-    config = CoreConfig(restart_job_enabled=restart_job_gate)
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: restart_job_gate}))
     state = created(base().failure_policy(max_restarts=3).rule("RestartJobSet", "Rule1"), config)
     state, plan = step(fail_b0(state), config=config)
     assert (state.status["restarts"], state.status["restartsCountTowardsMax"]) == (1, 1)
@@ -504,7 +505,7 @@ def test_jobset_restarting_condition_transitions() -> None:
 def test_restart_job_actions_restart_only_the_failed_job(
     action: str, want_job_restarts: list[int], want_towards_max: list[int] | None
 ) -> None:
-    config = CoreConfig(restart_job_enabled=True)
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: True}))
     state = created(base().failure_policy(max_restarts=3).rule(action, "r"), config)
     state, plan = step(fail_b0(state), config=config)
     assert state.status["restarts"] == 0
@@ -558,7 +559,7 @@ def test_restart_strategies(
     ],
 )
 def test_restart_jobset_and_ignore_max_restarts(restart_job_gate: bool) -> None:
-    config = CoreConfig(restart_job_enabled=restart_job_gate)
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: restart_job_gate}))
     state = created(
         base().failure_policy(max_restarts=1).rule("RestartJobSetAndIgnoreMaxRestarts", "r"), config
     )

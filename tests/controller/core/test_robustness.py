@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.types import CoreConfig, UpdateStatus, child_job_from_manifest
 from jobset_infra.testing.jobsets import make_jobset
@@ -101,7 +102,8 @@ def test_reconcile_never_raises_on_odd_jobs(
     )
     js["metadata"]["resourceVersion"] = "1"
     views = [child_job_from_manifest(j) for j in jobs]
-    plan = reconcile(observe(js, views), NOW, CoreConfig(restart_job_enabled=gate))
+    config = CoreConfig(FeatureGates.of({Feature.RESTART_JOB: gate}))
+    plan = reconcile(observe(js, views), NOW, config)
     assert len(plan.of_type(UpdateStatus)) <= 1
     update = plan.status_update
     if update is not None:  # per-Job arrays are sized to the replicas, whatever the labels say

@@ -7,6 +7,7 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.features import Feature
 from jobset_infra.controller.core.types import CoreConfig, EmitEvent, Observed, Plan, UpdateStatus
 from jobset_infra.controller.runtime.controller import core_config, core_decider
 from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
@@ -19,8 +20,8 @@ def test_feature_gates_and_placement_mode_reach_the_core() -> None:
         {"featureGates": {"RestartJob": True}, "placement": {"mode": "off"}}
     )
     core = core_config(config)
-    assert core.restart_job_enabled is True
-    assert core.elastic_jobset_enabled is False
+    assert core.enabled(Feature.RESTART_JOB) is True
+    assert core.enabled(Feature.ELASTIC_JOBSET) is False
     assert core.exclusive_placement is False
 
 

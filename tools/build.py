@@ -126,6 +126,13 @@ GROUPS: tuple[Group, ...] = (
                    "cmd/pulumi-resource-kubernetes/schema.json",
                    "pulumi-resource-kubernetes.schema.json"),
     )),
+    # Its own group, so adding it changed no other group's key: the engine runs YAML programs
+    # with it (the YAML consumer of our component package, tests/package).
+    Group("pulumi-yaml", (
+        Binary("pulumi-language-yaml", "github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml",
+               (("github.com/pulumi/pulumi-yaml/pkg/version.Version",
+                 "{github.com/pulumi/pulumi-yaml}"),)),
+    )),
 )
 
 

@@ -3,9 +3,11 @@
 Each YAML document (multi-document files, `-` for stdin) is checked: JobSets by `check_jobset`
 (models, CRD schema with CEL rules, upstream's defaulting and validation), other Kubernetes kinds
 against the pinned Kubernetes OpenAPI. One line per problem, `file (document N): field.path:
-message` (documents count from 1; a location that cannot be read as a line number); exit 0 when
-everything is valid, 1 otherwise, 2 for bad arguments. A directory stands for the .yaml, .yml and
-.json files directly in it, as `kubectl apply -f DIR` reads it.
+message` (documents count from 1; a location that cannot be read as a line number), or with
+`-o json` one JSON object on stdout for scripts; exit 0 when everything is valid, 1 otherwise,
+2 for bad arguments. A directory stands for the .yaml, .yml and .json files directly in it, as
+`kubectl apply -f DIR` reads it. Kueue's kinds (`kueue.x-k8s.io`) are checked against Kueue's
+own CRDs (`manifests.kueue_schema`), so everything `jobset-infra plan` writes validates here.
 With `--old FILE`, a JobSet whose namespace/name is also in FILE is checked as an update of it
 (immutability, what may change while suspended). Whatever the input, the command reports and
 never shows a traceback.
@@ -14,6 +16,7 @@ never shows a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +26,26 @@ from typing import Any
 from jobset_infra.api.features import FeatureGateError, FeatureGates, parse_gates
 
 HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: where (file, document from 1, field path) and what."""
+
+    file: str
+    message: str
+    document: int | None = None
+    field: str = ""
+
+    def line(self) -> str:
+        where = self.file if self.document is None else f"{self.file} (document {self.document})"
+        if self.document is None:
+            return f"{where}: {self.message}"
+        return f"{where}: {self.field or '<document>'}: {self.message}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"file": self.file, "document": self.document, "field": self.field,
+                "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the JobSets as they are now: matching namespace/name are checked as updates",
     )
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text",
+        help="text: one line per problem (default); json: one object on stdout for scripts",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,16 +91,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"jobset-infra validate: --old: {old}", file=sys.stderr)
         return 2
     options = Options(gates, old)
-    problems = documents = 0
+    problems: list[Problem] = []
+    documents = 0
+    as_json = getattr(args, "output", "text") == "json"
     for name in (found for given in args.files for found in manifest_files(given)):
-        for line, counted in _check_file(name, options, sys.stdin.buffer):
+        for problem, counted in _check_file(name, options, sys.stdin.buffer):
             documents += counted
-            if line:
-                problems += 1
-                print(line)
-    plural = "" if problems == 1 else "s"
-    print(f"checked {documents} document(s): {problems} problem{plural}", file=sys.stderr)
-    return 0 if problems == 0 else 1
+            if problem is not None:
+                problems.append(problem)
+                if not as_json:
+                    print(problem.line())
+    if as_json:
+        print(json.dumps({"valid": not problems, "documents": documents,
+                          "problems": [p.as_json() for p in problems]}, indent=2))
+    else:
+        plural = "" if len(problems) == 1 else "s"
+        print(f"checked {documents} document(s): {len(problems)} problem{plural}",
+              file=sys.stderr)
+    return 0 if not problems else 1
 
 
 def parse_feature_gates(text: str) -> FeatureGates | str:
@@ -92,7 +127,7 @@ def check_text(
 ) -> list[str]:
     """Problem lines for one file's content (the command's core, for tests and tools)."""
     options = Options(gates or FeatureGates(), old or {})
-    return [line for line, _ in _check_data(name, data, options) if line]
+    return [p.line() for p, _ in _check_data(name, data, options) if p is not None]
 
 
 def _load_old(name: str) -> dict[tuple[str, str], Any] | str:
@@ -138,20 +173,20 @@ def _directory_hint(name: str) -> str:
             f"(subdirectories are not read); pass the manifest files{example}")
 
 
-def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[str, int]]:
+def _check_file(name: str, options: Options, stdin: Any) -> Iterator[tuple[Problem | None, int]]:
     from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, read_bounded
 
     if name != "-" and Path(name).is_dir():
-        yield _directory_hint(name), 0
+        yield Problem(name, _directory_hint(name).removeprefix(f"{name}: ")), 0
         return
     shown = "<stdin>" if name == "-" else name
     try:
         data = read_bounded(stdin, MANIFEST_LIMITS) if name == "-" else _read(name)
     except OSError as exc:
-        yield f"{name}: cannot read: {exc.strerror or exc}", 0
+        yield Problem(name, f"cannot read: {exc.strerror or exc}"), 0
         return
     except LimitError as exc:
-        yield f"{shown}: {exc}", 0
+        yield Problem(shown, str(exc)), 0
         return
     yield from _check_data(shown, data, options)
 
@@ -164,35 +199,36 @@ def _read(name: str) -> bytes:
         return read_bounded(handle, MANIFEST_LIMITS)
 
 
-def _check_data(name: str, data: bytes, options: Options) -> Iterator[tuple[str, int]]:
+def _check_data(name: str, data: bytes, options: Options
+                ) -> Iterator[tuple[Problem | None, int]]:
     from jobset_infra.api.yaml_io import YamlError, load_documents
 
     try:
         documents = load_documents(data)
     except YamlError as exc:
-        yield f"{name}: {exc}", 0
+        yield Problem(name, str(exc)), 0
         return
     except Exception as exc:  # never a traceback, whatever the input
-        yield f"{name}: cannot read as YAML: {type(exc).__name__}: {exc}", 0
+        yield Problem(name, f"cannot read as YAML: {type(exc).__name__}: {exc}"), 0
         return
     if not documents:
-        yield f"{name}: no YAML documents (empty input)", 0
+        yield Problem(name, "no YAML documents (empty input)"), 0
         return
     for index, document in enumerate(documents, start=1):
-        lines = _check_document(document, options)
-        yield "", 1
-        for line in lines:
-            yield f"{name} (document {index}): {line}", 0
+        found = _check_document(document, options)
+        yield None, 1
+        for path, message in found:
+            yield Problem(name, message, index, path), 0
 
 
-def _check_document(document: Any, options: Options) -> list[str]:
+def _check_document(document: Any, options: Options) -> list[tuple[str, str]]:
+    """(field path, message) of every problem; "" for the document as a whole."""
     try:
-        errors = _errors(document, options)
-        return [str(e) if e.path else f"<document>: {e.message}" for e in errors]
+        return [(e.path, e.message) for e in _errors(document, options)]
     except RecursionError:
-        return ["<document>: nested too deeply to check"]
+        return [("", "nested too deeply to check")]
     except Exception as exc:  # report, never crash
-        return [f"<document>: internal error while checking: {type(exc).__name__}: {exc}"]
+        return [("", f"internal error while checking: {type(exc).__name__}: {exc}")]
 
 
 def _errors(document: Any, options: Options) -> list[Any]:
@@ -208,13 +244,17 @@ def _errors(document: Any, options: Options) -> list[Any]:
     if (api_version, kind) == (c.API_VERSION, c.KIND) or str(api_version).startswith(c.GROUP):
         old = options.old.get(_key(document))
         return check_jobset(document, old, feature_gates=options.gates).errors
+    if str(api_version).partition("/")[0] == c.KUEUE_GROUP:
+        from jobset_infra.api.kueue_crds import kueue_field_errors
+
+        return kueue_field_errors(document)
     errors = validate_builtin(document)
     if errors and errors[0].path == "kind" and errors[0].message.startswith("no kind"):
         return [
             FieldError(
                 "kind",
-                f"{kind!r} ({api_version!r}) is neither a JobSet nor a Kubernetes {K8S_VERSION} "
-                "built-in kind",
+                f"{kind!r} ({api_version!r}) is neither a JobSet, a Kueue kind nor a Kubernetes "
+                f"{K8S_VERSION} built-in kind",
             )
         ]
     return metadata_errors(document.get("metadata"), builtin=True) + errors

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from jobset_infra.api import constants as k
 from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
-from jobset_infra.manifests.kueue_schema import kueue_errors
+from jobset_infra.api.kueue_crds import kueue_errors
 from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [

@@ -281,3 +281,61 @@ def test_old_file_turns_matching_jobsets_into_updates(tmp_path: Path) -> None:
         "labels": {"kueue.x-k8s.io/podset": "w"}
     }
     assert check_text("f", _yaml(suspended), old={("ns", "js"): _valid()}) == []
+
+
+def _cluster_queue(**spec: Any) -> dict[str, Any]:
+    quota = {"name": "google.com/tpu", "nominalQuota": "32"}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "tpu"},
+            "spec": {"namespaceSelector": {},
+                     "resourceGroups": [{"coveredResources": ["google.com/tpu"],
+                                         "flavors": [{"name": "v5e", "resources": [quota]}]}],
+                     **spec}}
+
+
+@pytest.mark.parametrize(
+    ("manifest", "want"),
+    [
+        pytest.param(_cluster_queue(), [], id="a ClusterQueue as plan writes it is valid"),
+        pytest.param(
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+             "metadata": {"name": "high"}, "value": 1000}, [],
+            id="a WorkloadPriorityClass with its top-level value is valid"),
+        pytest.param(_cluster_queue(cohort="old"),
+                     ['f (document 1): spec.cohort: unknown field "spec.cohort"'],
+                     id="a v1beta1 field in a v1beta2 object is an unknown field"),
+        pytest.param(_cluster_queue(queueingStrategy="Random"),
+                     ['f (document 1): spec.queueingStrategy: Unsupported value: "Random": '
+                      'supported values: "StrictFIFO", "BestEffortFIFO"',
+                      "f (document 1): <document>: Invalid value: null: some validation rules "
+                      "were not checked because the object was invalid; correct the existing "
+                      "errors to complete validation"],
+                     id="an enum value Kueue does not have is refused, as the API server does"),
+        pytest.param({**_cluster_queue(), "apiVersion": "kueue.x-k8s.io/v1alpha9"},
+                     ["f (document 1): apiVersion: Kueue serves ClusterQueue as "
+                      "kueue.x-k8s.io/v1beta1, kueue.x-k8s.io/v1beta2, not 'v1alpha9'"],
+                     id="a version Kueue does not serve is named"),
+    ],
+)
+def test_kueue_kinds_are_checked_against_kueues_own_crds(
+    manifest: dict[str, Any], want: list[str]
+) -> None:
+    assert check_text("f", _yaml(manifest)) == want
+
+
+def test_json_output_lists_every_problem_with_file_document_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _valid()
+    bad["spec"]["replicatedJobs"][0]["replicas"] = -1
+    path = tmp_path / "f.yaml"
+    path.write_bytes(_yaml(_valid(), bad, _cluster_queue(cohort="old")))
+    assert main(["validate", "-o", "json", str(path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["valid"] is False and report["documents"] == 3
+    assert [(p["document"], p["field"]) for p in report["problems"]] == [
+        (2, "spec.replicatedJobs[0].replicas"), (3, "spec.cohort")]
+    assert all(p["file"] == str(path) for p in report["problems"])
+    path.write_bytes(_yaml(_valid()))
+    assert main(["validate", "-o", "json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"valid": True, "documents": 1, "problems": []}

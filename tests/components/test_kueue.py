@@ -8,11 +8,11 @@ import pulumi
 import pytest
 import yaml
 
+from jobset_infra.api.kueue_crds import kueue_errors
 from jobset_infra.components.gke_cluster import GkeCluster
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
-from jobset_infra.manifests.kueue_schema import kueue_errors
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.plan.offline import ProgramError, Registration
 from jobset_infra.tpu.cluster import GkeClusterSpec

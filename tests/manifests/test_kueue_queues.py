@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobset_infra.api.kueue_crds import kueue_errors
 from jobset_infra.manifests.kueue_queues import QueueError, plan_flavors, queue_objects
-from jobset_infra.manifests.kueue_schema import kueue_errors
 from jobset_infra.manifests.kueue_spec import KueueSpecError, QueueSpec, parse_queue_spec
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.spec import Capacity, SlicePoolsError

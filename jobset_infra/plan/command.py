@@ -1,8 +1,10 @@
-"""`jobset-infra plan --stack NAME [--out DIR]`: what `pulumi up` would create, with no cloud.
+"""`jobset-infra plan --stack NAME [--out DIR] [-o json]`: what `pulumi up` would create, offline.
 
 Runs the stack's Pulumi program (`stacks/__main__.py`) with its committed `Pulumi.<stack>.yaml`
 under Pulumi's mocks (no Pulumi CLI, no credentials, no network), prints the resource tree as
-`pulumi preview` draws it, and writes every Kubernetes object it would apply as YAML under DIR.
+`pulumi preview` draws it (or, with `-o json`, one JSON object: resources, objects, releases,
+warnings, problems), and writes every Kubernetes object it would apply as YAML under DIR
+(`plan.out_folder`: only the files it wrote itself are ever replaced).
 """
 
 from __future__ import annotations
@@ -11,12 +13,9 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 HELP = "show what `pulumi up` would create for a stack, offline (no cloud, no Pulumi CLI)"
 
@@ -32,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stack", "-s", required=True, help="stack name (stacks/Pulumi.<NAME>.yaml)"
     )
     parser.add_argument("--out", type=Path, help="write the Kubernetes objects as YAML under DIR")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text",
+        help="text: the tree (default); json: one object on stdout for scripts",
+    )
     parser.add_argument(
         "--project-dir",
         type=Path,
@@ -98,126 +101,25 @@ def _as_config_string(value: Any) -> str:
     return json.dumps(value)
 
 
-_WRITTEN = re.compile(r"\d{3}-[a-z0-9.-]+\.yaml")
-
-
-def write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Write one YAML file per object, `NNN-kind-name.yaml` in apply order; return the paths.
-
-    Files an earlier plan wrote there are removed first: `kubectl apply -f DIR` must not pick up
-    an object the stack no longer has. Other files in DIR are left alone.
-    """
-    try:
-        return _write_objects(objects, out)
-    except OSError as err:  # a file in the way, a read-only or missing parent: say so
-        raise PlanError(
-            f"--out {out}: cannot write there ({err.strerror or err}: {err.filename or out}); "
-            "choose a folder you can write to"
-        ) from None
-
-
-def check_out(out: Path) -> None:
-    """Raise PlanError now if `--out` could not be written later, so a typo does not cost a plan.
-
-    Nothing is created: `out` must be a writable folder, or not exist under a writable folder
-    (a probe file is made and removed there).
-    """
-    existing = next(p for p in [out, *out.parents] if p.exists() or p == p.parent)  # "." or "/"
-    problem = None
-    if not existing.is_dir():
-        what = "is a file" if existing == out else f"{existing} is a file"
-        problem = f"{what}, not a folder"
-    else:
-        try:
-            with tempfile.TemporaryFile(dir=existing):
-                pass
-        except OSError as err:
-            problem = f"cannot create files in {existing} ({err.strerror or err})"
-    if problem:
-        raise PlanError(f"--out {out}: {problem}; choose a folder you can write to")
-
-
-def _write_objects(objects: list[dict[str, Any]], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.iterdir():
-        if stale.is_file() and _WRITTEN.fullmatch(stale.name):
-            stale.unlink()
-    paths = []
-    for index, obj in enumerate(objects):
-        meta = obj.get("metadata") or {}
-        label = f"{obj.get('kind', 'object')}-{meta.get('name', index)}".lower()
-        slug = re.sub(r"[^a-z0-9.-]+", "-", label)
-        path = out / f"{index:03d}-{slug}.yaml"
-        path.write_text(yaml.safe_dump(_readable(obj), sort_keys=False))
-        paths.append(path)
-    return paths
-
-
-HELM_DIR = "helm"  # below DIR: `kubectl apply -f DIR` does not read subfolders
-
-
-def write_helm_values(releases: list[Any], out: Path) -> list[str]:
-    """Write each Helm release's values to DIR/helm/<release>.values.yaml; return the notes that
-    say how to install them, since `kubectl apply -f DIR` leaves the releases out."""
-    try:
-        folder = out / HELM_DIR
-        for stale in folder.glob("*.values.yaml") if folder.is_dir() else ():
-            stale.unlink()
-        notes = []
-        for release in releases:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{release.name}.values.yaml"
-            path.write_text(yaml.dump(_sorted(release.values), Dumper=_BlockDumper))
-            notes.append(
-                f"note: `kubectl apply -f {out}` leaves out Helm release {release.name} "
-                f"({release.chart} {release.version}); install it first, its webhooks must "
-                f"serve before its objects are created: {release.install_command(str(path))}"
-            )
-        return notes
-    except OSError as err:
-        raise PlanError(
-            f"--out {out}: cannot write there ({err.strerror or err}: {err.filename or out}); "
-            "choose a folder you can write to"
-        ) from None
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (an embedded config file) as `|` blocks, readable in the values."""
-
-
-_BlockDumper.add_representer(
-    str, lambda dumper, text: dumper.represent_scalar(
-        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
-)
-
-
-def _readable(obj: dict[str, Any]) -> dict[str, Any]:
-    """Return `obj` with apiVersion, kind, metadata first and every nested mapping sorted.
-
-    Pulumi hands inputs back in no fixed order; sorted output makes two plans diffable.
-    """
-    head = [key for key in ("apiVersion", "kind", "metadata") if key in obj]
-    rest = sorted(key for key in obj if key not in head)
-    return {key: _sorted(obj[key]) for key in [*head, *rest]}
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(item) for item in value]
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
+    as_json = getattr(args, "output", "text") == "json"
     try:
-        return _plan(args)
+        report = _plan(args)
     except PlanError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        report = {"stack": args.stack, "valid": False, "errors": [str(exc)]}
+    tree = report.pop("tree", None)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    elif tree:
+        print(tree)
+    return 0 if report["valid"] else 1
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace) -> dict[str, Any]:
+    """Plan the stack; print progress, warnings and problems on stderr; return the report."""
+    from jobset_infra.plan.out_folder import OutFolderError, check_out, write_plan
+
     project_dir = args.project_dir or find_project_dir(Path.cwd())
     stack_dir = project_dir / "stacks"
     stack_file = stack_dir / f"Pulumi.{args.stack}.yaml"
@@ -225,8 +127,11 @@ def _plan(args: argparse.Namespace) -> int:
         known = ", ".join(available_stacks(stack_dir)) or "none"
         raise PlanError(f"no stack {args.stack!r}: {stack_file} does not exist (stacks: {known})")
     config = stack_config(stack_file)
-    if args.out is not None:
-        check_out(args.out)
+    try:
+        if args.out is not None:
+            check_out(args.out)
+    except OutFolderError as exc:
+        raise PlanError(str(exc)) from None
 
     print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
     started = time.monotonic()
@@ -236,6 +141,7 @@ def _plan(args: argparse.Namespace) -> int:
     from jobset_infra.plan.preview import (
         apply_order,
         helm_releases,
+        key_inputs,
         kubernetes_objects,
         render_tree,
     )
@@ -250,31 +156,54 @@ def _plan(args: argparse.Namespace) -> int:
         )
     except ProgramError as exc:
         _end_progress(live=sys.stderr.isatty())
-        for line in str(exc).splitlines() or ["the program failed"]:
+        errors = str(exc).splitlines() or ["the program failed"]
+        for line in errors:
             print(f"error: {line}", file=sys.stderr)
-        return 1
+        return {"stack": args.stack, "valid": False, "errors": errors}
     _end_progress(live=sys.stderr.isatty())
     # One stable order for the tree and the files, whatever order the engine registered in.
     registrations = apply_order(result.registrations)
-    print(render_tree(registrations, PROJECT, args.stack))
     for message in result.warnings():
         print(f"warning: {message}", file=sys.stderr)
     objects = kubernetes_objects(registrations)
+    releases = helm_releases(registrations)
     print(f"Validating {len(objects)} Kubernetes objects...", file=sys.stderr)
     problems = invalid_objects(objects)
+    written: list[str] = []
     if args.out is not None:
-        paths = write_objects(objects, args.out)
-        print(f"Wrote {len(paths)} Kubernetes objects to {args.out}", file=sys.stderr)
-        for note in write_helm_values(helm_releases(registrations), args.out):
+        try:
+            files = write_plan(objects, releases, args.out)
+        except OutFolderError as exc:
+            raise PlanError(str(exc)) from None
+        written = [str(path) for path in (*files.objects, *files.values)]
+        print(f"Wrote {len(files.objects)} Kubernetes objects to {args.out}", file=sys.stderr)
+        for note in files.notes:
             print(note, file=sys.stderr)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     elapsed = time.monotonic() - started
     if problems:
         print(f"Planned in {elapsed:.1f}s: {len(problems)} problem(s).", file=sys.stderr)
-        return 1
-    print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
-    return 0
+    else:
+        print(f"Planned in {elapsed:.1f}s; every object validates.", file=sys.stderr)
+    by_urn = {reg.urn: reg for reg in registrations}
+    return {
+        "stack": args.stack,
+        "valid": not problems,
+        "errors": problems,
+        "warnings": result.warnings(),
+        "resources": [
+            {"type": reg.type, "name": reg.name,
+             "parent": by_urn[reg.parent].name if reg.parent in by_urn else None,
+             "keyInputs": key_inputs(reg)}
+            for reg in registrations
+        ],
+        "objects": objects,
+        "helmReleases": [{"name": r.name, "chart": r.chart, "version": r.version,
+                          "namespace": r.namespace} for r in releases],
+        "written": written,
+        "tree": render_tree(registrations, PROJECT, args.stack),
+    }
 
 
 PLATFORM_SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_docker_build")

@@ -59,15 +59,16 @@ def test_controller_stops_at_once_on_sigterm_while_its_caches_cannot_sync() -> N
 
 
 def test_plan_out_that_cannot_be_a_folder_is_a_named_error(tmp_path: Path) -> None:
-    from jobset_infra.plan.command import PlanError, write_objects
+    from jobset_infra.plan.out_folder import OutFolderError, write_plan
 
     in_the_way = tmp_path / "plan"
     in_the_way.write_text("not a folder")
     obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
     for out in (in_the_way, in_the_way / "sub"):
-        with pytest.raises(PlanError, match=f"^--out {re.escape(str(out))}: cannot write there"):
-            write_objects([obj], out)
-    assert write_objects([obj], tmp_path / "fresh")[0].name == "000-namespace-x.yaml"
+        with pytest.raises(OutFolderError,
+                           match=f"^--out {re.escape(str(out))}: cannot write there"):
+            write_plan([obj], [], out)
+    assert write_plan([obj], [], tmp_path / "fresh").objects[0].name == "000-namespace-x.yaml"
 
 
 @pytest.mark.parametrize("where", [pytest.param("folder", id="crd -o onto a folder"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def test_plan_prints_tree_and_writes_objects(
     assert code == 0
     assert "kubernetes:core/v1:Namespace" in captured.out
     assert "Planning stack demo" in captured.err
-    [written] = sorted(out.iterdir())
+    [written] = sorted(out.glob("*.yaml"))
     assert yaml.safe_load(written.read_text())["metadata"]["name"] == "team-a"
 
 
@@ -54,18 +55,55 @@ def test_on_a_terminal_a_live_line_counts_the_resources(
     assert "\r\033[K" in err  # the live line is cleared before the tree is printed
 
 
-def test_a_second_plan_replaces_the_files_of_the_first(
+def test_a_second_plan_replaces_the_files_of_the_first_and_only_those(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    argv = ["plan", "--stack", "demo", "--project-dir", str(project), "--out", str(out)]
+    assert main(argv) == 0
+    (out / "999-my-notes.yaml").write_text("kind: Note\n")  # the user's, numbered like ours
+    (out / "README.md").write_text("mine\n")
+    (project / "stacks" / "Pulumi.demo.yaml").write_text(
+        "config:\n  jobset-infra:settings:\n    name: team-b\n")
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".jobset-infra-plan", "000-namespace-team-b.yaml", "999-my-notes.yaml", "README.md"]
+    assert json.loads((out / ".jobset-infra-plan").read_text())["files"] == [
+        "000-namespace-team-b.yaml"]
+
+
+def test_a_file_plan_would_write_but_did_not_write_before_is_refused_not_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "007-configmap-gone.yaml").write_text("kind: ConfigMap\n")  # from an older plan
-    (out / "README.md").write_text("mine\n")
+    (out / "000-namespace-team-a.yaml").write_text("kind: Namespace  # hand-edited\n")
     project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
     argv = ["plan", "--stack", "demo", "--project-dir", str(project), "--out", str(out)]
-    assert main(argv) == 0
-    capsys.readouterr()
-    assert sorted(p.name for p in out.iterdir()) == ["000-namespace-team-a.yaml", "README.md"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "000-namespace-team-a.yaml exist(s) but an earlier plan did not write them" in err
+    assert (out / "000-namespace-team-a.yaml").read_text() == "kind: Namespace  # hand-edited\n"
+
+
+def test_json_output_is_one_object_for_scripts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path, "config:\n  jobset-infra:settings:\n    name: team-a\n")
+    assert main(["plan", "--stack", "demo", "--project-dir", str(project), "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["valid"] is True and report["errors"] == []
+    assert [(r["type"], r["name"]) for r in report["resources"]] == [
+        ("kubernetes:core/v1:Namespace", "ns")]
+    assert report["objects"][0]["metadata"]["name"] == "team-a"
+    (tmp_path / "b").mkdir()
+    broken = _project(tmp_path / "b", "config:\n  settings: {name: x, replicas: -1}\n")
+    assert main(["plan", "--stack", "demo", "--project-dir", str(broken), "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "stack": "demo", "valid": False,
+        "errors": ["settings.replicas: must be >= 0", "settings.name: required"]}
 
 
 def test_program_errors_are_one_line_each(
@@ -142,8 +180,8 @@ def _admitted(obj: dict[str, object]) -> list[str]:
     from jobset_infra.api import constants as k
     from jobset_infra.api.crd.schema import CrdSchema
     from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
+    from jobset_infra.api.kueue_crds import kueue_errors
     from jobset_infra.manifests.crd import jobset_crd
-    from jobset_infra.manifests.kueue_schema import kueue_errors
 
     api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
     if definition_for(api_version, kind) is not None:
@@ -170,6 +208,7 @@ def test_v5e_multislice_plan_writes_only_objects_the_cluster_accepts(
         assert kind in kinds
     for obj in objects:
         assert _admitted(obj) == [], obj["kind"]
+    assert main(["validate", str(out)]) == 0  # validate accepts everything plan writes
     [jobset] = [obj for obj in objects if obj["kind"] == "JobSet"]
     assert jobset["spec"]["replicatedJobs"][0]["replicas"] == 4  # whole numbers, not 4.0
     assert "gcp:container/nodePool:NodePool" in captured.out
@@ -262,7 +301,7 @@ def test_an_out_folder_that_cannot_be_written_is_refused_before_the_plan_runs(
 
 
 def test_checking_the_out_folder_creates_nothing(tmp_path: Path) -> None:
-    from jobset_infra.plan.command import check_out
+    from jobset_infra.plan.out_folder import check_out
 
     check_out(tmp_path / "new" / "plan")
     check_out(tmp_path)
@@ -279,6 +318,7 @@ def test_helm_releases_kubectl_would_leave_out_get_their_values_and_a_helm_comma
     out = tmp_path / "out"
     (out / "helm").mkdir(parents=True)
     (out / "helm" / "gone.values.yaml").write_text("{}\n")  # a release an older plan had
+    (out / ".jobset-infra-plan").write_text(json.dumps({"files": ["helm/gone.values.yaml"]}))
     argv = ["plan", "--stack", "v5e-multislice", "--project-dir", str(ROOT), "--out", str(out)]
     assert main(argv) == 0
     err = capsys.readouterr().err

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as c
-from jobset_infra.controller.runtime.kube import MERGE_PATCH
+from jobset_infra.controller.runtime.kube import MERGE_PATCH, ApiError
 from jobset_infra.controller.runtime.manager import RunningController
-from jobset_infra.controller.runtime.resources import JOBSETS, PVCS, SERVICES
+from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVICES
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import (
     Cluster,
@@ -433,3 +433,31 @@ async def test_volume_claim_policy_creates_its_pvc_once(
         {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},
     )
     assert after == before, "a PVC the cache knows is not created again"
+
+
+async def test_an_invalid_job_template_gets_invalid_spec_and_upstreams_job_creation_failed(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    # upstream's "a JobSet is created with an invalid Job template: should emit a warning event"
+    await cluster.create_jobset(make_jobset("js").replicated_job("a", image=""))
+    cond = await wait_condition(cluster, "js", c.CONDITION_INVALID_SPEC)
+    assert cond["reason"] == c.INVALID_SPEC_REASON
+
+    async def warning() -> list[dict[str, Any]]:
+        return await cluster.events(c.JOB_CREATION_FAILED_EVENT)
+
+    (event,) = await eventually(warning, what="a JobCreationFailed event")
+    assert event["type"] == "Warning"
+    assert (event["regarding"]["kind"], event["regarding"]["name"]) == (c.KIND, "js")
+    refusal = (
+        'Job.batch "js-a-0" is invalid: spec.template.spec.containers[0].image: Required value'
+    )
+    assert event["note"] == f'job "js-a-0" creation failed with error: {refusal}'
+    assert await cluster.job_names() == []
+    if cluster.backend == "envtest":  # the real server words the refusal as the event does
+        js = await cluster.jobset("js") or {}
+        template = js["spec"]["replicatedJobs"][0]["template"]
+        job = {"metadata": {"name": "js-a-0"}, "spec": template["spec"]}
+        with pytest.raises(ApiError) as refused:
+            await cluster.api.create(JOBS, job, cluster.namespace)
+        assert refused.value.message == refusal

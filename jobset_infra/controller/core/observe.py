@@ -24,6 +24,7 @@ from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
 from jobset_infra.api.status import Condition
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
+from jobset_infra.controller.core.job_creation_failed import job_creation_failed_message
 from jobset_infra.controller.core.types import (
     Action,
     ChildJob,
@@ -105,15 +106,21 @@ def reconcile_malformed(
     now: datetime,
     config: CoreConfig | None = None,
 ) -> Plan:
-    """Return the plan for an unparsable JobSet: InvalidSpec=True and a Warning. Never raises."""
+    """Return the plan for an unparsable JobSet: InvalidSpec=True and a Warning (plus upstream's
+    JobCreationFailed when the API server would refuse its Jobs). Never raises."""
+    errors = error.errors if isinstance(error, MalformedJobSetError) else []
     try:
-        return _malformed_plan(raw_jobset, str(error), now, config or CoreConfig())
+        return _malformed_plan(raw_jobset, str(error), errors, now, config or CoreConfig())
     except Exception:
         return Plan()
 
 
 def _malformed_plan(
-    raw: Mapping[str, Any], message: str, now: datetime, config: CoreConfig
+    raw: Mapping[str, Any],
+    message: str,
+    errors: list[FieldError],
+    now: datetime,
+    config: CoreConfig,
 ) -> Plan:
     meta, spec = _dict(raw.get("metadata")), _dict(raw.get("spec"))
     if meta.get("deletionTimestamp") or spec.get("managedBy") not in (None, config.controller_name):
@@ -134,6 +141,9 @@ def _malformed_plan(
         UpdateStatus(namespace, name, str(meta.get("resourceVersion", "")), status),
         EmitEvent("Warning", c.INVALID_SPEC_REASON, message, ref),
     )
+    # a Job template the API server refuses also gets upstream's event, which alerts key on
+    if errors and (refused := job_creation_failed_message(raw, errors)):
+        actions += (EmitEvent("Warning", c.JOB_CREATION_FAILED_EVENT, refused, ref),)
     return Plan(actions)
 
 

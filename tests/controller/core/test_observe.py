@@ -177,3 +177,57 @@ def test_what_the_webhook_would_reject_is_reported_and_reconcile_goes_on(
     raw["status"] = plan.of_type(UpdateStatus)[0].status
     again = reconcile(observe(raw), NOW, config)
     assert again.of_type(EmitEvent) == ()  # reported once
+
+
+_GOOD_CONTAINER = {"name": "m", "image": "x"}
+
+
+def _template(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"template": {"spec": pod_spec}}}
+
+
+@pytest.mark.parametrize(
+    ("rjobs", "want"),
+    [
+        pytest.param(
+            [{"name": "w", "template": _template({"containers": [{"name": "main"}]})}],
+            'job "js-w-0" creation failed with error: Job.batch "js-w-0" is invalid: '
+            "spec.template.spec.containers[0].image: Required value",
+            id="no image gets upstream's JobCreationFailed as the server words it",
+        ),
+        pytest.param(
+            [
+                {"name": "ok", "template": _template({"containers": [_GOOD_CONTAINER]})},
+                {"name": "w", "template": _template({"containers": [{"name": "M"}]})},
+            ],
+            'job "js-w-0" creation failed with error: Job.batch "js-w-0" is invalid: '
+            '[spec.template.spec.containers[0].name: Invalid value: "M": a lowercase RFC 1123 '
+            "label must consist of lower case alphanumeric characters or '-', and must start "
+            "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+            "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'), "
+            "spec.template.spec.containers[0].image: Required value]",
+            id="several refusals of one replicated job are listed as the server lists them",
+        ),
+    ],
+)
+def test_a_refused_job_template_also_gets_job_creation_failed(
+    rjobs: list[dict[str, Any]], want: str
+) -> None:
+    raw = _raw(replicatedJobs=rjobs)
+    with pytest.raises(MalformedJobSetError) as err:
+        observe(raw, check_templates=True)
+    plan = reconcile_malformed(raw, err.value, NOW)
+    events = {e.reason: e for e in plan.of_type(EmitEvent)}
+    assert set(events) == {c.INVALID_SPEC_REASON, c.JOB_CREATION_FAILED_EVENT}
+    assert events[c.JOB_CREATION_FAILED_EVENT].type == "Warning"
+    assert events[c.JOB_CREATION_FAILED_EVENT].message == want
+    status = plan.of_type(UpdateStatus)[0].status
+    assert status["conditions"][0]["reason"] == c.INVALID_SPEC_REASON  # the condition stays
+
+
+def test_a_malformed_jobset_that_is_not_a_refused_template_gets_no_job_creation_failed() -> None:
+    raw = _raw(replicatedJobs=[{"name": "w", "template": {}, "replicas": "four"}])
+    with pytest.raises(MalformedJobSetError) as err:
+        observe(raw)
+    reasons = [e.reason for e in reconcile_malformed(raw, err.value, NOW).of_type(EmitEvent)]
+    assert reasons == [c.INVALID_SPEC_REASON]

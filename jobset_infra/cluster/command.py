@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import threading
@@ -48,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="keep the cluster folder (logs, certificates, kubeconfig)")
     status = sub.add_parser("status", help="show whether each component runs")
     _common(status)
+    status.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text (default) or json: one object on stdout for scripts")
     status.add_argument("--kubeconfig", action="store_true", dest="print_kubeconfig",
                         help="print only the kubeconfig path (for export KUBECONFIG=...)")
 
@@ -181,14 +184,28 @@ def _status(args: argparse.Namespace) -> int:
 
     folder = _folder(args)
     cluster = load_state(folder)
+    as_json = getattr(args, "output", "text") == "json"
     if cluster is None:
-        print(f"no cluster recorded in {folder}; start one with `jobset-infra cluster up`",
-              file=sys.stderr)
+        message = f"no cluster recorded in {folder}; start one with `jobset-infra cluster up`"
+        if as_json:
+            print(json.dumps({"name": args.name, "folder": str(folder), "recorded": False,
+                              "running": False, "error": message}, indent=2))
+        print(message, file=sys.stderr)
         return 1
     if args.print_kubeconfig:
         print(cluster.kubeconfig)
         return 0
     running = cluster.running()
+    if as_json:
+        print(json.dumps({
+            "name": args.name, "folder": str(folder), "recorded": True,
+            "running": all(running.values()), "url": cluster.url,
+            "kubeconfig": str(cluster.kubeconfig),
+            "components": [{"name": p.name, "pid": p.pid, "running": running[p.name]}
+                           for p in cluster.processes],
+            "nodePools": [pool.name for pool in cluster.pools],
+        }, indent=2))
+        return 0 if all(running.values()) else 1
     print(f"cluster {args.name} at {cluster.url}, kubeconfig {cluster.kubeconfig}")
     for name, up in running.items():
         print(f"  {name:<24} {'running' if up else 'NOT RUNNING'}")

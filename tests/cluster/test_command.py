@@ -75,6 +75,31 @@ def test_status_and_down_of_no_cluster(tmp_path: Path) -> None:
     assert (down.returncode, "nothing to stop" in down.stdout) == (0, True)
 
 
+def test_status_as_json_says_which_components_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recorded cluster whose processes are gone: every component reported, exit 1."""
+    from jobset_infra.cli import main
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    ports = dict(etcd_client=1, etcd_peer=2, apiserver=3, controller_manager=4, scheduler=5,
+                 kwok=6)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (folder / "state.json").write_text(json.dumps({
+        "ports": ports, "admin_token": "t", "nodes": "cpu:1",
+        "processes": [{"name": "etcd", "pid": int(dead), "binary": "/bin/etcd",
+                       "log": str(folder / "etcd.log")}]}))
+    assert main(["cluster", "status", "--dir", str(folder), "-o", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["recorded"] is True and report["running"] is False
+    assert report["components"] == [{"name": "etcd", "pid": int(dead), "running": False}]
+    assert report["url"] == "https://127.0.0.1:3" and report["nodePools"] == ["default-pool"]
+    assert main(["cluster", "status", "--dir", str(tmp_path / "none"), "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["recorded"] is False
+
+
 def processes_in(folder: Path) -> list[str]:
     """The command lines of live processes that name `folder` (the cluster's own)."""
     found = []

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol, cast
 
+from jobset_infra import __version__
+
 
 class _Command(Protocol):
     HELP: str
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="jobset-infra",
         description="TPU training platform on GKE: JobSet API, controller, Kueue, with Pulumi.",
     )
+    parser.add_argument("--version", action="version", version=f"jobset-infra {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
         try:

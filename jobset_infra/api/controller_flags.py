@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from jobset_infra import __version__
 from jobset_infra.api.controller_config import (
     FLAGS,
     LEADER_ELECT_PATH,
@@ -65,6 +66,8 @@ def parse_config(
 ) -> tuple[ControllerConfig, argparse.Namespace]:
     """Parse argv (flags + optional `--config`); `read_file(path) -> str` is injected for tests."""
     parser = argparse.ArgumentParser(prog="jobset-controller", add_help=True)
+    parser.add_argument("--version", action="version",
+                        version=f"jobset-controller {__version__}")
     add_flags(parser)
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (else in-cluster)")
     parser.add_argument("--master", default=None, help="API server URL overriding kubeconfig")

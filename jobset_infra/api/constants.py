@@ -213,6 +213,13 @@ INVALID_SPEC_REASON: Final = "InvalidJobSetSpec"
 # InvalidSpec=False reason once the object parses again.
 VALID_SPEC_REASON: Final = "ValidJobSetSpec"
 VALID_SPEC_MESSAGE: Final = "jobset spec is valid"
+# Condition type set while Jobs that are not the JobSet's children hold names its children need.
+CONDITION_JOB_NAME_CONFLICT: Final = "JobNameConflict"
+# JobNameConflict=True reason (with a Warning event); the message names the Jobs and the fix.
+JOB_NAME_TAKEN_REASON: Final = "JobNameTaken"
+# JobNameConflict=False reason once every child name is free (only flips an existing condition).
+JOB_NAMES_FREE_REASON: Final = "JobNamesFree"
+JOB_NAMES_FREE_MESSAGE: Final = "no Job outside the jobset holds a child Job's name"
 
 # --- Enum values -------------------------------------------------------------------------------
 

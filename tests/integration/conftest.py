@@ -27,6 +27,7 @@ from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.defaults import default
 from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
+from jobset_infra.controller.runtime.caches import ForeignJob
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
     AlreadyExistsError,
@@ -95,6 +96,8 @@ async def quiescent(cluster: Cluster, ctl: RunningController, name: str = "js") 
         return False
     for job in (await cluster.api.list(JOBS, cluster.namespace))["items"]:
         entry = controller.jobs.store.get(f"{cluster.namespace}/{job['metadata']['name']}")
+        if isinstance(entry, ForeignJob):
+            continue  # not a child: only its name is cached, not its version
         if entry is None or entry.child.resource_version != job["metadata"]["resourceVersion"]:
             return False
     queue = controller.queue

@@ -83,9 +83,10 @@ async def test_a_burst_of_job_status_changes_is_coalesced(
     assert 1 <= reconciles < 200, f"{reconciles} reconciles for 1,000 Job status changes"
 
 
-async def test_jobs_not_owned_by_a_jobset_are_not_cached(
+async def test_jobs_not_owned_by_a_jobset_are_cached_as_a_name_only(
     cluster: Cluster, controller: RunningController
 ) -> None:
+    from jobset_infra.controller.runtime.caches import CachedJob, ForeignJob
     from jobset_infra.controller.runtime.resources import JOBS as JOB_RESOURCE
     from jobset_infra.testing.jobsets import job_template
 
@@ -94,5 +95,6 @@ async def test_jobs_not_owned_by_a_jobset_are_not_cached(
     await cluster.api.create(JOB_RESOURCE, plain, cluster.namespace)
     await cluster.create_jobset(make_jobset("js").replicated_job("a"))
     await eventually(lambda: converged(cluster, 2), what="the JobSet's Job next to the plain one")
-    assert f"{cluster.namespace}/js-a-0" in controller.controller.jobs.store
-    assert f"{cluster.namespace}/plain" not in controller.controller.jobs.store
+    store = controller.controller.jobs.store
+    assert isinstance(store[f"{cluster.namespace}/js-a-0"], CachedJob)
+    assert store[f"{cluster.namespace}/plain"] == ForeignJob(cluster.namespace, "plain", "", False)

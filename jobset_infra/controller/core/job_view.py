@@ -80,20 +80,22 @@ class ChildJob:
     failed: int = 0
     # derived from labels once, here, so a reconcile over 10,000 Jobs parses nothing
     rjob: str = field(init=False, default="")
-    """The replicatedjob-name label ("" when missing)."""
+    """The replicatedjob-name label, else annotation ("" when both are missing)."""
     restart_attempt: int | None = field(init=False, default=None)
-    """The restart-attempt label as an int (None when missing or not an integer)."""
+    """The restart-attempt label (else annotation) as an int (None when neither is one)."""
     job_index: int | None = field(init=False, default=None)
-    """The job-index label as an int."""
+    """The job-index label (else annotation) as an int."""
     job_restart_attempt: int | None = field(init=False, default=None)
-    """The job-restart-attempt label as an int (RestartJob gate)."""
+    """The job-restart-attempt label (else annotation) as an int (RestartJob gate)."""
 
     def __post_init__(self) -> None:
-        labels = self.labels
-        object.__setattr__(self, "rjob", labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
-        object.__setattr__(self, "restart_attempt", _label_int(labels, c.RESTARTS_KEY))
-        object.__setattr__(self, "job_index", _label_int(labels, c.JOB_INDEX_KEY))
-        attempt = _label_int(labels, c.JOB_RESTART_ATTEMPT_KEY)
+        # The controller writes each key as a label and an annotation alike: a label someone
+        # removed (or mangled) is read from the annotation, so the Job keeps counting.
+        keys = (self.labels, self.annotations)
+        object.__setattr__(self, "rjob", _key(keys, c.REPLICATED_JOB_NAME_KEY) or "")
+        object.__setattr__(self, "restart_attempt", _key_int(keys, c.RESTARTS_KEY))
+        object.__setattr__(self, "job_index", _key_int(keys, c.JOB_INDEX_KEY))
+        attempt = _key_int(keys, c.JOB_RESTART_ATTEMPT_KEY)
         object.__setattr__(self, "job_restart_attempt", attempt)
 
     def condition(self, type_: str) -> JobCondition | None:
@@ -104,14 +106,23 @@ class ChildJob:
         return None
 
 
-def _label_int(labels: Mapping[str, str], key: str) -> int | None:
-    raw = labels.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
+def _key(sources: tuple[Mapping[str, str], ...], key: str) -> str | None:
+    """The first non-empty value of `key` in the label map, then the annotation map."""
+    for source in sources:
+        value = source.get(key)
+        if value:
+            return value
+    return None
+
+
+def _key_int(sources: tuple[Mapping[str, str], ...], key: str) -> int | None:
+    """The first value of `key` that is an integer (label first, then annotation)."""
+    for source in sources:
+        try:
+            return int(source[key])
+        except (KeyError, ValueError):
+            continue
+    return None
 
 
 def _str_map(value: object) -> dict[str, str]:

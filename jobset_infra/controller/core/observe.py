@@ -26,10 +26,12 @@ from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
 from jobset_infra.controller.core.job_creation_failed import job_creation_failed_message
 from jobset_infra.controller.core.types import (
+    NO_NAMES_TAKEN,
     Action,
     ChildJob,
     CoreConfig,
     EmitEvent,
+    NameHolder,
     ObjectRef,
     Observed,
     PlacementInputs,
@@ -56,6 +58,7 @@ def observe(
     pvc_names: frozenset[str] | None = None,
     *,
     check_templates: bool = False,
+    taken_names: Mapping[str, NameHolder] = NO_NAMES_TAKEN,
 ) -> Observed[JobSet]:
     """Return the observed state; raise MalformedJobSetError if the JobSet does not parse,
     names two replicated jobs alike or needs more pods than any cluster holds.
@@ -74,7 +77,8 @@ def observe(
         raise MalformedJobSetError(problems)
     if check_templates and (refused := child_job_errors(raw_jobset)):
         raise MalformedJobSetError(refused)
-    return Observed(js, tuple(jobs), service_exists, placement, pvc_names)
+    return Observed(js, tuple(jobs), service_exists, placement, pvc_names,
+                    taken_names=taken_names)
 
 
 def _check_depth(raw_jobset: Mapping[str, Any]) -> None:

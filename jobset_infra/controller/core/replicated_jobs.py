@@ -22,6 +22,7 @@ from jobset_infra.controller.core.exclusive_placement import (
     place_new_jobs,
     place_resumed_jobs,
 )
+from jobset_infra.controller.core.name_conflicts import free_to_create, name_conflict
 from jobset_infra.controller.core.replicated_jobs_status import RJobCounts
 from jobset_infra.controller.core.startup_policy import all_replicas_started, in_order
 from jobset_infra.controller.core.suspend_resume import resume_job
@@ -98,6 +99,8 @@ def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
 
 
 def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision | None) -> bool:
+    jobs, blocked = free_to_create(jobs, draft.observed.taken_names)
+    draft.set_condition(name_conflict(blocked))
     held = False
     if draft.config.exclusive_placement and any(
         needs_placement(job["metadata"]["annotations"]) for job in jobs

@@ -16,7 +16,9 @@ How the runtime executes a `Plan` (see /work/notes/core-interfaces.md):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from jobset_infra.api import constants as c
@@ -32,6 +34,7 @@ from jobset_infra.controller.core.job_view import (
 from jobset_infra.placement.inputs import PlacementInputs  # placement's inputs
 
 __all__ = [
+    "NO_NAMES_TAKEN",
     "Action",
     "ChildJob",
     "CoreConfig",
@@ -44,6 +47,7 @@ __all__ = [
     "IncrementMetric",
     "JobCondition",
     "Manifest",
+    "NameHolder",
     "ObjectRef",
     "Observed",
     "PlacementInputs",
@@ -67,6 +71,19 @@ _J = TypeVar("_J")
 
 
 @dataclass(frozen=True, slots=True)
+class NameHolder:
+    """A Job that holds a name one of the JobSet's children needs, and is not its child."""
+
+    controller: str
+    """Its controller, as `Kind/name` ("" when it has none: created by hand)."""
+    deleting: bool = False
+    """It is being deleted (an earlier JobSet of the same name's child, say): wait, say nothing."""
+
+
+NO_NAMES_TAKEN: Mapping[str, NameHolder] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class Observed(Generic[_J]):
     """Everything one reconcile of one JobSet looks at.
 
@@ -87,6 +104,9 @@ class Observed(Generic[_J]):
     spec_problems: tuple[FieldError, ...] | None = None
     """What the spec check (`admission.spec_problems`) found for this metadata.generation, when
     the runtime has it cached; None: the pass checks the spec itself."""
+    taken_names: Mapping[str, NameHolder] = field(default_factory=lambda: NO_NAMES_TAKEN)
+    """Jobs in the JobSet's namespace that are not its children, by name (the core looks up
+    only the names it would create; the runtime answers from its Job cache)."""
 
 
 # --------------------------------------------------------------------------- plan

@@ -1,17 +1,19 @@
 """What the controller caches, and how a raw object becomes its slim cached form.
 
-JobSets are cached as manifests without managedFields (parsed to models at reconcile); Jobs as the
-core's `ChildJob` plus the owner key and the placement view; Services and Nodes as a few fields.
+JobSets are cached as manifests without managedFields (parsed to models at reconcile); Jobs a
+JobSet controls as the core's `ChildJob` plus the owner key and the placement view, every other
+Job as its name and controller only (it may hold a name a child needs); Services and Nodes as a
+few fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
-from jobset_infra.controller.core.types import ChildJob, child_job_from_manifest
+from jobset_infra.controller.core.types import ChildJob, NameHolder, child_job_from_manifest
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 
 OWNER_UID_INDEX = "owner-uid"
@@ -39,16 +41,69 @@ class CachedJob:
     placement: JobPlacementView | None  # only for Jobs with the exclusive-topology annotation
 
 
-def cache_job(job: Mapping[str, Any]) -> CachedJob:
+@dataclass(frozen=True, slots=True)
+class ForeignJob:
+    """A Job no JobSet controls: kept only because it may hold a name a child Job needs."""
+
+    namespace: str
+    name: str
+    controller: str  # "Kind/name" of its controller, "" when it has none
+    deleting: bool
+
+
+def cache_job(job: Mapping[str, Any]) -> CachedJob | ForeignJob:
     meta = job.get("metadata") or {}
     owner = controller_owner(meta)
     namespace = str(meta.get("namespace", ""))
+    if owner is None:
+        return ForeignJob(namespace, str(meta.get("name", "")), _controller_of(meta),
+                          meta.get("deletionTimestamp") is not None)
     return CachedJob(
         child=child_job_from_manifest(job),
         owner_key=f"{namespace}/{owner[0]}" if owner else None,
         owner_uid=owner[1] if owner else None,
         placement=job_view_from_manifest(job),
     )
+
+
+class TakenNames(Mapping[str, NameHolder]):
+    """The Jobs of one namespace that are not one JobSet's children, by name: a read-only view
+    of the Job cache for the core (`Observed.taken_names`). A lookup is O(1); iterating walks
+    the whole cache (tests and logs only)."""
+
+    def __init__(self, store: Mapping[str, CachedJob | ForeignJob], namespace: str,
+                 own_uid: str) -> None:
+        self._store = store
+        self._namespace = namespace
+        self._own_uid = own_uid
+
+    def __getitem__(self, name: str) -> NameHolder:
+        entry = self._store.get(f"{self._namespace}/{name}")
+        if entry is None:
+            raise KeyError(name)
+        if isinstance(entry, ForeignJob):
+            return NameHolder(entry.controller, entry.deleting)
+        if entry.owner_uid == self._own_uid:
+            raise KeyError(name)  # our own child
+        owner = (entry.owner_key or "").partition("/")[2]
+        return NameHolder(f"{c.KIND}/{owner}", entry.child.deletion_timestamp is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        prefix = f"{self._namespace}/"
+        for key in list(self._store):
+            name = key[len(prefix):]
+            if key.startswith(prefix) and name in self:
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _controller_of(meta: Mapping[str, Any]) -> str:
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import observe, reconcile
@@ -31,6 +30,8 @@ from jobset_infra.controller.runtime.caches import (
     CachedJob,
     CachedName,
     CachedService,
+    ForeignJob,
+    TakenNames,
     cache_job,
     cache_jobset,
     cache_name,
@@ -86,7 +87,8 @@ def core_decider(
     def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
         def observed(check_templates: bool) -> Observed[JobSet]:
             return observe(seen.jobset, seen.jobs, seen.service_exists, seen.placement,
-                           seen.pvc_names, check_templates=check_templates)
+                           seen.pvc_names, check_templates=check_templates,
+                           taken_names=seen.taken_names)
 
         def reconciled(found: Observed[JobSet]) -> Plan:
             problems = spec_checks.problems(found.jobset)
@@ -154,17 +156,18 @@ class JobSetController:
     def _make_informers(self, client: KubeClient, namespace: str | None) -> None:
         clock = self._clock
         self.jobsets: Informer[dict[str, Any]] = Informer(
-            client, JOBSETS, cache_jobset, namespace=namespace, clock=clock
+            client, JOBSETS, cache_jobset, namespace=namespace, clock=clock,
+            indexers={NAMESPACE_INDEX: _jobset_namespace},
         )
-        self.jobs: Informer[CachedJob] = Informer(
+        # Every Job, as upstream's owner index: children are found by their controller's UID,
+        # never by a label a user can remove; other Jobs are cached as a name only (they may
+        # hold a name a child needs).
+        self.jobs: Informer[CachedJob | ForeignJob] = Informer(
             client,
             JOBS,
             cache_job,
             namespace=namespace,
-            indexers={OWNER_UID_INDEX: lambda j: (j.owner_uid,) if j.owner_uid else ()},
-            # Every Job a JobSet owns carries this label: other Jobs in the cluster (often many)
-            # are neither listed, watched nor cached.
-            label_selector=c.JOBSET_NAME_KEY,
+            indexers={OWNER_UID_INDEX: _owner_uid},
             clock=clock,
         )
         self.services: Informer[CachedService] = Informer(
@@ -224,25 +227,41 @@ class JobSetController:
             return
         self.queue.add(object_key(new if new is not None else old))
 
-    def _on_job(self, kind: str, old: CachedJob | None, new: CachedJob | None) -> None:
-        entry = new if new is not None else old
+    def _on_job(self, kind: str, old: CachedJob | ForeignJob | None,
+                new: CachedJob | ForeignJob | None) -> None:
+        child_old, child_new = _child(old), _child(new)
+        if child_old is None and child_new is None:
+            self._on_foreign_job(kind, old, new)
+            return
+        entry = child_new if child_new is not None else child_old
         assert entry is not None
         child = entry.child
         job_key = f"{child.namespace}/{child.name}"
         owner = entry.owner_key
         if owner is not None:
-            if new is not None:
+            if child_new is not None:
                 self.expectations.observe_create(owner, child.name)
-            if new is None or child.deletion_timestamp is not None:
+            if child_new is None or child.deletion_timestamp is not None:
                 self.expectations.observe_delete(owner, child.uid)
                 self.expectations.observe_create(owner, child.name)
-        self._track_view(job_key, new)
-        if owner is not None and _newly_failed(old, new):
+        self._track_view(job_key, child_new)
+        if owner is not None and _newly_failed(child_old, child_new):
             self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
             self.queue.add_after(owner, self._batch_period)
-        if _freed_domain(old, new):
+        if _freed_domain(child_old, child_new):
             self._wake_exclusive()
+
+    def _on_foreign_job(self, kind: str, old: Any, new: Any) -> None:
+        """A Job no JobSet controls appeared or went: wake the JobSets of its namespace whose
+        children it could be named like (a freed name lets a held-back child be created)."""
+        if kind == "update":
+            return
+        job = new if new is not None else old
+        prefix = f"{job.namespace}/"
+        for key in self.jobsets.keys_by_index(NAMESPACE_INDEX, job.namespace):
+            if job.name.startswith(key[len(prefix):] + "-"):
+                self.queue.add(key)
 
     def _track_view(self, job_key: str, new: CachedJob | None) -> None:
         if new is not None and new.placement is not None:
@@ -370,12 +389,15 @@ class JobSetController:
         pvc_names = None
         if self.pvcs.usable:
             pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
+        uid = jobset_uid(jobset)
+        children = self.jobs.by_index(OWNER_UID_INDEX, uid)
         return Observed(
             jobset=jobset,
-            jobs=tuple(e.child for e in self.jobs.by_index(OWNER_UID_INDEX, jobset_uid(jobset))),
+            jobs=tuple(e.child for e in children if isinstance(e, CachedJob)),
             service_exists=f"{namespace}/{service_name(jobset)}" in self.services.store,
             placement=placement,
             pvc_names=pvc_names,
+            taken_names=TakenNames(self.jobs.store, namespace, uid),
         )
 
     def _exclusive(self, jobset: dict[str, Any]) -> bool:
@@ -395,6 +417,18 @@ class JobSetController:
         view = job_view_from_manifest(created)
         if view is not None and view.key not in self._views:
             self._inflight[view.key] = view
+
+
+def _child(entry: CachedJob | ForeignJob | None) -> CachedJob | None:
+    return entry if isinstance(entry, CachedJob) else None
+
+
+def _owner_uid(entry: CachedJob | ForeignJob) -> tuple[str, ...]:
+    return (entry.owner_uid,) if isinstance(entry, CachedJob) and entry.owner_uid else ()
+
+
+def _jobset_namespace(jobset: dict[str, Any]) -> tuple[str, ...]:
+    return (str((jobset.get("metadata") or {}).get("namespace", "")),)
 
 
 def _newly_failed(old: CachedJob | None, new: CachedJob | None) -> bool:

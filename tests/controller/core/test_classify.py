@@ -9,7 +9,7 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.classify import classify_child_jobs, job_failure, job_succeeded
 from jobset_infra.controller.core.types import ChildJob
-from jobset_infra.testing.jobs import JobBuilder, make_job
+from jobset_infra.testing.jobs import JobBuilder, job_from, make_job
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -123,3 +123,18 @@ def test_failure_reason_precedence(
     assert (failure.reason, failure.message, failure.since) == (
         want_reason, want_message, want_since
     )
+
+
+def test_a_job_whose_labels_were_removed_counts_by_its_annotations() -> None:
+    # The controller writes each key as a label and an annotation; a user may drop the labels.
+    edited = (
+        make_job("js", rjob="a", index=2, restart_attempt=1).ready()
+        .annotation(c.RESTARTS_KEY, "1").annotation(c.REPLICATED_JOB_NAME_KEY, "a")
+        .annotation(c.JOB_INDEX_KEY, "2").obj()
+    )
+    for key in (c.RESTARTS_KEY, c.REPLICATED_JOB_NAME_KEY, c.JOB_INDEX_KEY, c.JOBSET_NAME_KEY):
+        del edited["metadata"]["labels"][key]
+    view = job_from(edited).view()
+    assert (view.rjob, view.restart_attempt, view.job_index) == ("a", 1, 2)
+    got = classify_child_jobs([view], "jobset-uid", restarts=1)
+    assert _names(got.active) == ["js-a-2"], "still this attempt's active Job, not a previous one"

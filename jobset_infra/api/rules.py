@@ -79,6 +79,10 @@ class Rule:
     check: Check | None = None
     on_update: bool = False
     """Python: run on update (with `Context.old`) instead of on create."""
+    children: bool = False
+    """A JobSet that breaks it gets children the API server refuses (a Job, pod, Service or PVC
+    name, or a label value the controller writes): the controller reports it as InvalidSpec
+    and creates nothing (`children_refused`)."""
 
     def crd_entry(self) -> dict[str, Any]:
         """The rule as an `x-kubernetes-validations` entry."""
@@ -132,6 +136,7 @@ def _root_rules() -> list[Rule]:
             "",
             c.JOB_NAME_TOO_LONG_MESSAGE,
             cel=f"size({_NAME}) + 2 + {_longest(f'{_RJOBS}.map(r, {job_suffix})')} <= 63",
+            children=True,
         ),
         Rule(
             "every Indexed Job's pod name fits in 63 characters",
@@ -139,6 +144,7 @@ def _root_rules() -> list[Rule]:
             c.POD_NAME_TOO_LONG_MESSAGE,
             cel=f"size({_NAME}) + 9 + "
             f"{_longest(f'{_RJOBS}.filter(r, {indexed}).map(r, {pod_suffix})')} <= 63",
+            children=True,
         ),
         Rule(
             "the coordinator's label value fits in 63 characters",
@@ -146,6 +152,7 @@ def _root_rules() -> list[Rule]:
             "spec will lead to an invalid coordinator label value longer than 63 characters "
             "(long JobSet / ReplicatedJob / SubDomain name?)",
             cel=_when(f"has(self.spec) && has({coord})", f"{coordinator} <= 63"),
+            children=True,
         ),
         Rule(
             "every PVC name <template>-<jobset> fits in 63 characters",
@@ -161,6 +168,7 @@ def _root_rules() -> list[Rule]:
                 )
                 + " <= 63",
             ),
+            children=True,
         ),
     ]
 
@@ -221,6 +229,7 @@ def _field_rules() -> list[Rule]:
             "spec.network.subdomain",
             "subdomain must be a DNS-1035 label",
             cel=f"self.matches('{DNS1035_REGEX}')",
+            children=True,
         ),
         Rule(
             "managedBy is a domain-prefixed path",
@@ -260,6 +269,11 @@ def _each_rjob(js: JobSet, ctx: Context) -> Iterator[FieldError]:
         yield from checks.replicated_job_problems(js, ctx.name, i, rjob, ctx.gates)
 
 
+def _each_rjob_name(js: JobSet, ctx: Context) -> Iterator[FieldError]:
+    for i, rjob in enumerate(js.spec.replicated_jobs):
+        yield from checks.child_name_problems(js, ctx.name, i, rjob)
+
+
 def _python_rules() -> list[Rule]:
     """The rules CEL cannot express cheaply, in upstream's order (ValidateCreate, then Update)."""
     return [
@@ -270,8 +284,15 @@ def _python_rules() -> list[Rule]:
             check=lambda js, ctx: checks.in_place_restart_gate(js, ctx.gates),
         ),
         Rule(
-            "replicated job names make valid Job and pod names, dependsOn points backwards, "
-            "InPlaceRestart fields are set",
+            "replicated job names make valid Job and pod names",
+            "spec.replicatedJobs[i].name",
+            c.DNS1035_LABEL_MESSAGE,
+            check=_each_rjob_name,
+            children=True,
+        ),
+        Rule(
+            "groupName is a DNS-1035 label, dependsOn points backwards, InPlaceRestart fields "
+            "are set",
             "spec.replicatedJobs[i]",
             c.DEPENDS_ON_ORDER_MESSAGE,
             check=_each_rjob,
@@ -335,6 +356,20 @@ def crd_rules() -> dict[str, list[dict[str, Any]]]:
         if rule.cel is not None:
             out.setdefault(rule.path, []).append(rule.crd_entry())
     return out
+
+
+def children_refused(js: JobSet, ctx: Context, crd: Iterable[FieldError]) -> list[FieldError]:
+    """The problems of `js` that make the API server refuse its children: the `children` CEL
+    rules' errors among `crd` (the CRD's verdict; a rule's message is unique, so it names the
+    rule) and what the `children` Python checks find."""
+    messages = tuple(r.message for r in RULES if r.children and r.cel is not None)
+    found = [e for e in crd if e.message.endswith(messages)]
+    return found + [
+        error
+        for rule in RULES
+        if rule.children and rule.check is not None and not rule.on_update
+        for error in rule.check(js, ctx)
+    ]
 
 
 def webhook_problems(js: JobSet, ctx: Context) -> list[FieldError]:

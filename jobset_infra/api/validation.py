@@ -38,6 +38,8 @@ from jobset_infra.api.models import (
 __all__ = [
     "FieldError",
     "check_name",
+    "child_name_problems",
+    "children_refused",
     "coordinator_problems",
     "crd_problems",
     "failure_policy_problems",
@@ -72,6 +74,17 @@ def validate(
 
     context = Context(check_name(js), feature_gates or FeatureGates(), existing_pvcs or {}, old)
     return [*crd_problems(js, old), *webhook_problems(js, context)]
+
+
+def children_refused(js: JobSet, feature_gates: FeatureGates | None = None
+                     ) -> list[FieldError]:
+    """What `validate` finds in `js` that the API server will also refuse in its children (a
+    Job, pod, Service or PVC name, a label value): the rules marked `children`, same messages."""
+    from jobset_infra.api.rules import Context
+    from jobset_infra.api.rules import children_refused as refused
+
+    context = Context(check_name(js), feature_gates or FeatureGates())
+    return refused(js, context, crd_problems(js))
 
 
 def crd_problems(js: JobSet, old: JobSet | None = None) -> list[FieldError]:
@@ -138,17 +151,13 @@ def in_place_restart_gate(js: JobSet, gates: FeatureGates) -> Iterator[FieldErro
         )
 
 
-def replicated_job_problems(
-    js: JobSet, js_name: str, i: int, rjob: ReplicatedJob, gates: FeatureGates
-) -> Iterator[FieldError]:
-    """Job and pod names that are not DNS-1035 labels (their length is a CEL rule), groupName,
-    dependsOn pointing at a later job, InPlaceRestart's Job fields."""
+def child_name_problems(js: JobSet, js_name: str, i: int, rjob: ReplicatedJob
+                        ) -> Iterator[FieldError]:
+    """Job and pod names of replicated job `i` that are not DNS-1035 labels (their length is a
+    CEL rule): the API server would refuse those Jobs, or the Job controller their pods."""
     path = f"spec.replicatedJobs[{i}]"
     spec = _job_spec(rjob)
     completions = _int_or_none(spec.get("completions"))
-    for problem in names.dns1035_label(rjob.group_name):
-        if not names.is_too_long(problem):  # its length is the schema's maxLength
-            yield invalid(f"{path}.groupName", rjob.group_name, problem)
     # As upstream: the index of the last Job, -1 when there are no replicas.
     longest_job = f"{js_name}-{rjob.name}-{rjob.replicas - 1}"
     for problem in names.dns1035_label(longest_job):
@@ -159,6 +168,17 @@ def replicated_job_problems(
         for problem in names.dns1035_label(longest_pod):
             if not names.is_too_long(problem):
                 yield invalid(f"{path}.name", longest_pod, problem)
+
+
+def replicated_job_problems(
+    js: JobSet, js_name: str, i: int, rjob: ReplicatedJob, gates: FeatureGates
+) -> Iterator[FieldError]:
+    """groupName, dependsOn pointing at a later job, InPlaceRestart's Job fields."""
+    path = f"spec.replicatedJobs[{i}]"
+    spec = _job_spec(rjob)
+    for problem in names.dns1035_label(rjob.group_name):
+        if not names.is_too_long(problem):  # its length is the schema's maxLength
+            yield invalid(f"{path}.groupName", rjob.group_name, problem)
     earlier = set(_rjob_names(js)[:i])
     for j, dep in enumerate((rjob.depends_on or []) if i > 0 else []):
         if dep.name not in earlier:

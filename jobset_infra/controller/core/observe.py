@@ -22,6 +22,7 @@ from jobset_infra.api.input_limits import MANIFEST_LIMITS, LimitError, check_dep
 from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import CHECK_TEMPLATES, JobSet, field_errors
 from jobset_infra.api.status import Condition
+from jobset_infra.api.validation import children_refused
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import describe
 from jobset_infra.controller.core.job_creation_failed import job_creation_failed_message
@@ -65,7 +66,8 @@ def observe(
 
     With `check_templates` (the runtime asks once per generation: it costs about 1.5 ms) the
     object's depth, its Job templates' types (pinned Kubernetes OpenAPI) and what the API
-    server would refuse in every child Job are checked too.
+    server would refuse in every child Job, Service or PVC (their templates, and names and
+    label values made from the JobSet's: `validation.children_refused`) are checked too.
     """
     if check_templates:
         _check_depth(raw_jobset)
@@ -75,7 +77,7 @@ def observe(
         raise MalformedJobSetError(field_errors(exc)) from None
     if problems := _duplicate_names(js) or size_errors(js):
         raise MalformedJobSetError(problems)
-    if check_templates and (refused := child_job_errors(raw_jobset)):
+    if check_templates and (refused := child_job_errors(raw_jobset) or children_refused(js)):
         raise MalformedJobSetError(refused)
     return Observed(js, tuple(jobs), service_exists, placement, pvc_names,
                     taken_names=taken_names)

@@ -36,7 +36,8 @@ from jobset_infra.manifests.workload import (
     WorkloadSpec,
     plan_workload,
 )
-from jobset_infra.placement import placement_problems
+from jobset_infra.placement.slice_modes import slice_placement_problems
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.slice import TpuSlice
 
@@ -134,8 +135,13 @@ def plan_args(args: JobSetArgs) -> WorkloadPlan:
 
 
 def _placement_problems(plan: WorkloadPlan, args: JobSetArgs) -> list[str]:
+    placer = Placer(args.placement)
+    if args.kueue is not None and args.queue is not None and args.kueue.placement is not placer:
+        return [f"placement: {placer.value}, but Kueue's queues were made for placement "
+                f"{args.kueue.placement.value} (KueueArgs.placement); a JobSet asks for the "
+                "placement of the queue it is admitted through"]
     domains = pool_domains(pool_plans(args.pools))
-    return placement_problems(plan.manifest, domains) if domains else []
+    return slice_placement_problems(plan.manifest, domains, placer)
 
 
 class JobSet(pulumi.ComponentResource):

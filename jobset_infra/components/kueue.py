@@ -41,6 +41,7 @@ from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
 from jobset_infra.manifests.meta import Manifest
 from jobset_infra.manifests.placement_domains import pool_plans
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Kueue", "KueueArgs", "validate_args"]
@@ -64,6 +65,9 @@ class KueueArgs:
     """Also create the LocalQueues' namespaces (except `default`); off when others own them."""
     install_only: bool = False
     """Install Kueue without queue objects (a cluster with no TPU pools, e.g. the local stack)."""
+    placement: Placer = Placer.CONTROLLER
+    """Who places TPU slices in node pools: the controller, or Kueue TAS (then a Topology of
+    node pools and hosts, named by every flavor). JobSets queued here must ask for the same."""
 
 
 def _check_chart(folder: Path, version: str) -> None:
@@ -101,7 +105,7 @@ def validate_args(args: KueueArgs) -> QueueObjects | None:
     if args.install_only:
         return None
     check_queue_namespaces(args.queues, args.install)
-    return queue_objects(args.queues, pool_plans(args.pools))
+    return queue_objects(args.queues, pool_plans(args.pools), Placer(args.placement))
 
 
 class Kueue(pulumi.ComponentResource):
@@ -122,6 +126,8 @@ class Kueue(pulumi.ComponentResource):
     installed: pulumi.Resource
     """The Helm release or chart; complete once Kueue's webhooks serve. Unqueued JobSets wait
     for it: Kueue's JobSet webhook (failurePolicy Fail) sees them too."""
+    placement: Placer
+    """Who places slices admitted through these queues (KueueArgs.placement)."""
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
@@ -130,6 +136,7 @@ class Kueue(pulumi.ComponentResource):
         objects = validate_args(args)  # before any child exists: bad arguments fail preview
         self._name = name
         self._provider = args.provider
+        self.placement = Placer(args.placement)
         after = _explicit_dependencies(opts)
         installed = (self._chart(args.install, after) if args.install.chart_path is not None
                      else self._release(args.install, after))
@@ -202,12 +209,11 @@ class Kueue(pulumi.ComponentResource):
         release: pulumi.Resource,
         namespaces: Sequence[pulumi.Resource],
     ) -> list[pulumi.CustomResource]:
-        named = [
-            *objects.resource_flavors,
-            *objects.priority_classes,
-            *objects.provisioning,
-        ]
-        referenced = [self._create(m, [release]) for m in named]
+        topologies = [self._create(m, [release]) for m in objects.topologies]
+        # A TAS flavor names its Topology: create that first.
+        flavors = [self._create(m, [release, *topologies]) for m in objects.resource_flavors]
+        named = [*objects.priority_classes, *objects.provisioning]
+        referenced = [*topologies, *flavors, *(self._create(m, [release]) for m in named)]
         cluster_queue = self._create(objects.cluster_queue, [release, *referenced])
         local_queues = [
             self._create(m, [release, cluster_queue, *namespaces]) for m in objects.local_queues

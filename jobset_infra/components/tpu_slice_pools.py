@@ -168,6 +168,9 @@ def _pool_inputs(
         "version": spec.gke_version if pinned else None,
         "node_config": _node_config(plan, pool, args),
     }
+    if plan.queued_provisioning:
+        # Nodes only through ProvisioningRequests (GKE `--enable-queued-provisioning`).
+        inputs["queued_provisioning"] = {"enabled": True}
     if plan.autoscaling is None:
         # node_count (not initial_node_count) keeps a fixed slice at full size without forcing
         # replacement if someone resizes it by hand.
@@ -202,7 +205,10 @@ def _node_config(plan: SlicePoolsPlan, pool: SlicePool, args: TpuSlicePoolsArgs)
     """Return the node_config: machine type, capacity, labels, taint and node identity."""
     config: dict[str, Any] = {
         "machine_type": plan.slice.vm_type,
-        "labels": dict(pool.node_labels),
+        # GKE taints queued-provisioning nodes itself; the label is set here so that pods (and
+        # Kueue's flavor) can select them, as Google's cluster-toolkit does.
+        "labels": {**pool.node_labels, **(plan.capacity_node_labels
+                                          if plan.queued_provisioning else {})},
         "taints": [{"key": t.key, "value": t.value, "effect": t.gke_effect} for t in plan.taints],
         "service_account": args.service_account,
         "oauth_scopes": list(NODE_OAUTH_SCOPES),

@@ -3,8 +3,13 @@
 `plan_flavors` groups pools by what a pod can select them by (slice-shape node labels, capacity
 labels) into ResourceFlavors whose `google.com/tpu` capacity is the chips those pools hold;
 `queue_objects` turns that into ResourceFlavors, one ClusterQueue, LocalQueues, priority classes
-and, when flex-start pools exist, a ProvisioningRequest admission check. Pure; a quota above the
-chips that exist, or one for a flavor that does not exist, is an error naming the flavor.
+and, for pools with GKE queued provisioning (flex-start whose nodes come only through
+ProvisioningRequests), a ProvisioningRequest admission check on their flavors; flex-start pools
+without it get no check (the autoscaler scales them up for pending pods). When Kueue's
+Topology-Aware Scheduling places the slices (`Placer.KUEUE_TAS`), it also makes the Topology
+whose levels are GKE's node-pool and host labels, and every flavor names it (`topologyName`).
+Pure; a quota above the chips that exist, or one for a flavor that does not exist, is an error
+naming the flavor.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from jobset_infra.api import constants as k
 from jobset_infra.manifests.kueue_spec import QueueSpec
 from jobset_infra.manifests.meta import Manifest, common_labels, object_meta
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.placer import TAS_LEVELS, Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.spec import Capacity
 
@@ -26,6 +32,7 @@ __all__ = [
     "namespace_manifest",
     "plan_flavors",
     "queue_objects",
+    "topology",
 ]
 
 _LABELS = common_labels("kueue-queues", "queues")
@@ -43,7 +50,8 @@ class Flavor:
     node_labels: Mapping[str, str]
     tolerations: tuple[Mapping[str, str], ...]
     chips: int
-    flex_start: bool
+    queued_provisioning: bool
+    """Its nodes come only through ProvisioningRequests: admission waits for the check."""
     pools: tuple[str, ...]
 
 
@@ -53,6 +61,8 @@ def _flavor_name(plan: SlicePoolsPlan) -> str:
         return shape
     if plan.capacity is Capacity.RESERVATION and plan.reservation:
         return f"{shape}-{plan.reservation.split('/')[-1]}"
+    if plan.queued_provisioning:
+        return f"{shape}-queued"
     return f"{shape}-{plan.capacity.value}"
 
 
@@ -74,7 +84,7 @@ def _merge(name: str, group: list[SlicePoolsPlan]) -> Flavor:
         node_labels={**first.flavor_node_labels, **first.capacity_node_labels},
         tolerations=tuple(dict(t) for t in tolerations),
         chips=sum(plan.total_chips for plan in group),
-        flex_start=first.capacity is Capacity.FLEX_START,
+        queued_provisioning=first.queued_provisioning,
         pools=tuple(pool for plan in group for pool in plan.pool_names),
     )
 
@@ -101,17 +111,31 @@ def _quotas(flavors: Sequence[Flavor], spec: QueueSpec) -> dict[str, int]:
     return {name: spec.tpu_quota.get(name, chips) for name, chips in capacity.items()}
 
 
-def resource_flavor(flavor: Flavor) -> Manifest:
-    """Return the ResourceFlavor: its node labels become the admitted pods' nodeSelector."""
+def resource_flavor(flavor: Flavor, topology_name: str | None = None) -> Manifest:
+    """Return the ResourceFlavor: its node labels become the admitted pods' nodeSelector; with a
+    topology, Kueue places the pods on the flavor's nodes itself (TAS)."""
+    spec: Manifest = {
+        "nodeLabels": dict(flavor.node_labels),
+        # Added to admitted pods, so workloads need not spell out the TPU taint themselves.
+        "tolerations": [dict(t) for t in flavor.tolerations],
+    }
+    if topology_name is not None:
+        spec["topologyName"] = topology_name
     return {
         "apiVersion": k.KUEUE_API_VERSION,
         "kind": "ResourceFlavor",
         "metadata": object_meta(flavor.name, _LABELS),
-        "spec": {
-            "nodeLabels": dict(flavor.node_labels),
-            # Added to admitted pods, so workloads need not spell out the TPU taint themselves.
-            "tolerations": [dict(t) for t in flavor.tolerations],
-        },
+        "spec": spec,
+    }
+
+
+def topology(spec: QueueSpec) -> Manifest:
+    """Return the Topology of TPU slice pools: GKE's node-pool label, then the host."""
+    return {
+        "apiVersion": k.KUEUE_API_VERSION,
+        "kind": "Topology",
+        "metadata": object_meta(spec.topology_name, _LABELS),
+        "spec": {"levels": [{"nodeLabel": label} for label in TAS_LEVELS]},
     }
 
 
@@ -148,10 +172,10 @@ def cluster_queue(spec: QueueSpec, flavors: Sequence[Flavor]) -> Manifest:
     }
     if spec.cohort:
         body["cohortName"] = spec.cohort
-    flex = [f.name for f in flavors if f.flex_start]
-    if flex:
+    queued = [f.name for f in flavors if f.queued_provisioning]
+    if queued:
         body["admissionChecksStrategy"] = {
-            "admissionChecks": [{"name": spec.admission_check_name, "onFlavors": flex}]
+            "admissionChecks": [{"name": spec.admission_check_name, "onFlavors": queued}]
         }
     return {
         "apiVersion": k.KUEUE_API_VERSION,
@@ -188,7 +212,8 @@ def priority_class(name: str, value: int) -> Manifest:
 
 
 def provisioning_request_config(spec: QueueSpec) -> Manifest:
-    """Return the ProvisioningRequestConfig of GKE queued provisioning for TPU flex-start pools."""
+    """Return the ProvisioningRequestConfig of GKE queued provisioning (flex-start pools with
+    `queued_provisioning`)."""
     return {
         "apiVersion": k.KUEUE_API_VERSION,
         "kind": "ProvisioningRequestConfig",
@@ -210,7 +235,8 @@ def provisioning_request_config(spec: QueueSpec) -> Manifest:
 
 
 def admission_check(spec: QueueSpec) -> Manifest:
-    """Return the AdmissionCheck that holds flex-start workloads until GKE provisions nodes."""
+    """Return the AdmissionCheck that holds queued-provisioning workloads until GKE provisions
+    their nodes (through a ProvisioningRequest per admitted workload)."""
     return {
         "apiVersion": k.KUEUE_API_VERSION,
         "kind": "AdmissionCheck",
@@ -231,16 +257,19 @@ class QueueObjects:
     """Every Kueue object for the pools, by role."""
 
     flavors: tuple[Flavor, ...]
+    topologies: tuple[Manifest, ...]
+    """The TAS Topology the flavors name; empty when the controller places slices."""
     resource_flavors: tuple[Manifest, ...]
     priority_classes: tuple[Manifest, ...]
     provisioning: tuple[Manifest, ...]
-    """ProvisioningRequestConfig then AdmissionCheck; empty without flex-start pools."""
+    """ProvisioningRequestConfig then AdmissionCheck; empty without queued-provisioning pools."""
     cluster_queue: Manifest
     local_queues: tuple[Manifest, ...]
 
     def in_apply_order(self) -> list[Manifest]:
         """Return the objects so that everything a ClusterQueue names exists before it."""
         return [
+            *self.topologies,
             *self.resource_flavors,
             *self.priority_classes,
             *self.provisioning,
@@ -249,18 +278,23 @@ class QueueObjects:
         ]
 
 
-def queue_objects(spec: QueueSpec, plans: Sequence[SlicePoolsPlan]) -> QueueObjects:
+def queue_objects(
+    spec: QueueSpec, plans: Sequence[SlicePoolsPlan], placer: Placer = Placer.CONTROLLER
+) -> QueueObjects:
     """Return the Kueue objects for `plans` as `spec` asks (pure; raises QueueError)."""
     flavors = plan_flavors(plans)
-    has_flex = any(flavor.flex_start for flavor in flavors)
+    has_queued = any(flavor.queued_provisioning for flavor in flavors)
+    tas = Placer(placer) is Placer.KUEUE_TAS
+    topology_name = spec.topology_name if tas else None
     return QueueObjects(
         flavors=flavors,
-        resource_flavors=tuple(resource_flavor(flavor) for flavor in flavors),
+        topologies=(topology(spec),) if tas else (),
+        resource_flavors=tuple(resource_flavor(flavor, topology_name) for flavor in flavors),
         priority_classes=tuple(
             priority_class(name, value) for name, value in spec.priority_classes.items()
         ),
         provisioning=(
-            (provisioning_request_config(spec), admission_check(spec)) if has_flex else ()
+            (provisioning_request_config(spec), admission_check(spec)) if has_queued else ()
         ),
         cluster_queue=cluster_queue(spec, flavors),
         local_queues=tuple(local_queue(spec, ns) for ns in spec.namespaces),

@@ -51,9 +51,12 @@ class QueueSpec(BaseModel):
     queueing_strategy: str = "BestEffortFIFO"
     cohort: str | None = None
     admission_check_name: str = "tpu-flex-start"
-    """Name of the ProvisioningRequest AdmissionCheck (and its config) for flex-start pools."""
+    """Name of the ProvisioningRequest AdmissionCheck (and its config) for queued pools."""
+    topology_name: str = "tpu-slices"
+    """Name of the Kueue Topology (node pool, then host) when Kueue TAS places the slices."""
 
-    @field_validator("cluster_queue_name", "local_queue_name", "admission_check_name", "cohort")
+    @field_validator("cluster_queue_name", "local_queue_name", "admission_check_name", "cohort",
+                     "topology_name")
     @classmethod
     def _names(cls, value: str | None) -> str | None:
         return None if value is None else require_dns_subdomain(value, "value")

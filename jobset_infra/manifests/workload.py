@@ -4,12 +4,13 @@
 "this container on N slices of these pools") into a validated `WorkloadPlan`: the JobSet manifest,
 its child Job names and the chips it asks for. For a TPU job it derives what users get wrong by
 hand: replicas = slices, parallelism = completions = hosts per slice, the `google.com/tpu` request
-and limit (all chips of a VM), the TPU toleration, the accelerator/topology nodeSelector, exclusive
-placement on `cloud.google.com/gke-nodepool`, the TPU ports, and hostNetwork with
-ClusterFirstWithHostNet DNS. It checks the request against the pools (more slices or chips than
-exist), then the JobSet the way the cluster would (`api.check`: the CRD's schema and CEL rules,
-unknown fields, upstream's defaulting and webhook rules). Problems are reported together, each
-naming its argument.
+and limit (all chips of a VM), the TPU toleration, the accelerator/topology nodeSelector, the
+slice placement (exclusive placement on `cloud.google.com/gke-nodepool` by our controller, or,
+with `placement=Placer.KUEUE_TAS`, Kueue's slice topology annotations: slices of `hosts` pods,
+each in one node pool), the TPU ports, and hostNetwork with ClusterFirstWithHostNet DNS. It
+checks the request against the pools (more slices or chips than exist), then the JobSet the way
+the cluster would (`api.check`: the CRD's schema and CEL rules, unknown fields, upstream's
+defaulting and webhook rules). Problems are reported together, each naming its argument.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobset_infra.api import constants as k
+from jobset_infra.api import kueue_tas as tas
 from jobset_infra.api import names
 from jobset_infra.api.check import check_jobset
 from jobset_infra.api.models import (
@@ -31,6 +33,7 @@ from jobset_infra.api.models import (
 )
 from jobset_infra.manifests.meta import require_dns_label
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.placer import SLICE_DOMAIN_LABEL, Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.slice import TpuSlice
 
@@ -43,6 +46,7 @@ __all__ = [
     "child_job_names",
     "jobset_problems",
     "plan_workload",
+    "tas_slice_annotations",
 ]
 
 HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"
@@ -138,6 +142,9 @@ class WorkloadSpec:
     """Kueue LocalQueue name; sets the kueue.x-k8s.io/queue-name label."""
     priority_class: str | None = None
     """Kueue WorkloadPriorityClass name; sets the kueue.x-k8s.io/priority-class label."""
+    placement: Placer = Placer.CONTROLLER
+    """Who puts each TPU slice in one node pool: the controller (exclusive-topology annotation)
+    or Kueue TAS (slice topology annotations; the queue's flavors must name a Topology)."""
 
 
 @dataclass(frozen=True)
@@ -310,7 +317,8 @@ def _manifest(spec: WorkloadSpec) -> dict[str, Any]:
     tpu_jobs = [job for job in spec.replicated_jobs if isinstance(job, TpuJob)]
     only_tpu = bool(tpu_jobs) and len(tpu_jobs) == len(spec.replicated_jobs)
     annotations = dict(spec.annotations)
-    if only_tpu:
+    by_controller = Placer(spec.placement) is Placer.CONTROLLER
+    if only_tpu and by_controller:
         # One slice per child Job, one child Job per node pool: the whole JobSet is exclusive.
         annotations.setdefault(k.EXCLUSIVE_KEY, tpu.GKE_NODEPOOL_LABEL)
     metadata: dict[str, Any] = {
@@ -322,7 +330,8 @@ def _manifest(spec: WorkloadSpec) -> dict[str, Any]:
         metadata["annotations"] = annotations
     if not metadata["labels"]:
         del metadata["labels"]
-    rjobs = [_replicated_job(job, per_job=not only_tpu) for job in spec.replicated_jobs]
+    rjobs = [_replicated_job(job, per_job=not only_tpu, by_controller=by_controller)
+             for job in spec.replicated_jobs]
     body: dict[str, Any] = {"replicatedJobs": rjobs}
     for key, value in (
         ("network", spec.network),
@@ -347,7 +356,7 @@ def _kueue_labels(spec: WorkloadSpec) -> dict[str, str]:
 
 
 def _replicated_job(
-    job: TpuJob | ReplicatedJob | Mapping[str, Any], *, per_job: bool
+    job: TpuJob | ReplicatedJob | Mapping[str, Any], *, per_job: bool, by_controller: bool
 ) -> dict[str, Any]:
     if isinstance(job, ReplicatedJob):
         return job.to_dict()
@@ -364,15 +373,30 @@ def _replicated_job(
             "template": {"spec": _tpu_pod_spec(job)},
         }
     }
+    pod_meta: dict[str, Any] = {}
     if job.pod_labels:
-        template["spec"]["template"]["metadata"] = {"labels": dict(job.pod_labels)}
-    if per_job:
+        pod_meta["labels"] = dict(job.pod_labels)
+    if not by_controller:
+        pod_meta["annotations"] = tas_slice_annotations(hosts)
+    if pod_meta:
+        template["spec"]["template"]["metadata"] = pod_meta
+    if per_job and by_controller:
         # Mixed with CPU jobs: only the TPU job's child Jobs each take a whole node pool.
         template["metadata"] = {"annotations": {k.EXCLUSIVE_KEY: tpu.GKE_NODEPOOL_LABEL}}
     rjob: dict[str, Any] = {"name": job.name, "replicas": _slices(job), "template": template}
     if job.group_name is not None:
         rjob["groupName"] = job.group_name
     return rjob
+
+
+def tas_slice_annotations(hosts: int) -> dict[str, str]:
+    """Return the pod-template annotations by which Kueue TAS keeps each slice of `hosts` pods
+    (one child Job) inside one node pool. Slices of a whole pool's hosts, whose pods take every
+    chip of their node, leave no room for a second slice there."""
+    return {
+        tas.PODSET_SLICE_REQUIRED_TOPOLOGY: SLICE_DOMAIN_LABEL,
+        tas.PODSET_SLICE_SIZE: str(hosts),
+    }
 
 
 def _tpu_pod_spec(job: TpuJob) -> dict[str, Any]:

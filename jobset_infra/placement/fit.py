@@ -67,4 +67,22 @@ def fit(request: PlacementRequest, domain: Domain) -> Fit:
     not_ready = len(matching) - len(usable)
     if not_ready:
         return Fit(room, f"{not_ready} of its {len(matching)} nodes are not ready")
-    return Fit(room, f"room for {room} of the {request.pods} pods")
+    short = _short_resource(request, usable[0]) if usable and room == 0 else ""
+    return Fit(room, f"room for {room} of the {request.pods} pods{short}")
+
+
+def _short_resource(request: PlacementRequest, node: SlimNode) -> str:
+    """Return which resource one pod asks more of than a node has, as a clause ("" if none)."""
+    if node.allocatable is None:
+        return ""
+    for name, amount in sorted(request.per_pod.items()):
+        if name == "pods" or (node.placeholder and name not in node.allocatable):
+            continue
+        have = node.allocatable.get(name, 0)
+        if amount > have:
+            return f" (a pod asks {_amount(amount)} {name}, a node has {_amount(have)})"
+    return ""
+
+
+def _amount(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"

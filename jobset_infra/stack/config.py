@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal, Self
 
@@ -31,13 +31,15 @@ from pydantic import (
 )
 
 from jobset_infra.api.quantity import parse_quantity_text
-from jobset_infra.manifests.controller_spec import ControllerOptions, parse_install
-from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
-from jobset_infra.tpu.cluster import GkeClusterSpec, validate_cluster_spec
+from jobset_infra.manifests.controller_spec import ControllerOptions
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.stack.checks import NAMESPACE, semantic_problems
+from jobset_infra.tpu.cluster import GkeClusterSpec
 from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
-from jobset_infra.tpu.spec import SlicePoolsError, SlicePoolsSpec
+from jobset_infra.tpu.spec import SlicePoolsSpec
 
 __all__ = [
     "NAMESPACE",
@@ -50,8 +52,6 @@ __all__ = [
     "load_stack_config",
 ]
 
-NAMESPACE = "jobset-infra"
-"""The project's config namespace: keys are `jobset-infra:<field>`."""
 PROVIDER_NAMESPACES = ("gcp", "kubernetes", "pulumi", "docker", "docker-build", "command")
 """Namespaces of the providers a stack may configure; a near miss of these or of ours is a typo."""
 
@@ -172,6 +172,10 @@ class StackConfig(_Strict):
     """gke: the TpuSlicePools spec (name, accelerator, topology, machine_type, slices, ...)."""
     controller: ControllerSettings
     kueue: KueueSettings = Field(default_factory=KueueSettings)
+    placement: Placer = Placer.CONTROLLER
+    """Who places each TPU slice in one node pool: `controller` (ours: the exclusive-topology
+    annotation) or `kueue-tas` (Kueue's Topology-Aware Scheduling: a Topology of GKE's node-pool
+    and host labels, slice annotations on the JobSet). One mode for the stack's queue."""
     workload: WorkloadSettings | None = None
 
     @model_validator(mode="after")
@@ -277,7 +281,7 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
         raise StackConfigError(problems + _describe(exc) + _problems_beside(values, exc)) from None
-    problems += _semantic_problems(config)
+    problems += semantic_problems(config)
     if problems:
         raise StackConfigError(problems)
     return config
@@ -298,7 +302,7 @@ def _problems_beside(values: dict[str, Any], exc: ValidationError) -> list[str]:
     except ValidationError:
         return []
     prefixes = tuple(f"{NAMESPACE}:{key}" for key in bad)
-    return [p for p in _semantic_problems(rest) if not p.startswith(prefixes)]
+    return [p for p in semantic_problems(rest) if not p.startswith(prefixes)]
 
 
 def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -386,65 +390,3 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
     return None
-
-
-def _semantic_problems(config: StackConfig) -> list[str]:
-    """Return what the components would reject at preview, each under its config key."""
-    checks: list[tuple[str, Callable[[], object]]] = [
-        ("controller", lambda: _check_controller(config)),
-        ("kueue", lambda: _check_kueue(config)),
-    ]
-    if config.platform == "gke":
-        checks.append(("cluster", lambda: validate_cluster_spec(config.cluster_spec())))
-    problems = [line for key, check in checks for line in _problems_of(key, check)]
-    if config.platform == "gke" and not any(p.startswith(f"{NAMESPACE}:cluster") for p in problems):
-        slices = _problems_of("slices", config.slice_pools_plan)
-        problems += slices or _problems_of("workload", lambda: _check_workload_fits(config))
-    elif config.platform == "local" and config.pool_plans():
-        problems += _problems_of("workload", lambda: _check_workload_fits(config))
-    return problems
-
-
-def _check_workload_fits(config: StackConfig) -> None:
-    workload = config.workload
-    if workload is None or not workload.enabled:
-        return
-    if config.queued and workload.namespace not in config.kueue.queues.namespaces:
-        # Kueue would never admit it: no LocalQueue in that namespace, the JobSet stays suspended.
-        raise SlicePoolsError(
-            "namespace",
-            f"{workload.namespace!r} has no LocalQueue; add it to {NAMESPACE}:kueue.namespaces "
-            "or run the workload in one of them",
-        )
-    if workload.slices is None:
-        return
-    # The demo JobSet runs on the first TPU pools the stack has.
-    available = config.pool_plans()[0].slices
-    where = "slices.slices" if config.platform == "gke" else "nodes"
-    if workload.slices > available:
-        raise SlicePoolsError(
-            "slices",
-            f"{workload.slices} slices requested but the stack has {available} "
-            f"({NAMESPACE}:{where}); lower it or add slices",
-        )
-
-
-def _problems_of(key: str, check: Callable[[], object]) -> list[str]:
-    try:
-        check()
-    except SlicePoolsError as exc:
-        # The tpu specs name their field, and word the fix they suggest as stack keys here
-        # (`jobset-infra:slices.multislice: false`, not the Python `multislice=False`).
-        return [exc.for_stack(f"{NAMESPACE}:{key}")]
-    except ValueError as exc:
-        return [f"{NAMESPACE}:{key}: {line}" for line in str(exc).splitlines()]
-    return []
-
-
-def _check_controller(config: StackConfig) -> None:
-    image = config.controller.image or "registry.invalid/jobset-controller:build"
-    parse_install(image=image, **config.controller.options())
-
-
-def _check_kueue(config: StackConfig) -> None:
-    check_queue_namespaces(config.kueue.queues, config.kueue.install)

@@ -151,6 +151,7 @@ def _kueue(
             install_only=not pools,
             # The stack owns the platform: it creates the team namespaces its queues serve.
             create_namespaces=True,
+            placement=config.placement,
         ),
         # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
         opts=pulumi.ResourceOptions(depends_on=[after]),
@@ -233,6 +234,7 @@ def _jobset(
             ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
             queue=config.kueue.queues.local_queue_name if queued else None,
             priority_class=settings.priority_class,
+            placement=config.placement,
             system=system,
             kueue=kueue,
             pools=pools,

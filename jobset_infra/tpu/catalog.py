@@ -71,6 +71,10 @@ class Accelerator:
     """The oldest GKE Standard version that runs this generation, when GKE documents one."""
     topology_rule: str = ""
     """The rule behind `topologies` in words, for errors that cannot list them all."""
+    queued_provisioning: bool = False
+    """Whether GKE runs flex-start pools of this family with queued provisioning (nodes only
+    through ProvisioningRequests): Google's own tooling does for v6e and TPU7x (cluster-toolkit,
+    2026-02), and gcloud refused it for TPUs before (XPK PR 900, 2025-12)."""
     sources: tuple[str, ...] = ()
     """The public pages the facts above were checked against (docs/tpu.md lists them)."""
 
@@ -127,6 +131,7 @@ def _topology_key(topology: str) -> tuple[int, tuple[int, ...]]:
 # Pages cited below (each checked 2026-12-02).
 _GKE_PLAN = "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus"
 _XPK = "https://github.com/AI-Hypercomputer/xpk/blob/main/src/xpk/core/system_characteristics.py"
+_QUEUED_TPUS = "https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/5218"
 
 V5E = Accelerator(
     label="tpu-v5-lite-podslice",
@@ -169,7 +174,8 @@ V6E = Accelerator(
     dimensions=2,
     tensorcores_per_chip=1,
     tpu_api_prefix="v6e",
-    sources=("https://cloud.google.com/tpu/docs/v6e", _GKE_PLAN, _XPK),
+    queued_provisioning=True,
+    sources=("https://cloud.google.com/tpu/docs/v6e", _GKE_PLAN, _XPK, _QUEUED_TPUS),
 )
 V4 = Accelerator(
     label="tpu-v4-podslice",
@@ -210,6 +216,7 @@ TPU7X = Accelerator(
     tpu_api_prefix="tpu7x",
     multi_host_placement=SlicePlacement.WORKLOAD_POLICY,
     min_gke_version="1.34.0-gke.2201000",
+    queued_provisioning=True,
     sources=(
         "https://cloud.google.com/tpu/docs/tpu7x",
         "https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood",
@@ -217,6 +224,7 @@ TPU7X = Accelerator(
         "https://cloud.google.com/sdk/gcloud/reference/compute/resource-policies/create/"
         "workload-policy",
         _XPK,
+        _QUEUED_TPUS,
     ),
 )
 

@@ -15,11 +15,13 @@ __all__ = [
     "GKE_MAX_NODES_PER_CLUSTER",
     "GKE_NODEPOOL_LABEL",
     "GKE_TAINT_EFFECT_NO_SCHEDULE",
+    "HOSTNAME_LABEL",
     "K8S_TAINT_EFFECT_NO_SCHEDULE",
     "MIN_GKE_VERSION_FLEX_START_TPU",
     "MIN_GKE_VERSION_MULTISLICE",
     "MIN_GKE_VERSION_UNPRIVILEGED_TPU",
     "PLACEMENT_COMPACT",
+    "QUEUED_LABEL",
     "RESERVATION_AFFINITY_NONE",
     "RESERVATION_AFFINITY_SPECIFIC",
     "RESERVATION_NAME_KEY",
@@ -39,6 +41,8 @@ __all__ = [
     "WORKLOAD_POLICY_HIGH_THROUGHPUT",
 ]
 
+# Node label every node carries (the kubelet sets it): the node's name; Kueue TAS's finest level.
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 # Node label GKE sets on every TPU node: the accelerator family, e.g. "tpu-v5-lite-podslice".
 ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"
 # Node label GKE sets on every TPU node: the slice topology, e.g. "2x4" or "2x2x2".
@@ -74,6 +78,10 @@ RESERVATION_AFFINITY_SPECIFIC: Final = "SPECIFIC_RESERVATION"
 RESERVATION_AFFINITY_NONE: Final = "NO_RESERVATION"
 RESERVATION_NAME_KEY: Final = "compute.googleapis.com/reservation-name"
 
+# Node label of nodes from a queued-provisioning pool; GKE taints them with the same key, value
+# "true", effect NoSchedule (GKE "flex-start with queued provisioning"; cluster-toolkit sets the
+# label on TPU pools and tolerates the taint).
+QUEUED_LABEL: Final = "cloud.google.com/gke-queued"
 # Flex-start (DWS) VMs run at most 7 days (GKE provisioning-model docs).
 FLEX_START_MAX_RUN_SECONDS: Final = 7 * 24 * 3600
 # GKE Standard clusters hold at most 15,000 nodes: more slices than that can never exist, and

@@ -97,6 +97,8 @@ class SlicePoolsPlan:
     preemptible: bool
     host_maintenance_interval: HostMaintenance | None
     max_run_duration_seconds: int | None
+    queued_provisioning: bool = False
+    """Flex-start pools whose nodes come only through ProvisioningRequests."""
 
     @property
     def compact_placement(self) -> bool:
@@ -135,7 +137,10 @@ class SlicePoolsPlan:
 
     @property
     def capacity_node_labels(self) -> Mapping[str, str]:
-        """Return labels GKE adds because of the capacity kind (Spot, reservation)."""
+        """Return labels the nodes carry because of the capacity kind (Spot, reservation,
+        queued provisioning)."""
+        if self.queued_provisioning:
+            return MappingProxyType({c.QUEUED_LABEL: "true"})
         if self.capacity is Capacity.SPOT:
             return MappingProxyType({c.SPOT_LABEL: "true"})
         if self.capacity is Capacity.RESERVATION and self.reservation:
@@ -149,7 +154,12 @@ class SlicePoolsPlan:
 
     @property
     def tolerations(self) -> tuple[Mapping[str, str], ...]:
-        """Return the tolerations pods need to run on these pools."""
+        """Return the tolerations pods need to run on these pools (GKE taints queued nodes
+        cloud.google.com/gke-queued=true:NoSchedule itself)."""
+        if self.queued_provisioning:
+            queued = {"key": c.QUEUED_LABEL, "operator": "Equal", "value": "true",
+                      "effect": c.K8S_TAINT_EFFECT_NO_SCHEDULE}
+            return (self.slice.toleration, MappingProxyType(queued))
         return (self.slice.toleration,)
 
     @property
@@ -202,6 +212,7 @@ def plan_slice_pools(request: SlicePoolsSpec | Mapping[str, Any]) -> SlicePoolsP
         preemptible=spec.preemptible,
         host_maintenance_interval=spec.host_maintenance_interval,
         max_run_duration_seconds=spec.max_run_duration_seconds,
+        queued_provisioning=spec.queued_provisioning,
     )
 
 
@@ -289,6 +300,8 @@ def _capacity_fingerprint(plan: SlicePoolsPlan) -> str:
     # fields: switching spot -> reservation recreates every slice as surely as a new topology.
     if plan.capacity is Capacity.RESERVATION:
         return f"{plan.capacity} {plan.reservation}"
+    if plan.queued_provisioning:
+        return f"{plan.capacity} (queued provisioning)"
     return f"{plan.capacity} (preemptible)" if plan.preemptible else str(plan.capacity)
 
 

@@ -135,6 +135,9 @@ class SlicePoolsSpec:
     max_pods_per_node: int = 15
     host_maintenance_interval: HostMaintenance | None = None
     queued_provisioning: bool = False
+    """Flex-start only, TPU v6e and TPU7x: nodes come only through ProvisioningRequests (GKE
+    queued provisioning), which the Kueue component's admission check creates for each admitted
+    workload; without it a flex-start pool scales up for pending pods and Kueue uses no check."""
     preemptible: bool = False
     """Legacy preemptible VMs; prefer capacity="spot". Never together with spot."""
     auto_repair: bool | None = None

@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 
 from jobset_infra.tpu import constants as c
-from jobset_infra.tpu.catalog import SlicePlacement, TpuShapeError, resolve_accelerator
+from jobset_infra.tpu.catalog import (
+    ACCELERATORS,
+    SlicePlacement,
+    TpuShapeError,
+    resolve_accelerator,
+)
 from jobset_infra.tpu.slice import TpuSlice
 from jobset_infra.tpu.spec import (
     Autoscaling,
@@ -262,15 +267,33 @@ def validate_capacity(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
             "remove preemptible (GKE recommends ", Setting("capacity", Capacity.SPOT.value), ")",
         )
     if spec.queued_provisioning:
-        raise SlicePoolsError(
-            "queued_provisioning",
-            "GKE rejects queued provisioning for TPU node pools (flex-start TPUs lack it); "
-            "remove it and set ", Setting("capacity", Capacity.FLEX_START.value),
-        )
+        _check_queued_provisioning(capacity, tpu_slice)
     if spec.max_run_duration_seconds is not None:
         _check_max_run_duration(spec, capacity)
     if capacity is Capacity.FLEX_START:
         _check_flex_start(spec, tpu_slice)
+
+
+def _check_queued_provisioning(capacity: Capacity, tpu_slice: TpuSlice) -> None:
+    """GKE queues provisioning only for flex-start pools (`--flex-start
+    --enable-queued-provisioning`), and for TPUs only of the families that support it."""
+    if capacity is not Capacity.FLEX_START:
+        raise SlicePoolsError(
+            "queued_provisioning",
+            f'GKE queues provisioning only for flex-start node pools, capacity is "{capacity}"; '
+            "set ", Setting("capacity", Capacity.FLEX_START.value), " or remove "
+            "queued_provisioning",
+        )
+    family = tpu_slice.family
+    if not family.queued_provisioning:
+        able = [f"{a.generation} ({a.label})" for a in ACCELERATORS.values()
+                if a.queued_provisioning]
+        raise SlicePoolsError(
+            "queued_provisioning",
+            f"GKE runs flex-start with queued provisioning for TPU {', '.join(able)}, not "
+            f"{family.label}; remove queued_provisioning (flex-start alone: the autoscaler "
+            "scales a pool up for its pending pods, and Kueue admits on quota)",
+        )
 
 
 def _check_max_run_duration(spec: SlicePoolsSpec, capacity: Capacity) -> None:

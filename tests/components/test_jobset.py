@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as k
+from jobset_infra.api import kueue_tas as tas
 from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job, tpu_target
 from jobset_infra.components.jobset_system import JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.manifests.workload import TpuTarget, WorkloadSpec
 from jobset_infra.plan.offline import ProgramError
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.slice import TpuSlice
 from tests.components.platform_fixtures import IMAGE, provider
@@ -109,6 +111,44 @@ def test_depends_on_the_controller_and_kueue_when_queued() -> None:
         k.KUEUE_QUEUE_NAME_LABEL: "tpu-queue",
         k.KUEUE_PRIORITY_CLASS_LABEL: "high",
     }
+
+
+def _queued_on(kueue_placer: Placer, jobset_placer: Placer) -> Any:
+    def build() -> JobSet:
+        k8s = provider()
+        kueue = Kueue("kueue", KueueArgs(provider=k8s, pools=[pools()], placement=kueue_placer))
+        args = JobSetArgs(provider=k8s, name="train", replicated_jobs=[tpu_job(pools(), CONTAINER)],
+                          queue="tpu-queue", kueue=kueue, pools=[pools()],
+                          placement=jobset_placer)
+        return JobSet("train", args)
+
+    return run_component(build)
+
+
+def test_a_kueue_tas_jobset_waits_for_the_topology_and_asks_for_one_pool_per_slice() -> None:
+    result = _queued_on(Placer.KUEUE_TAS, Placer.KUEUE_TAS)
+    [jobset] = result.of_type(JOBSET)
+    by_name = {r.name: r.urn for r in result.run.registrations}
+    assert by_name["kueue-topology-tpu-slices"] in jobset.dependencies
+    pod = jobset.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pod["metadata"]["annotations"] == {
+        tas.PODSET_SLICE_REQUIRED_TOPOLOGY: tpu.GKE_NODEPOOL_LABEL,
+        tas.PODSET_SLICE_SIZE: "2",
+    }
+    assert k.EXCLUSIVE_KEY not in jobset.inputs["metadata"].get("annotations", {})
+
+
+@pytest.mark.parametrize(("kueue_placer", "jobset_placer"), [
+    pytest.param(Placer.CONTROLLER, Placer.KUEUE_TAS, id="a TAS JobSet on controller queues"),
+    pytest.param(Placer.KUEUE_TAS, Placer.CONTROLLER, id="a controller JobSet on TAS queues"),
+])
+def test_a_jobset_asks_for_the_placement_of_its_queue(
+    kueue_placer: Placer, jobset_placer: Placer
+) -> None:
+    with pytest.raises(ProgramError) as caught:
+        _queued_on(kueue_placer, jobset_placer)
+    assert (f"JobSet train: placement: {jobset_placer.value}, but Kueue's queues were made for "
+            f"placement {kueue_placer.value}") in str(caught.value)
 
 
 def test_unqueued_jobset_waits_for_kueues_webhooks_but_not_its_queues() -> None:

@@ -16,10 +16,9 @@ from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePools
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.plan.offline import ProgramError, Registration
 from jobset_infra.tpu.cluster import GkeClusterSpec
-from jobset_infra.tpu.spec import Capacity
 from tests.components.platform_fixtures import IMAGE, kind_of, provider
 from tests.components.pulumi_harness import ComponentRun, run_component
-from tests.manifests.pools import v5e_pools
+from tests.manifests.pools import queued_v6e_pools, v5e_pools
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -64,7 +63,7 @@ def test_installs_kueue_from_the_pinned_oci_chart_with_the_jobset_integration() 
 
 
 def test_every_queue_object_waits_for_the_release() -> None:
-    run = build_kueue(pools=[FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START)])
+    run = build_kueue(pools=[FOUR_V5E, queued_v6e_pools()])
     release = run.resource(RELEASE, "kueue-kueue")
     objects = _queue_objects(run)
     assert {kind_of(r) for r in objects} == {
@@ -232,7 +231,7 @@ def test_every_kubernetes_child_uses_the_explicit_provider() -> None:
         explicit.append(provider())
         args = KueueArgs(
             provider=explicit[0],
-            pools=[FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START)],
+            pools=[FOUR_V5E, queued_v6e_pools()],
             queues=QueueSpec(namespaces=("default", "team-a")),
             create_namespaces=True,
         )

@@ -172,6 +172,26 @@ def test_flex_start_pools_start_empty_and_scale_to_the_whole_slice() -> None:
     assert "spot" not in config
 
 
+def test_queued_provisioning_pools_get_nodes_only_through_provisioning_requests() -> None:
+    spec = make_spec(name="qp", accelerator="v6e", topology="4x4", machine_type=None, slices=2,
+                     capacity=Capacity.FLEX_START, queued_provisioning=True)
+    inputs = _build(spec).inputs(GCP_NODE_POOL, "qp-0")
+    assert inputs["queuedProvisioning"] == {"enabled": True}
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
+    config = inputs["nodeConfig"]
+    assert config["flexStart"] is True
+    assert config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert config["labels"]["cloud.google.com/gke-queued"] == "true"
+    assert config["taints"] == [TPU_TAINT]  # GKE adds the gke-queued taint itself
+
+
+def test_plain_flex_start_pools_are_not_queued() -> None:
+    inputs = _build(make_spec(name="flex", capacity=Capacity.FLEX_START)).inputs(
+        GCP_NODE_POOL, "flex-0")
+    assert "queuedProvisioning" not in inputs
+    assert "cloud.google.com/gke-queued" not in inputs["nodeConfig"]["labels"]
+
+
 def test_pinned_version_reaches_the_pools() -> None:
     inputs = _build(make_spec(gke_version="1.33.5-gke.1080000")).inputs(GCP_NODE_POOL, "train-0")
     assert inputs["version"] == "1.33.5-gke.1080000"

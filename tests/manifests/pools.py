@@ -27,3 +27,20 @@ def v5e_pools(
             reservation=reservation,
         )
     )
+
+
+def queued_v6e_pools(name: str = "qp", slices: int = 2) -> SlicePoolsPlan:
+    """`slices` v6e 2x4 flex-start pools with GKE queued provisioning, in us-west4-a."""
+    return plan_slice_pools(
+        SlicePoolsSpec(
+            name=name,
+            accelerator="v6e",
+            topology="2x4",
+            machine_type="ct6e-standard-4t",
+            zone="us-west4-a",
+            cluster_location="us-west4",
+            slices=slices,
+            capacity=Capacity.FLEX_START,
+            queued_provisioning=True,
+        )
+    )

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from jobset_infra.api.kueue_crds import kueue_errors
 from jobset_infra.manifests.kueue_queues import QueueError, plan_flavors, queue_objects
 from jobset_infra.manifests.kueue_spec import KueueSpecError, QueueSpec, parse_queue_spec
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.spec import Capacity, SlicePoolsError
-from tests.manifests.pools import v5e_pools
+from tests.manifests.pools import queued_v6e_pools, v5e_pools
 
 FOUR_V5E = v5e_pools()
 
@@ -49,9 +50,30 @@ def test_flavor_labels_are_the_pool_node_labels_gke_sets() -> None:
 
 def test_every_object_has_only_documented_kueue_fields() -> None:
     spec = QueueSpec(namespaces=("team-a", "team-b"), cohort="tpus")
-    plans = [FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START)]
-    for manifest in queue_objects(spec, plans).in_apply_order():
-        assert kueue_errors(manifest) == [], manifest["kind"]
+    plans = [FOUR_V5E, v5e_pools("flex", 2, capacity=Capacity.FLEX_START), queued_v6e_pools()]
+    for placer in Placer:
+        for manifest in queue_objects(spec, plans, placer).in_apply_order():
+            assert kueue_errors(manifest) == [], manifest["kind"]
+
+
+def test_kueue_tas_makes_a_topology_of_gke_node_pools_then_hosts_named_by_every_flavor() -> None:
+    plans = [FOUR_V5E, v5e_pools("spot", 2, capacity=Capacity.SPOT)]
+    objects = queue_objects(QueueSpec(), plans, Placer.KUEUE_TAS)
+    [topology] = objects.topologies
+    assert topology["metadata"]["name"] == "tpu-slices"
+    assert topology["spec"]["levels"] == [
+        {"nodeLabel": "cloud.google.com/gke-nodepool"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
+    assert [f["spec"]["topologyName"] for f in objects.resource_flavors] == ["tpu-slices"] * 2
+    order = [m["kind"] for m in objects.in_apply_order()]
+    assert order.index("Topology") < order.index("ResourceFlavor")
+
+
+def test_controller_placement_makes_no_topology_and_plain_flavors() -> None:
+    objects = queue_objects(QueueSpec(), [FOUR_V5E])
+    assert objects.topologies == ()
+    assert all("topologyName" not in f["spec"] for f in objects.resource_flavors)
 
 
 def test_the_schema_check_catches_a_v1beta1_field() -> None:
@@ -80,21 +102,37 @@ def test_priority_classes_carry_value_at_the_top_level() -> None:
     assert all("spec" not in p for p in objects.priority_classes)
 
 
-def test_flex_start_pools_get_a_provisioning_request_check_on_their_flavor_only() -> None:
-    flex = v5e_pools("flex", 2, capacity=Capacity.FLEX_START)
-    objects = queue_objects(QueueSpec(), [FOUR_V5E, flex])
+def test_queued_provisioning_pools_get_a_provisioning_request_check_on_their_flavor_only() -> None:
+    queued = queued_v6e_pools()
+    objects = queue_objects(QueueSpec(), [FOUR_V5E, queued])
     prc, check = objects.provisioning
     assert prc["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
     assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
     assert check["spec"]["parameters"]["name"] == prc["metadata"]["name"]
     strategy = objects.cluster_queue["spec"]["admissionChecksStrategy"]["admissionChecks"]
     assert strategy == [
-        {"name": check["metadata"]["name"], "onFlavors": ["tpu-v5-lite-podslice-2x4-flex-start"]}
+        {"name": check["metadata"]["name"], "onFlavors": ["tpu-v6e-slice-2x4-queued"]}
     ]
     assert _quotas(objects.cluster_queue) == {
         "tpu-v5-lite-podslice-2x4": 32,
-        "tpu-v5-lite-podslice-2x4-flex-start": 16,
+        "tpu-v6e-slice-2x4-queued": 16,
     }
+    [_, flavor] = objects.resource_flavors
+    # GKE taints queued nodes cloud.google.com/gke-queued=true:NoSchedule; the flavor selects
+    # them by the label and its pods tolerate the taint.
+    assert flavor["spec"]["nodeLabels"]["cloud.google.com/gke-queued"] == "true"
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true",
+            "effect": "NoSchedule"} in flavor["spec"]["tolerations"]
+
+
+def test_flex_start_pools_without_queued_provisioning_get_no_check() -> None:
+    # A ProvisioningRequest of class queued-provisioning.gke.io is served only by pools with
+    # queued provisioning: a check on plain flex-start pools would hold workloads forever.
+    flex = v5e_pools("flex", 2, capacity=Capacity.FLEX_START)
+    objects = queue_objects(QueueSpec(), [FOUR_V5E, flex])
+    assert objects.provisioning == ()
+    assert "admissionChecksStrategy" not in objects.cluster_queue["spec"]
+    assert _quotas(objects.cluster_queue)["tpu-v5-lite-podslice-2x4-flex-start"] == 16
 
 
 def test_without_flex_start_pools_there_is_no_admission_check() -> None:

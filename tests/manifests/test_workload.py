@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as k
+from jobset_infra.api import kueue_tas as tas
 from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.workload import (
@@ -20,6 +21,7 @@ from jobset_infra.manifests.workload import (
     plan_workload,
 )
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
 from jobset_infra.tpu.slice import TpuSlice
 
@@ -128,6 +130,25 @@ def test_with_a_cpu_driver_only_the_tpu_job_is_exclusive() -> None:
     assert _rjob(manifest, 1)["template"]["metadata"]["annotations"] == {
         k.EXCLUSIVE_KEY: tpu.GKE_NODEPOOL_LABEL
     }
+
+
+@pytest.mark.parametrize("with_driver", [
+    pytest.param(False, id="TAS placement: TPU-only JobSet carries no exclusive annotation"),
+    pytest.param(True, id="TAS placement: with a CPU driver only the TPU job asks for slices"),
+])
+def test_kueue_tas_asks_for_one_node_pool_per_slice_of_hosts_pods(with_driver: bool) -> None:
+    job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(pools()))
+    jobs = [cpu_rjob(), job] if with_driver else [job]
+    manifest = plan_workload(tpu_spec(replicated_jobs=jobs, placement=Placer.KUEUE_TAS)).manifest
+    index = 1 if with_driver else 0
+    assert k.EXCLUSIVE_KEY not in manifest["metadata"].get("annotations", {})
+    assert "metadata" not in _rjob(manifest, index)["template"]
+    pod_meta = _rjob(manifest, index)["template"]["spec"]["template"]["metadata"]
+    assert pod_meta["annotations"] == {
+        tas.PODSET_SLICE_REQUIRED_TOPOLOGY: tpu.GKE_NODEPOOL_LABEL,
+        tas.PODSET_SLICE_SIZE: "2",  # a v5e 2x4 slice on 4-chip VMs has 2 hosts
+    }
+    assert jobset_problems(manifest) == []
 
 
 def test_spot_pools_add_their_capacity_label_to_the_selector() -> None:

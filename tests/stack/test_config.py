@@ -22,6 +22,8 @@ from jobset_infra.tpu.spec import SlicePoolsError
 from tests.stacks.stack_runs import STACK_NAMES, committed_config
 
 NS = "jobset-infra"
+FLEX_V6E = json.loads(committed_config("v6e-flex")[f"{NS}:slices"])
+WORKLOAD = json.loads(committed_config("v6e-flex")[f"{NS}:workload"])
 
 
 def _with(stack: str, **changes: Any) -> dict[str, Any]:
@@ -233,6 +235,46 @@ SLICES = {
             {"workload": {"image": "python:3.11", "command": ["python"], "memory": "-1Gi"}},
             f"{NS}:workload.memory: '-1Gi' is negative",
             id="a negative memory request",
+        ),
+        pytest.param(
+            "v6e-flex", {"placement": "kueue"}, f"{NS}:placement: Input should be 'controller' or "
+            "'kueue-tas'", id="an unknown placement mode lists both",
+        ),
+        pytest.param(
+            "v6e-flex", {"slices": {**FLEX_V6E, "queued_provisioning": False}},
+            f"{NS}:placement: kueue-tas: pools v6e-flex start with no nodes (flex-start or "
+            "autoscaling from 0), and Kueue TAS counts only Ready nodes",
+            id="Kueue TAS on flex-start pools without queued provisioning would never admit",
+        ),
+        pytest.param(
+            "v6e-flex", {"kueue": {"enabled": False}},
+            f"{NS}:placement: kueue-tas: Kueue's Topology-Aware Scheduling places the slices, "
+            "but kueue.enabled is false", id="Kueue TAS without Kueue",
+        ),
+        pytest.param(
+            "v6e-flex", {"kueue": {"enabled": False}, "placement": "controller"},
+            f"{NS}:kueue.enabled: false, but slices.queued_provisioning: the pools get nodes only "
+            "through ProvisioningRequests", id="queued provisioning without Kueue",
+        ),
+        pytest.param(
+            "v6e-flex", {"workload": {**WORKLOAD, "queued": False}},
+            f"{NS}:workload.queued: false, but slices.queued_provisioning",
+            id="queued provisioning for a workload outside the queue",
+        ),
+        pytest.param(
+            "v6e-flex", {"slices": {**FLEX_V6E, "capacity": "spot"}},
+            f"{NS}:slices.queued_provisioning: GKE queues provisioning only for flex-start node "
+            f'pools, capacity is "spot"; set {NS}:slices.capacity: flex-start',
+            id="queued provisioning on Spot pools names the stack key",
+        ),
+        pytest.param(
+            "v5e-multislice",
+            {"slices": {"name": "v5e", "accelerator": "v5e", "topology": "2x4",
+                        "machine_type": "ct5lp-hightpu-4t", "slices": 4,
+                        "capacity": "flex-start", "queued_provisioning": True}},
+            f"{NS}:slices.queued_provisioning: GKE runs flex-start with queued provisioning for "
+            "TPU v6e (tpu-v6e-slice), TPU7x (tpu7x), not tpu-v5-lite-podslice",
+            id="queued provisioning for v5e names the generations that have it",
         ),
     ],
 )

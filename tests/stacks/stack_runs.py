@@ -11,7 +11,7 @@ from jobset_infra.plan.offline import OfflineRun, run_offline
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 STACK_NAMES = ("local", "v5e-multislice", "v5e-dev", "v6e-multislice", "v5p-multislice",
-               "tpu7x-multislice")
+               "tpu7x-multislice", "v6e-flex")
 
 
 def committed_config(stack: str) -> dict[str, str]:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as k
+from jobset_infra.api import kueue_tas as tas
 from jobset_infra.plan.offline import OfflineRun, Registration
 from jobset_infra.plan.preview import kubernetes_objects, object_problems
 from jobset_infra.tpu import constants as tpu
@@ -144,6 +145,24 @@ def test_v5p_flavor_selects_the_reservations_nodes() -> None:
     [flavor] = flavors
     assert flavor.inputs["spec"]["nodeLabels"]["cloud.google.com/reservation-name"] == (
         "my-v5p-reservation")
+
+
+def test_flex_stack_queues_provisioning_and_lets_kueue_tas_place_the_slices() -> None:
+    run = run_stack("v6e-flex")
+    for pool in _tpu_pools(run):
+        assert pool.inputs["queuedProvisioning"] == {"enabled": True}
+        assert pool.inputs["nodeConfig"]["flexStart"] is True
+        assert pool.inputs["autoscaling"]["minNodeCount"] == 0
+    [topology] = run.of_type("kubernetes:kueue.x-k8s.io/v1beta2:Topology")
+    [flavor] = run.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert flavor.inputs["spec"]["topologyName"] == topology.inputs["metadata"]["name"]
+    assert topology.urn in flavor.dependencies
+    [group] = _one(run, CLUSTER_QUEUE).inputs["spec"]["admissionChecksStrategy"].values()
+    assert group == [{"name": "tpu-flex-start", "onFlavors": [flavor.inputs["metadata"]["name"]]}]
+    jobset = _one(run, JOBSET).inputs
+    assert k.EXCLUSIVE_KEY not in jobset["metadata"].get("annotations", {})
+    pod = _rjob(run)["template"]["spec"]["template"]
+    assert pod["metadata"]["annotations"][tas.PODSET_SLICE_SIZE] == "4"
 
 
 def test_dev_stack_is_one_single_host_slice() -> None:

@@ -27,11 +27,18 @@ from jobset_infra.api.check import check_jobset
 from jobset_infra.api.models import (
     Coordinator,
     FailurePolicy,
+    JobSetSpec,
     Network,
     ReplicatedJob,
     SuccessPolicy,
 )
+from jobset_infra.manifests.jobset_spec_fields import (
+    OWNED_SPEC_FIELDS,
+    spec_field_problems,
+    spec_fields,
+)
 from jobset_infra.manifests.meta import require_dns_label
+from jobset_infra.manifests.tpu_pod import tpu_pod_spec
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.placer import SLICE_DOMAIN_LABEL, Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
@@ -48,15 +55,6 @@ __all__ = [
     "plan_workload",
     "tas_slice_annotations",
 ]
-
-HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"
-# Named container ports of TPU pods (names are at most 15 characters).
-TPU_PORTS: tuple[tuple[str, int], ...] = (
-    ("tpu-runtime", tpu.TPU_RUNTIME_PORT),
-    ("megascale", tpu.TPU_MEGASCALE_PORT),
-    ("tpu-metrics", tpu.TPU_METRICS_PORT),
-)
-
 
 class WorkloadError(ValueError):
     """One or more problems with a workload; each line names the argument and the fix."""
@@ -145,6 +143,11 @@ class WorkloadSpec:
     placement: Placer = Placer.CONTROLLER
     """Who puts each TPU slice in one node pool: the controller (exclusive-topology annotation)
     or Kueue TAS (slice topology annotations; the queue's flavors must name a Topology)."""
+    spec: JobSetSpec | Mapping[str, Any] | None = None
+    """Any other field of the JobSet spec, exactly as the API declares it (`api.models.JobSetSpec`
+    or its wire mapping: startupPolicy, suspend, managedBy, volumeClaimPolicies, ...): set as
+    given, so a field the API gains is settable with no change here. The fields above are added
+    on top; the replicated jobs come from `replicated_jobs` only."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,8 @@ def _spec_problems(spec: WorkloadSpec) -> list[str]:
                 "tpu_job(...), an api ReplicatedJob or its manifest mapping"
             )
     problems += _policy_type_problems(spec)
+    owned = {name: getattr(spec, name) for name in OWNED_SPEC_FIELDS.values()}
+    problems += spec_field_problems(spec.spec, owned)
     problems += _capacity_problems(spec)
     if spec.queue is None and spec.priority_class is not None:
         problems.append(
@@ -332,7 +337,7 @@ def _manifest(spec: WorkloadSpec) -> dict[str, Any]:
         del metadata["labels"]
     rjobs = [_replicated_job(job, per_job=not only_tpu, by_controller=by_controller)
              for job in spec.replicated_jobs]
-    body: dict[str, Any] = {"replicatedJobs": rjobs}
+    body: dict[str, Any] = {**spec_fields(spec.spec), "replicatedJobs": rjobs}
     for key, value in (
         ("network", spec.network),
         ("successPolicy", spec.success_policy),
@@ -370,7 +375,7 @@ def _replicated_job(
             # TPU_WORKER_ID / TPU_WORKER_HOSTNAMES come from GKE's webhook for Indexed Jobs.
             "completionMode": k.COMPLETION_MODE_INDEXED,
             "backoffLimit": job.backoff_limit,
-            "template": {"spec": _tpu_pod_spec(job)},
+            "template": {"spec": tpu_pod_spec(job)},
         }
     }
     pod_meta: dict[str, Any] = {}
@@ -397,42 +402,6 @@ def tas_slice_annotations(hosts: int) -> dict[str, str]:
         tas.PODSET_SLICE_REQUIRED_TOPOLOGY: SLICE_DOMAIN_LABEL,
         tas.PODSET_SLICE_SIZE: str(hosts),
     }
-
-
-def _tpu_pod_spec(job: TpuJob) -> dict[str, Any]:
-    pod: dict[str, Any] = {
-        # Never: a failed pod fails its Job at once and the JobSet restarts every slice together.
-        "restartPolicy": "Never",
-        "nodeSelector": dict(job.target.node_selector),
-        "tolerations": [dict(t) for t in job.target.tolerations],
-        "containers": [_tpu_container(job)],
-    }
-    if job.host_network:
-        pod["hostNetwork"] = True
-        # Without it a hostNetwork pod resolves with the node's DNS and cannot find its peers.
-        pod["dnsPolicy"] = HOST_NETWORK_DNS_POLICY
-    if job.service_account_name is not None:
-        pod["serviceAccountName"] = job.service_account_name
-    if job.termination_grace_period_seconds is not None:
-        pod["terminationGracePeriodSeconds"] = job.termination_grace_period_seconds
-    return pod
-
-
-def _tpu_container(job: TpuJob) -> dict[str, Any]:
-    container = copy.deepcopy(dict(job.container))
-    # A quantity as the API server and Kueue write it back ("4", not 4): a number would differ
-    # from the live object at every diff, and a JobSet's spec change means a replacement.
-    chips = str(job.target.slice.tpu_request)
-    resources = container.setdefault("resources", {})
-    for kind in ("requests", "limits"):
-        resources.setdefault(kind, {})[tpu.TPU_RESOURCE] = chips
-    ports = container.setdefault("ports", [])
-    taken_numbers = {p.get("containerPort") for p in ports}
-    taken_names = {p.get("name") for p in ports}
-    for name, number in TPU_PORTS:
-        if number not in taken_numbers and name not in taken_names:
-            ports.append({"name": name, "containerPort": number, "protocol": "TCP"})
-    return container
 
 
 # --- checks after building ----------------------------------------------------------------------

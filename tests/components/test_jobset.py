@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -301,3 +302,65 @@ def test_hand_written_exclusive_jobs_are_checked_against_the_pools(
     with pytest.raises(ProgramError) as caught:
         run_component(build)
     assert expected in str(caught.value)
+
+
+# A value for every field of the API's JobSetSpec, by wire name. The component passes `spec`
+# through as the API declares it, so a field the models gain is settable with no component
+# change; this table is all a new field needs (the test below fails until it has one).
+_CPU_JOB = {"name": "w", "replicas": 1, "template": {"spec": {
+    "completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}}}}
+_PVC = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                               "resources": {"requests": {"storage": "1Gi"}}}}
+SPEC_SAMPLES: dict[str, Any] = {
+    "replicatedJobs": ("replicated_jobs", [_CPU_JOB]),
+    "network": ("network", {"enableDNSHostnames": True, "publishNotReadyAddresses": True}),
+    "successPolicy": ("success_policy", {"operator": "Any", "targetReplicatedJobs": ["w"]}),
+    "failurePolicy": ("failure_policy", {"maxRestarts": 2}),
+    "coordinator": ("coordinator", {"replicatedJob": "w", "jobIndex": 0, "podIndex": 0}),
+    "ttlSecondsAfterFinished": ("ttl_seconds_after_finished", 600),
+    "startupPolicy": ("spec", {"startupPolicyOrder": "InOrder"}),
+    "suspend": ("spec", True),
+    "managedBy": ("spec", "kueue.x-k8s.io/multikueue"),
+    "volumeClaimPolicies": ("spec", [{"templates": [_PVC]}]),
+}
+
+
+def test_every_field_of_the_jobset_api_can_be_set_through_the_component() -> None:
+    from jobset_infra.api.models import JobSetSpec
+
+    wire_names = {field.alias or name for name, field in JobSetSpec.model_fields.items()}
+    assert wire_names == set(SPEC_SAMPLES), (
+        "a JobSetSpec field has no sample here: add one (the component needs no change)")
+    for wire, (argument, value) in SPEC_SAMPLES.items():
+        given: dict[str, Any] = {"replicated_jobs": [_CPU_JOB]}
+        given[argument] = {wire: value} if argument == "spec" else value
+
+        def build(given: dict[str, Any] = given) -> JobSet:
+            return JobSet("j", JobSetArgs(provider=provider(), name="j", **given))
+
+        [jobset] = run_component(build).of_type(JOBSET)
+        assert jobset.inputs["spec"][wire] == value, wire
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        pytest.param({"replicatedJobs": [_CPU_JOB]},
+                     "spec.replicatedJobs: set replicated_jobs= instead",
+                     id="spec may not carry the replicated jobs"),
+        pytest.param({"startupPolicyy": {}}, "spec.startupPolicyy",
+                     id="a misspelt spec field is named"),
+        pytest.param({"startup_policy": {"startupPolicyOrder": "Sideways"}},
+                     "spec.startupPolicy.startupPolicyOrder",
+                     id="a snake_case field is read and its bad value named"),
+    ],
+)
+def test_a_bad_spec_field_fails_preview_naming_it(spec: dict[str, Any], want: str) -> None:
+    def build() -> JobSet:
+        return JobSet("j", JobSetArgs(provider=provider(), name="j",
+                                      replicated_jobs=[_CPU_JOB], spec=spec))
+
+    with pytest.raises(ProgramError, match=re.escape(want)):
+        run_component(build)

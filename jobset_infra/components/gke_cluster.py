@@ -8,13 +8,16 @@ kubeconfig uses the gke-gcloud-auth-plugin exec credential. TPU pools come from 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from jobset_infra.components.inputs import checked, split_inputs
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.cluster import (
     NODE_OAUTH_SCOPES,
@@ -29,6 +32,50 @@ __all__ = ["GkeCluster", "GkeClusterArgs"]
 
 TYPE_TOKEN = "jobset-infra:index:GkeCluster"
 GkeClusterArgs = GkeClusterSpec
+
+# The arguments a program may wire in from other resources (a VPC's self link, a service
+# account's email, a project from a project resource), and what stands in for them while the
+# plain arguments are checked; each is checked once it resolves (components.inputs).
+WIRED_STAND_INS: Mapping[str, Any] = {
+    "project": "stand-in-project",
+    "network": "default",
+    "subnetwork": "default",
+    "node_service_account": "stand-in@stand-in-project.iam.gserviceaccount.com",
+}
+
+
+@dataclass(frozen=True)
+class Wired:
+    """The wired-in arguments as the children get them: plain, or checked Outputs."""
+
+    project: pulumi.Input[str]
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str] | None
+    node_service_account: pulumi.Input[str] | None
+
+    @property
+    def workload_pool(self) -> pulumi.Input[str]:
+        """The Workload Identity pool, <project>.svc.id.goog."""
+        return pulumi.Output.concat(self.project, ".svc.id.goog")
+
+
+def parse_wired(args: GkeClusterSpec | Mapping[str, Any]) -> tuple[GkeClusterSpec, Wired]:
+    """The spec, checked now with stand-ins for wired-in Outputs, and those Outputs, each
+    checked with the rest of the spec when it resolves; raise ClusterSpecError naming a field."""
+    given = ({f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+             if isinstance(args, GkeClusterSpec) else dict(args))
+    plain, deferred = split_inputs(given, WIRED_STAND_INS)
+    spec = parse_cluster_spec(plain)  # a mapping (e.g. Pulumi config) is parsed and checked
+    validate_cluster_spec(spec)  # before anything is registered: a bad spec fails preview
+
+    def wired(name: str) -> Any:
+        if name not in deferred:
+            return getattr(spec, name)
+        return checked(deferred.get(name, None),
+                       lambda value: validate_cluster_spec(parse_cluster_spec({**plain,
+                                                                               name: value})))
+
+    return spec, Wired(*(wired(name) for name in WIRED_STAND_INS))
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -51,32 +98,34 @@ class GkeCluster(pulumi.ComponentResource):
         args: GkeClusterArgs | Mapping[str, Any],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        args = parse_cluster_spec(args)  # a mapping (e.g. Pulumi config) is parsed and checked
-        validate_cluster_spec(args)  # before anything is registered: a bad spec fails preview
+        spec, wired = parse_wired(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
-        self.spec = args
-        cluster_name = args.name or name
+        self.spec = spec
+        self.wired = wired
+        cluster_name = spec.name or name
         child = pulumi.ResourceOptions(parent=self)
-        self.node_service_account = self._service_account(name, args, child)
-        if args.private_nodes and args.create_cloud_nat:
-            self._cloud_nat(name, args, child)
+        self.node_service_account = self._service_account(name, spec, wired, child)
+        if spec.private_nodes and spec.create_cloud_nat:
+            self._cloud_nat(name, spec, wired, child)
         cluster = gcp.container.Cluster(
-            name, opts=child, **_cluster_inputs(cluster_name, args, self.node_service_account)
+            name, opts=child,
+            **_cluster_inputs(cluster_name, spec, wired, self.node_service_account)
         )
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             opts=child,
-            **_system_pool_inputs(cluster.name, args, self.node_service_account),
+            **_system_pool_inputs(cluster.name, spec, wired, self.node_service_account),
         )
         self.cluster = cluster
         self.name = cluster.name
         self.endpoint = cluster.endpoint
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(
-                cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate
+                cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate,
+                wired.project,
             ).apply(
                 lambda v: render_kubeconfig(
-                    context=context_name(args.project, args.location, v[0]),
+                    context=context_name(v[3], spec.location, v[0]),
                     endpoint=v[1],
                     ca_certificate=v[2],
                 )
@@ -99,14 +148,14 @@ class GkeCluster(pulumi.ComponentResource):
 
     @staticmethod
     def _service_account(
-        name: str, spec: GkeClusterSpec, child: pulumi.ResourceOptions
+        name: str, spec: GkeClusterSpec, wired: Wired, child: pulumi.ResourceOptions
     ) -> pulumi.Output[str]:
         """Return the node service account email, creating a least-privilege one if none given."""
-        if spec.node_service_account is not None:
-            return pulumi.Output.from_input(spec.node_service_account)
+        if wired.node_service_account is not None:
+            return pulumi.Output.from_input(wired.node_service_account)
         account = gcp.serviceaccount.Account(
             f"{name}-nodes",
-            project=spec.project,
+            project=wired.project,
             account_id=_account_id(spec.name or name),
             display_name=f"GKE nodes of {spec.name or name}",
             opts=child,
@@ -114,7 +163,7 @@ class GkeCluster(pulumi.ComponentResource):
         for role in NODE_SERVICE_ACCOUNT_ROLES:
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
-                project=spec.project,
+                project=wired.project,
                 role=role,
                 member=pulumi.Output.concat("serviceAccount:", account.email),
                 opts=child,
@@ -122,18 +171,20 @@ class GkeCluster(pulumi.ComponentResource):
         return account.email
 
     @staticmethod
-    def _cloud_nat(name: str, spec: GkeClusterSpec, child: pulumi.ResourceOptions) -> None:
+    def _cloud_nat(
+        name: str, spec: GkeClusterSpec, wired: Wired, child: pulumi.ResourceOptions
+    ) -> None:
         """Give private nodes egress (registry.k8s.io images) through a Cloud Router NAT."""
         router = gcp.compute.Router(
             f"{name}-router",
-            project=spec.project,
+            project=wired.project,
             region=spec.region,
-            network=spec.network,
+            network=wired.network,
             opts=child,
         )
         gcp.compute.RouterNat(
             f"{name}-nat",
-            project=spec.project,
+            project=wired.project,
             region=spec.region,
             router=router.name,
             nat_ip_allocate_option="AUTO_ONLY",
@@ -165,15 +216,15 @@ def _node_config(spec: GkeClusterSpec, service_account: pulumi.Input[str]) -> di
 
 
 def _cluster_inputs(
-    cluster_name: str, spec: GkeClusterSpec, service_account: pulumi.Input[str]
+    cluster_name: str, spec: GkeClusterSpec, wired: Wired, service_account: pulumi.Input[str]
 ) -> dict[str, Any]:
     """Return the gcp.container.Cluster arguments for a valid spec."""
     inputs: dict[str, Any] = {
         "name": cluster_name,
-        "project": spec.project,
+        "project": wired.project,
         "location": spec.location,
-        "network": spec.network,
-        "subnetwork": spec.subnetwork,
+        "network": wired.network,
+        "subnetwork": wired.subnetwork,
         # The default pool cannot be configured well; GKE needs one node to create the cluster.
         "remove_default_node_pool": True,
         "initial_node_count": 1,
@@ -195,7 +246,7 @@ def _cluster_inputs(
         "resource_labels": dict(spec.resource_labels) or None,
     }
     if spec.workload_identity:
-        inputs["workload_identity_config"] = {"workload_pool": spec.workload_pool}
+        inputs["workload_identity_config"] = {"workload_pool": wired.workload_pool}
     if spec.private_nodes:
         inputs["private_cluster_config"] = {
             "enable_private_nodes": True,
@@ -213,12 +264,13 @@ def _cluster_inputs(
 
 
 def _system_pool_inputs(
-    cluster: pulumi.Input[str], spec: GkeClusterSpec, service_account: pulumi.Input[str]
+    cluster: pulumi.Input[str], spec: GkeClusterSpec, wired: Wired,
+    service_account: pulumi.Input[str]
 ) -> dict[str, Any]:
     """Return the gcp.container.NodePool arguments of the CPU system pool."""
     return {
         "name": "system",
-        "project": spec.project,
+        "project": wired.project,
         "cluster": cluster,
         "location": spec.location,
         "node_locations": list(spec.system_pool_zones) or None,

@@ -17,6 +17,7 @@ and, for a queued JobSet, after Kueue's queues exist.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ import pulumi_kubernetes as k8s
 
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
+from jobset_infra.components.providers import kubernetes_provider
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
 from jobset_infra.manifests.placement_domains import pool_domains, pool_plans
 from jobset_infra.manifests.workload import (
@@ -96,8 +98,9 @@ class JobSetArgs(WorkloadSpec):
     manifests); the policy fields take the api models or their wire mappings.
     """
 
-    provider: k8s.Provider
-    """Kubernetes provider of the target cluster; never the ambient kubeconfig."""
+    provider: k8s.Provider | None = None
+    """Kubernetes provider of the target cluster, if not given in opts (`ResourceOptions(
+    providers=[...])`, the Pulumi way); never the ambient kubeconfig."""
     system: JobSetSystem | None = None
     """The JobSet API and controller; the JobSet is created once they are ready."""
     kueue: Kueue | None = None
@@ -158,6 +161,11 @@ class JobSet(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: JobSetArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        try:
+            provider = kubernetes_provider("JobSet", args.provider, opts)
+        except ValueError as exc:
+            raise WorkloadError([f"JobSet {args.name}: {exc}"]) from None
+        args = dataclasses.replace(args, provider=provider)
         plan = plan_args(args)  # before anything is registered: a bad spec fails preview
         super().__init__(TYPE_TOKEN, name, None, opts)
         if args.ttl_seconds_after_finished is not None:

@@ -28,7 +28,9 @@ import pulumi_kubernetes as k8s
 from pulumi_docker_build import Image, Platform
 from pydantic import ConfigDict, ValidationError
 
+from jobset_infra.components.inputs import checked, is_deferred
 from jobset_infra.components.k8s_objects import kubernetes_object
+from jobset_infra.components.providers import kubernetes_provider
 from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import (
     ControllerInstall,
@@ -51,6 +53,8 @@ __all__ = [
 
 TYPE_TOKEN = "jobset-infra:index:JobSetSystem"
 IMAGE_NAME = "jobset-controller"
+IMAGE_STAND_IN = "registry.invalid/jobset-controller@sha256:" + "0" * 64
+"""Checked in place of an image given as an Output, until the Output resolves."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,11 @@ class JobSetSystemArgs(ControllerOptions):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     provider: Any = None
-    """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
-    image: str | None = None
-    """Controller image with a pinned tag or digest; or leave None and give `build`."""
+    """Kubernetes provider of the target cluster, if not given in opts (`ResourceOptions(
+    providers=[...])`, the Pulumi way); never the ambient kubeconfig."""
+    image: str | pulumi.Output[str] | None = None
+    """Controller image with a pinned tag or digest (plain, or another resource's output such
+    as an image build's digest ref, checked when it resolves); or leave None and give `build`."""
     build: ImageBuild | None = None
     pools: Sequence[SlicePoolsPlan | Any] = ()
     """Slice pools (`TpuSlicePools` or their `.plan`) declared to the controller as domains."""
@@ -109,7 +115,8 @@ def validate_args(args: JobSetSystemArgs) -> ControllerInstall:
             "GkeCluster.provider); JobSetSystem never uses the ambient kubeconfig"
         )
     if args.image is not None and args.build is None:
-        image = args.image
+        # An Output is checked when it resolves (`_image`); a stand-in passes the plain checks.
+        image = IMAGE_STAND_IN if is_deferred(args.image) else str(args.image)
     elif args.build is not None and args.image is None:
         image = image_reference(args.build)
     else:
@@ -133,6 +140,8 @@ class JobSetSystem(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: JobSetSystemArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        provider = kubernetes_provider("JobSetSystem", args.provider, opts)
+        args = args.model_copy(update={"provider": provider})
         super().__init__(TYPE_TOKEN, name, None, opts)
         install = validate_args(args)  # before any child exists: bad arguments fail preview
         objects = system_objects(install)
@@ -205,6 +214,10 @@ class JobSetSystem(pulumi.ComponentResource):
         )
 
     def _image(self, args: JobSetSystemArgs, install: ControllerInstall) -> pulumi.Output[str]:
+        if args.build is None and is_deferred(args.image):
+            given: pulumi.Output[str] = args.image  # type: ignore[assignment]  # deferred
+            return checked(given, lambda ref: validate_args(args.model_copy(update={
+                "image": ref})))
         if args.build is None:
             return pulumi.Output.from_input(install.image)
         build = args.build

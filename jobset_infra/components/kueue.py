@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import yaml
 
 from jobset_infra.api import constants as k
 from jobset_infra.components.k8s_objects import kubernetes_object
+from jobset_infra.components.providers import kubernetes_provider
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
 from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
@@ -55,10 +56,11 @@ RELEASE_TIMEOUT_SECONDS = 600
 class KueueArgs:
     """Arguments of `Kueue`; validated before anything is created."""
 
-    provider: k8s.Provider
-    """Kubernetes provider of the target cluster (e.g. `GkeCluster.provider`); required."""
-    pools: Sequence[SlicePoolsPlan | Any]
+    pools: Sequence[SlicePoolsPlan | Any] = ()
     """Slice pools (`TpuSlicePools` or their `.plan`) whose chips the queue hands out."""
+    provider: k8s.Provider | None = None
+    """Kubernetes provider of the target cluster, if not given in opts (`ResourceOptions(
+    providers=[...])`, the Pulumi way); never the ambient kubeconfig."""
     queues: QueueSpec = field(default_factory=QueueSpec)
     install: KueueInstall = field(default_factory=KueueInstall)
     create_namespaces: bool = False
@@ -132,6 +134,7 @@ class Kueue(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        args = replace(args, provider=kubernetes_provider("Kueue", args.provider, opts))
         super().__init__(TYPE_TOKEN, name, None, opts)
         objects = validate_args(args)  # before any child exists: bad arguments fail preview
         self._name = name

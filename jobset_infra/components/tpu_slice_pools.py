@@ -45,7 +45,8 @@ class TpuSlicePoolsArgs:
     """Name of the GKE cluster (e.g. ``GkeCluster.name``)."""
     spec: SlicePoolsSpec | Mapping[str, Any]
     """The slices; a mapping (e.g. a Pulumi config object) is parsed into a SlicePoolsSpec."""
-    project: str | None = None
+    project: pulumi.Input[str] | None = None
+    """GCP project (plain or another resource's output); None = the provider's."""
     service_account: pulumi.Input[str] | None = None
     """Node service account email; None = the project's default (avoid: use for_cluster)."""
     workload_identity: bool = True
@@ -68,7 +69,7 @@ class TpuSlicePoolsArgs:
         return cls(
             cluster=cluster.name,
             spec=filled,
-            project=cluster_spec.project,
+            project=cluster.wired.project,
             service_account=cluster.node_service_account,
             workload_identity=cluster_spec.workload_identity,
         )

@@ -35,6 +35,7 @@ from jobset_infra.plan.offline import OfflineMocks, OfflineRun, Registration, ru
 __all__ = [
     "GCP_CLUSTER",
     "GCP_IAM_MEMBER",
+    "GCP_NETWORK",
     "GCP_NODE_POOL",
     "GCP_RESOURCE_POLICY",
     "GCP_SERVICE_ACCOUNT",
@@ -49,6 +50,8 @@ GCP_CLUSTER = "gcp:container/cluster:Cluster"
 GCP_NODE_POOL = "gcp:container/nodePool:NodePool"
 GCP_RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 GCP_SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
+GCP_NETWORK = "gcp:compute/network:Network"
+GCP_SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
 GCP_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 
@@ -101,6 +104,10 @@ class HarnessMocks(OfflineMocks):
         if args.typ == GCP_SERVICE_ACCOUNT:
             project = args.inputs.get("project", "mock-project")
             state["email"] = f"{args.inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        if args.typ in (GCP_NETWORK, GCP_SUBNETWORK):
+            kind = "global/networks" if args.typ == GCP_NETWORK else "regions/mock/subnetworks"
+            state["selfLink"] = (f"https://www.googleapis.com/compute/v1/projects/"
+                                 f"{args.inputs.get('project', 'mock-project')}/{kind}/{args.name}")
         return resource_id, state
 
 

@@ -194,3 +194,58 @@ def test_a_config_mapping_builds_the_same_cluster() -> None:
     assert from_config.inputs(GCP_CLUSTER, "gke") == _build().inputs(GCP_CLUSTER, "gke")
     with pytest.raises(ProgramError, match=r"^system_pool_nodes: unknown field; did you mean"):
         run_component(lambda: GkeCluster("gke", {**config, "system_pool_nodes": 3}))
+
+
+# --- arguments wired in from other resources (Outputs) ------------------------------------------
+
+VPC = "https://www.googleapis.com/compute/v1/projects/net-host/global/networks/vpc"
+SUBNET = "https://www.googleapis.com/compute/v1/projects/net-host/regions/mock/subnetworks/tpu"
+
+
+def test_a_vpcs_self_link_and_an_accounts_email_wire_into_the_cluster() -> None:
+    """As in any Pulumi program: the VPC, subnet and node identity are other resources."""
+    import pulumi_gcp as gcp
+
+    def build() -> GkeCluster:
+        vpc = gcp.compute.Network("vpc", project="net-host", auto_create_subnetworks=False)
+        subnet = gcp.compute.Subnetwork("tpu", project="net-host", network=vpc.id,
+                                        region="us-west4", ip_cidr_range="10.0.0.0/20")
+        nodes = gcp.serviceaccount.Account("nodes", project="my-project", account_id="gke-nodes")
+        spec = replace(SPEC, network=vpc.self_link, subnetwork=subnet.self_link,
+                       node_service_account=nodes.email)
+        return GkeCluster("gke", spec)
+
+    result = run_component(build, outputs=["node_service_account"])
+    cluster = result.inputs(GCP_CLUSTER, "gke")
+    assert (cluster["network"], cluster["subnetwork"]) == (VPC, SUBNET)
+    email = "gke-nodes@my-project.iam.gserviceaccount.com"
+    assert cluster["nodeConfig"]["serviceAccount"] == email
+    assert result.values["node_service_account"] == email
+    # Given an account, the component makes none of its own.
+    assert [r.name for r in result.run.of_type(GCP_SERVICE_ACCOUNT)] == ["nodes"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        pytest.param("project", "Not A Project", "project: 'Not A Project' is not a GCP project id",
+                     id="a project id from another resource is checked when it resolves"),
+        pytest.param("network", 5, "network: Input should be a valid string",
+                     id="a network output of the wrong type is named"),
+    ],
+)
+def test_a_wrong_wired_in_value_fails_when_it_resolves_naming_the_field(
+    field: str, value: object, message: str
+) -> None:
+    import pulumi
+
+    def build() -> GkeCluster:
+        return GkeCluster("gke", replace(SPEC, **{field: pulumi.Output.from_input(value)}))
+
+    with pytest.raises(ProgramError, match=re.escape(message)):
+        run_component(build, outputs=["name"])
+
+
+def test_a_wrong_plain_value_still_fails_before_anything_is_registered() -> None:
+    with pytest.raises(ProgramError, match=re.escape("project: 'Not A Project' is not a GCP")):
+        run_component(lambda: GkeCluster("gke", replace(SPEC, project="Not A Project")))

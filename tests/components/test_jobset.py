@@ -364,3 +364,26 @@ def test_a_bad_spec_field_fails_preview_naming_it(spec: dict[str, Any], want: st
 
     with pytest.raises(ProgramError, match=re.escape(want)):
         run_component(build)
+
+
+def test_the_kubernetes_provider_may_come_through_opts_as_in_pulumi_eks() -> None:
+    """`ResourceOptions(providers=[...])` on each component, no provider argument."""
+    import pulumi
+
+    def build() -> JobSet:
+        opts = pulumi.ResourceOptions(providers=[provider()])
+        system = JobSetSystem("jobset", JobSetSystemArgs(image=IMAGE), opts=opts)
+        kueue = Kueue("kueue", KueueArgs(pools=[pools()]), opts=opts)
+        return JobSet("train", JobSetArgs(name="train", replicated_jobs=[tpu_job(pools(),
+                                          CONTAINER)], system=system, kueue=kueue), opts=opts)
+
+    assert len(run_component(build).of_type(JOBSET)) == 1
+
+    def without() -> JobSet:
+        return JobSet("train", JobSetArgs(name="train",
+                                          replicated_jobs=[tpu_job(pools(), CONTAINER)]))
+
+    with pytest.raises(ProgramError, match=re.escape(
+            "JobSet train: provider: pass the target cluster's pulumi_kubernetes.Provider in "
+            "opts")):
+        run_component(without)

@@ -203,3 +203,33 @@ def test_the_crd_is_retained_on_delete_unless_asked_otherwise() -> None:
 
         run_component(build)
         assert seen == {"jobset-crd": retain}
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_an_image_digest_from_an_image_build_resource_is_what_the_deployment_runs() -> None:
+    """A program that builds the image itself passes the build's digest ref, an Output."""
+    from pulumi_docker_build import Image
+
+    def build() -> JobSetSystem:
+        image = Image("controller-image", tags=["registry.example/jobset-controller:1.0"],
+                      push=True, context={"location": "."})
+        ref = image.tags.apply(lambda tags: f"{tags[0]}@{DIGEST}")  # as `Image.ref` reads
+        return JobSetSystem("jobset", JobSetSystemArgs(provider=provider(), image=ref))
+
+    run = run_component(build, outputs=["image"])
+    want = f"registry.example/jobset-controller:1.0@{DIGEST}"
+    assert run.values["image"] == want
+    deployment = run.inputs(DEPLOYMENT, "jobset-controller")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == want
+
+
+def test_an_unpinned_image_output_fails_when_it_resolves_naming_the_field() -> None:
+    def build() -> JobSetSystem:
+        image = pulumi.Output.from_input("jobset-controller")
+        return JobSetSystem("jobset", JobSetSystemArgs(provider=provider(), image=image))
+
+    with pytest.raises(ProgramError, match=r"image: .jobset-controller. has no pinned tag"):
+        run_component(build, outputs=["image"])

@@ -1,0 +1,47 @@
+"""The Kubernetes provider a component's children use: from `opts`, as in pulumi-eks.
+
+`ResourceOptions(provider=k8s_provider)` or `ResourceOptions(providers=[k8s_provider])` (or
+`{"kubernetes": k8s_provider}`) on the component is the Pulumi way; the `provider` argument the
+components took first is still read. A component never falls back to the ambient kubeconfig: with
+neither, it fails before registering anything, naming both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+__all__ = ["kubernetes_provider"]
+
+
+def kubernetes_provider(component: str, given: object,
+                        opts: pulumi.ResourceOptions | None) -> k8s.Provider:
+    """The explicit Kubernetes provider for `component`; raise ValueError naming the fix."""
+    if isinstance(given, k8s.Provider):
+        return given
+    for candidate in _from_options(opts):
+        if isinstance(candidate, k8s.Provider):
+            return candidate
+    if given is not None:
+        raise ValueError(f"provider: pass the target cluster's pulumi_kubernetes.Provider (got "
+                         f"{type(given).__name__}), best in opts (ResourceOptions(providers="
+                         "[cluster.provider]))")
+    raise ValueError(
+        f"provider: pass the target cluster's pulumi_kubernetes.Provider in opts "
+        f"(ResourceOptions(providers=[cluster.provider]), e.g. GkeCluster.provider); {component} "
+        "never uses the ambient kubeconfig"
+    )
+
+
+def _from_options(opts: pulumi.ResourceOptions | None) -> list[object]:
+    if opts is None:
+        return []
+    found: list[object] = [opts.provider] if opts.provider is not None else []
+    providers = opts.providers
+    if isinstance(providers, Mapping):
+        found += list(providers.values())
+    elif isinstance(providers, Sequence):
+        found += list(providers)
+    return found

@@ -19,7 +19,7 @@ import pytest
 
 from jobset_infra.cluster.binaries import MissingBinaryError, Tools, find_tools
 from jobset_infra.cluster.local import ClusterOptions, RunningCluster, start_cluster
-from jobset_infra.sim.cluster.nodes import PoolSpec
+from jobset_infra.tpu.node_pools import PoolSpec
 
 REQUIRE_ENV = "JOBSET_REQUIRE_REAL"
 

@@ -27,6 +27,7 @@ from jobset_infra.api.errors import (
     required,
 )
 from jobset_infra.api.features import Feature, FeatureGates
+from jobset_infra.api.job_names import child_job_name, indexed_pod_name
 from jobset_infra.api.models import (
     FailurePolicyAction,
     JobSet,
@@ -159,12 +160,12 @@ def child_name_problems(js: JobSet, js_name: str, i: int, rjob: ReplicatedJob
     spec = _job_spec(rjob)
     completions = _int_or_none(spec.get("completions"))
     # As upstream: the index of the last Job, -1 when there are no replicas.
-    longest_job = f"{js_name}-{rjob.name}-{rjob.replicas - 1}"
+    longest_job = child_job_name(js_name, rjob.name, rjob.replicas - 1)
     for problem in names.dns1035_label(longest_job):
         if not names.is_too_long(problem):
             yield invalid(f"{path}.name", longest_job, problem)
     if spec.get("completionMode") == c.COMPLETION_MODE_INDEXED and completions is not None:
-        longest_pod = f"{longest_job}-{completions - 1}-{_NAME_SUFFIX}"
+        longest_pod = indexed_pod_name(longest_job, completions - 1, _NAME_SUFFIX)
         for problem in names.dns1035_label(longest_pod):
             if not names.is_too_long(problem):
                 yield invalid(f"{path}.name", longest_pod, problem)

@@ -65,7 +65,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from jobset_infra.cluster.binaries import MissingBinaryError
     from jobset_infra.cluster.processes import ComponentError
-    from jobset_infra.sim.cluster.nodes import NodeSpecError
+    from jobset_infra.tpu.node_pools import NodeSpecError
 
     try:
         if args.action == "up":
@@ -142,7 +142,7 @@ def _up(args: argparse.Namespace) -> int:
             raise
         say("controller running (as its ServiceAccount; logs under "
             f"{cluster.layout.folder / 'pods'})")
-    from jobset_infra.sim.command import kubectl_note, shown  # one way to name our tools
+    from jobset_infra.tool_paths import kubectl_note, shown  # one way to name our tools
 
     kubectl, cli = shown("kubectl"), shown("jobset-infra")
     lines = [

@@ -52,7 +52,7 @@ from jobset_infra.cluster.processes import (
 from jobset_infra.controller.runtime.auth import ClusterAccess
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import NODES, Resource
-from jobset_infra.sim.cluster.nodes import PoolSpec, node_manifests, parse_nodes
+from jobset_infra.tpu.node_pools import PoolSpec, node_manifests, parse_nodes
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 STATE_VERSION = 1

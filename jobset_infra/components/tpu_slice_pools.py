@@ -11,7 +11,7 @@ built the node pools.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 
 from jobset_infra.components.gke_cluster import GkeCluster
 from jobset_infra.tpu import constants as c
-from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES
+from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, pools_in_cluster
 from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.pools import (
     SlicePool,
@@ -59,16 +59,9 @@ class TpuSlicePoolsArgs:
     ) -> TpuSlicePoolsArgs:
         """Return args for ``cluster``: its location, channel, version and node identity."""
         cluster_spec = cluster.spec
-        parsed = parse_slice_pools_spec(spec)
-        filled = replace(
-            parsed,
-            cluster_location=cluster_spec.location,
-            release_channel=cluster_spec.release_channel,
-            gke_version=parsed.gke_version or cluster_spec.version,
-        )
         return cls(
             cluster=cluster.name,
-            spec=filled,
+            spec=pools_in_cluster(parse_slice_pools_spec(spec), cluster_spec),
             project=cluster.wired.project,
             service_account=cluster.node_service_account,
             workload_identity=cluster_spec.workload_identity,

@@ -24,6 +24,7 @@ from jobset_infra.api import constants as k
 from jobset_infra.api import kueue_tas as tas
 from jobset_infra.api import names
 from jobset_infra.api.check import check_jobset
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.api.models import (
     Coordinator,
     FailurePolicy,
@@ -191,7 +192,7 @@ def child_job_names(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     """Return the names of the child Jobs: `<jobset>-<replicatedJob>-<index>`."""
     name = manifest["metadata"]["name"]
     return tuple(
-        f"{name}-{rjob['name']}-{index}"
+        child_job_name(name, rjob["name"], index)
         for rjob in manifest["spec"]["replicatedJobs"]
         for index in range(int(rjob.get("replicas", 1)))
     )

@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobset_infra.api import constants as c
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.placement.allocate import NoFit, allocate
 from jobset_infra.placement.domains import DeclaredDomain, domains_from_nodes
 from jobset_infra.placement.jobs import PlacementRequest, request_from_job_manifest
 from jobset_infra.placement.occupancy import Occupancy
 from jobset_infra.placement.scheduling_terms import QuantityError
+from jobset_infra.placement.strategy import (
+    child_job_annotations,
+    exclusive_topology,
+    placed_by_controller,
+)
 
 __all__ = ["placement_problems"]
 
@@ -24,24 +29,25 @@ __all__ = ["placement_problems"]
 def _requests(jobset: Mapping[str, Any]) -> list[PlacementRequest]:
     meta = jobset.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace", "default"))
-    jobset_key = (meta.get("annotations") or {}).get(c.EXCLUSIVE_KEY)
     out = []
     for i, rjob in enumerate((jobset.get("spec") or {}).get("replicatedJobs") or ()):
         template = rjob.get("template") or {}
-        annotations = (template.get("metadata") or {}).get("annotations") or {}
-        key = annotations.get(c.EXCLUSIVE_KEY, jobset_key)
-        if not key or c.NODE_SELECTOR_STRATEGY_KEY in {
-            **(meta.get("annotations") or {}),
-            **annotations,
-        }:
+        annotations = child_job_annotations(
+            meta.get("annotations") or {}, (template.get("metadata") or {}).get("annotations") or {}
+        )
+        key = exclusive_topology(annotations)
+        if key is None or not placed_by_controller(annotations):
             continue
         for index in range(int(rjob.get("replicas", 1) or 0)):
             job = {
-                "metadata": {"name": f"{name}-{rjob.get('name')}-{index}", "namespace": namespace},
+                "metadata": {
+                    "name": child_job_name(name, str(rjob.get("name")), index),
+                    "namespace": namespace,
+                },
                 "spec": template.get("spec") or {},
             }
             try:
-                out.append(request_from_job_manifest(job, str(key)))
+                out.append(request_from_job_manifest(job, key))
             except QuantityError as err:
                 raise QuantityError(f"spec.replicatedJobs[{i}]: {err}") from None
     return out

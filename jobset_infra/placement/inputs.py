@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import PlacementMode
 from jobset_infra.placement.domains import DeclaredDomain, Domain, domains_from_nodes
 from jobset_infra.placement.jobs import JobPlacementView
 from jobset_infra.placement.nodes import SlimNode
 from jobset_infra.placement.occupancy import Occupancy
+from jobset_infra.placement.strategy import child_job_annotations, exclusive_topology
 
 __all__ = [
     "DEFAULT_RETRY_SECONDS",
@@ -71,12 +71,16 @@ def needs_exclusive_placement(jobset: Mapping[str, Any]) -> bool:
 
     The runtime serializes reconciles of such JobSets under one lock.
     """
-    if c.EXCLUSIVE_KEY in _mapping(_mapping(jobset.get("metadata")).get("annotations")):
+    jobset_annotations = _mapping(_mapping(jobset.get("metadata")).get("annotations"))
+    if exclusive_topology(jobset_annotations) is not None:
         return True
     rjobs = _mapping(jobset.get("spec")).get("replicatedJobs")
     for rjob in rjobs if isinstance(rjobs, list) else ():
         template_meta = _mapping(_mapping(_mapping(rjob).get("template")).get("metadata"))
-        if c.EXCLUSIVE_KEY in _mapping(template_meta.get("annotations")):
+        inherited = child_job_annotations(
+            jobset_annotations, _mapping(template_meta.get("annotations"))
+        )
+        if exclusive_topology(inherited) is not None:
             return True
     return False
 

@@ -13,6 +13,7 @@ from typing import Any
 from jobset_infra.api import constants as c
 from jobset_infra.placement.nodes import Toleration, tolerations_from_spec
 from jobset_infra.placement.scheduling_terms import parse_resources
+from jobset_infra.placement.strategy import exclusive_topology
 
 __all__ = [
     "JobPlacementView",
@@ -92,8 +93,8 @@ def _owner(meta: Mapping[str, Any]) -> str:
 def job_view_from_manifest(job: Mapping[str, Any]) -> JobPlacementView | None:
     """Return the occupancy view of a Job, or None when it does not ask for exclusive placement."""
     meta = job.get("metadata") or {}
-    topology_key = (meta.get("annotations") or {}).get(c.EXCLUSIVE_KEY)
-    if not topology_key:
+    topology_key = exclusive_topology(meta.get("annotations") or {})
+    if topology_key is None:
         return None
     spec = job.get("spec") or {}
     pod = (spec.get("template") or {}).get("spec") or {}

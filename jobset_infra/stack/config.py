@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Literal, Self
 
 from pydantic import (
@@ -34,7 +33,7 @@ from jobset_infra.api.quantity import parse_quantity_text
 from jobset_infra.manifests.controller_spec import ControllerOptions
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.stack.checks import NAMESPACE, semantic_problems
-from jobset_infra.tpu.cluster import GkeClusterSpec
+from jobset_infra.tpu.cluster import GkeClusterSpec, pools_in_cluster
 from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan, plan_slice_pools
@@ -224,14 +223,8 @@ class StackConfig(_Strict):
         return parse_slice_pools_spec({**(self.slices or {}), "zone": self.zone})
 
     def slice_pools_plan(self) -> SlicePoolsPlan:
-        """Return the planned pools as TpuSlicePools.for_cluster would plan them."""
-        cluster = self.cluster_spec()
-        spec = replace(
-            self.slice_pools_spec(),
-            cluster_location=cluster.location,
-            release_channel=cluster.release_channel,
-        )
-        return plan_slice_pools(spec)
+        """Return the planned pools, in the cluster as TpuSlicePoolsArgs.for_cluster puts them."""
+        return plan_slice_pools(pools_in_cluster(self.slice_pools_spec(), self.cluster_spec()))
 
 
 def _local_problems(config: StackConfig) -> list[str]:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.controller.core.types import ChildJob, child_job_from_manifest, format_time
 
 __all__ = ["JobBuilder", "job_from", "make_job"]
@@ -225,7 +226,7 @@ def make_job(
     parallelism: int = 1,
 ) -> JobBuilder:
     """Start a child Job `<jobset>-<rjob>-<index>` owned by the JobSet, named as upstream does."""
-    name = f"{jobset}-{rjob}-{index}"
+    name = child_job_name(jobset, rjob, index)
     job: dict[str, Any] = {
         "apiVersion": c.JOB_API_VERSION,
         "kind": c.JOB_KIND,

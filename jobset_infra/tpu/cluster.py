@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from jobset_infra.tpu.spec import Setting, SlicePoolsError
+from jobset_infra.tpu.spec import Setting, SlicePoolsError, SlicePoolsSpec
 from jobset_infra.tpu.validation import at_least_version, release_channel_problem
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "NODE_SERVICE_ACCOUNT_ROLES",
     "ClusterSpecError",
     "GkeClusterSpec",
+    "pools_in_cluster",
     "region_of",
     "validate_cluster_spec",
     "vcpus_of",
@@ -106,6 +107,19 @@ class GkeClusterSpec:
     def auto_upgrade(self) -> bool:
         """Return whether nodes auto-upgrade: on a channel always, with a pinned version never."""
         return self.release_channel is not None
+
+
+def pools_in_cluster(spec: SlicePoolsSpec, cluster: GkeClusterSpec) -> SlicePoolsSpec:
+    """Return `spec` as its pools are in `cluster`: the cluster's location and release channel,
+    and its pinned GKE version unless the pools pin their own. The one place a stack's pools
+    meet their cluster: `TpuSlicePoolsArgs.for_cluster` and `StackConfig.slice_pools_plan`
+    both plan from it, so preview-time checks and the component see the same version gates."""
+    return replace(
+        spec,
+        cluster_location=cluster.location,
+        release_channel=cluster.release_channel,
+        gke_version=spec.gke_version or cluster.version,
+    )
 
 
 def region_of(location: str) -> str:

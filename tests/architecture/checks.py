@@ -7,6 +7,7 @@ that breaks its rule, and the guard tests run the same checks over the real tree
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -472,4 +473,100 @@ def gate_field_violations(modules: Iterable[Module], gates: Iterable[str]) -> li
         for node in cls.body
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
         and node.target.id in names
+    ]
+
+
+def dash_formula_violations(modules: Iterable[Module], owner: str) -> list[Violation]:
+    """f-strings spelling a three-part dash formula (`f"{a}-{b}-{c}"`, the child Job name)
+    outside its one declaration."""
+    found = []
+    for m in modules:
+        if m.name == owner:
+            continue
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.JoinedStr) and _is_dash_formula(node.values):
+                text = f"{m.path}:{node.lineno}: {ast.unparse(node)} restates {owner}; import it"
+                found.append(Violation(m.name, ast.unparse(node), text))
+    return found
+
+
+def _is_dash_formula(values: list[ast.expr]) -> bool:
+    kinds = [
+        "{}" if isinstance(v, ast.FormattedValue)
+        else (v.value if isinstance(v, ast.Constant) else "?")
+        for v in values
+    ]
+    return kinds == ["{}", "-", "{}", "-", "{}"]
+
+
+def name_use_violations(
+    modules: Iterable[Module], names: frozenset[str], allowed: frozenset[str], owner: str
+) -> list[Violation]:
+    """Uses of these names (`c.EXCLUSIVE_KEY`, or the bare name) outside the allowed modules:
+    a module deciding again what their owner decides. Naming one in an f-string's text (a
+    message) is not a use."""
+    found = []
+    for m in modules:
+        if m.name in allowed:
+            continue
+        in_text = {id(n) for f in ast.walk(m.tree) if isinstance(f, ast.JoinedStr)
+                   for n in ast.walk(f)}
+        for node in ast.walk(m.tree):
+            if id(node) in in_text:
+                continue
+            name = node.attr if isinstance(node, ast.Attribute) else (
+                node.id if isinstance(node, ast.Name) else None)
+            if name in names:
+                text = f"{m.path}:{node.lineno}: {name} read here; ask {owner}"
+                found.append(Violation(m.name, str(name), text))
+    return found
+
+
+def keyword_violations(
+    modules: Iterable[Module], keyword: str, allowed: frozenset[str], owner: str
+) -> list[Violation]:
+    """Calls passing `keyword=` outside the allowed modules."""
+    return [
+        Violation(m.name, keyword,
+                  f"{m.path}:{node.lineno}: {keyword}= set here; use {owner}")
+        for m in modules
+        if m.name not in allowed
+        for node in ast.walk(m.tree)
+        if isinstance(node, ast.Call) and any(k.arg == keyword for k in node.keywords)
+    ]
+
+
+def number_pair_violations(
+    modules: Iterable[Module], pairs: frozenset[tuple[int, int]], owner: str
+) -> list[Violation]:
+    """Two integer literals side by side (in a tuple or a call) equal to one of `pairs`, outside
+    the owner: a table of the same facts (VM vCPUs and memory) declared again."""
+    found = []
+    for m in modules:
+        if m.name == owner:
+            continue
+        for node in ast.walk(m.tree):
+            items = node.elts if isinstance(node, ast.Tuple | ast.List) else (
+                node.args if isinstance(node, ast.Call) else [])
+            ints = [v.value if isinstance(v, ast.Constant) and type(v.value) is int else None
+                    for v in items]
+            for first, second in itertools.pairwise(ints):
+                if (first, second) in pairs:
+                    text = f"{m.path}:{node.lineno}: ({first}, {second}) belongs to {owner}"
+                    found.append(Violation(m.name, f"{first},{second}", text))
+    return found
+
+
+def call_violations(
+    modules: Iterable[Module], function: str, allowed: frozenset[str], owner: str
+) -> list[Violation]:
+    """Calls of `function` (by name or attribute) outside the allowed modules."""
+    return [
+        Violation(m.name, function, f"{m.path}:{node.lineno}: {function}() called here; "
+                                    f"go through {owner}")
+        for m in modules
+        if m.name not in allowed
+        for node in ast.walk(m.tree)
+        if isinstance(node, ast.Call) and function in (
+            getattr(node.func, "id", None), getattr(node.func, "attr", None))
     ]

@@ -30,6 +30,7 @@ LAYER_PREFIXES: Final[dict[str, str]] = {
     "jobset_infra.cli": "entry",
     "jobset_infra.plan.command": "entry",
     "jobset_infra.kueue_postrender_command": "entry",
+    "jobset_infra.tool_paths": "tool_paths",
 }
 # Packages with nothing in them but a docstring (checked by a test); exact names only, so a new
 # module directly under them belongs to no layer until this table names it.
@@ -56,13 +57,16 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     # keeps sim's closure free of the controller.
     "sim.apiserver": frozenset({"sim.apiserver", "api"}),
     "sim.cluster": frozenset({"sim.cluster", "sim.apiserver", "placement", "api", "tpu"}),
-    "sim": frozenset({"sim", "sim.cluster", "sim.apiserver", "api", "tpu", "testing"}),
+    "sim": frozenset({"sim", "sim.cluster", "sim.apiserver", "api", "tpu", "testing",
+                      "tool_paths"}),
     "testing": frozenset({"testing", "api", "tpu", "controller.core"}),
     # The real local cluster is a shell like the sim: it talks to the API server with the
-    # controller's client, installs what `manifests` builds, and shapes kwok Nodes from the
-    # sim's node-pool spec (the same `--nodes` strings).
-    "cluster": frozenset({"cluster", "controller.runtime", "manifests", "sim.cluster",
-                          "sim.apiserver", "api", "tpu"}),
+    # controller's client, installs what `manifests` builds, and shapes kwok Nodes from
+    # tpu's node pools (the same `--nodes` strings as the sim). It never imports the sim.
+    "cluster": frozenset({"cluster", "controller.runtime", "manifests", "api", "tpu",
+                          "tool_paths"}),
+    # How sim and cluster commands name kubectl and themselves: the standard library only.
+    "tool_paths": frozenset(),
     # Composition roots import what they wire only lazily (see LAZY_ALLOWED).
     "entry": frozenset(),
 }
@@ -80,8 +84,6 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.cli", "entry"),
         ("jobset_infra.cli", "sim"),
         ("jobset_infra.cli", "cluster"),
-        # `cluster up` names kubectl and itself as `sim` does (`shown`), from one function.
-        ("jobset_infra.cluster.command", "sim"),
         # The Helm post-renderer of a loopback Kueue runs the manifests' rewrite.
         ("jobset_infra.kueue_postrender_command", "manifests"),
     }
@@ -93,7 +95,8 @@ LAYER_ALLOW_LIST: Final[dict[tuple[str, str], str]] = {
 
 # Layers whose import sim may reach transitively: sim runs without the controller.
 SIM_CLOSURE: Final[frozenset[str]] = frozenset(
-    {"sim", "sim.apiserver", "sim.cluster", "placement", "api", "tpu", "testing", "namespace"}
+    {"sim", "sim.apiserver", "sim.cluster", "placement", "api", "tpu", "testing", "tool_paths",
+     "namespace"}
 )
 # Importing the sim's API server runs nothing of its cluster (nor the controller, nor tpu).
 SIM_APISERVER_CLOSURE: Final[frozenset[str]] = frozenset({"sim", "sim.apiserver", "api",
@@ -289,3 +292,27 @@ PYTHON_CHECK_MODULES: Final[tuple[str, ...]] = (
 # and no class holds a field per gate (`restart_job_enabled`): they hold a FeatureGates.
 FEATURES_OWNER: Final = "jobset_infra.api.features"
 API_ENUMS_MODULE: Final = "jobset_infra.api.model_base"
+
+# One home per concept (issue 31); each guard fails when a second declaration appears.
+# The child Job name `<jobset>-<rjob>-<index>` (and the Indexed pod name beside it).
+CHILD_JOB_NAMES_OWNER: Final = "jobset_infra.api.job_names"
+# Which Jobs get exclusive placement, and which annotations a child Job inherits: decided in
+# placement/strategy.py. Besides it, only code that writes the annotation on a JobSet it builds
+# spells these constants (naming one in a message's f-string is not a use).
+PLACEMENT_OWNER: Final = "jobset_infra.placement.strategy"
+PLACEMENT_ANNOTATIONS: Final = frozenset({"EXCLUSIVE_KEY", "NODE_SELECTOR_STRATEGY_KEY"})
+PLACEMENT_ANNOTATION_WRITERS: Final = frozenset({
+    PLACEMENT_OWNER,
+    "jobset_infra.api.constants",
+    "jobset_infra.manifests.workload",  # puts the annotation on the JobSets it builds
+    "jobset_infra.testing.jobsets",  # the builder's .exclusive()
+})
+# How a stack's pools sit in their cluster (location, channel, version): tpu.cluster's
+# pools_in_cluster; the local pools of tpu.pools_text have no GKE cluster and set their own.
+POOLS_IN_CLUSTER_OWNER: Final = "jobset_infra.tpu.cluster"
+POOLS_LOCATION_SETTERS: Final = frozenset({POOLS_IN_CLUSTER_OWNER, "jobset_infra.tpu.pools_text"})
+# TPU VM sizes and node-pool shapes: tpu.node_pools, beside the catalog.
+VM_SIZES_OWNER: Final = "jobset_infra.tpu.node_pools"
+# The spec check behind InvalidSpec runs through one cache (controller/runtime/spec_cache.py).
+SPEC_CACHE_OWNER: Final = "jobset_infra.controller.runtime.spec_cache"
+SPEC_CHECK_CALLERS: Final = frozenset({SPEC_CACHE_OWNER, "jobset_infra.controller.core.admission"})

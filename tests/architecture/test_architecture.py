@@ -224,6 +224,42 @@ def test_feature_gates_are_declared_once() -> None:
     assert [v.text for v in fields] == [], "hold a FeatureGates, not a field per gate"
 
 
+def test_child_job_names_are_declared_once() -> None:
+    violations = checks.dash_formula_violations(_everything(), rules.CHILD_JOB_NAMES_OWNER)
+    assert [v.text for v in violations] == [], "use api.job_names.child_job_name"
+
+
+def test_exclusive_placement_is_decided_once() -> None:
+    violations = checks.name_use_violations(
+        _everything(), rules.PLACEMENT_ANNOTATIONS, rules.PLACEMENT_ANNOTATION_WRITERS,
+        rules.PLACEMENT_OWNER,
+    )
+    assert [v.text for v in violations] == [], "ask placement.strategy which Jobs are exclusive"
+
+
+def test_a_stacks_pools_meet_their_cluster_in_one_place() -> None:
+    violations = checks.keyword_violations(
+        _everything(), "cluster_location", rules.POOLS_LOCATION_SETTERS,
+        f"{rules.POOLS_IN_CLUSTER_OWNER}.pools_in_cluster",
+    )
+    assert [v.text for v in violations] == [], "plan pools with tpu.cluster.pools_in_cluster"
+
+
+def test_tpu_vm_sizes_are_declared_once() -> None:
+    from jobset_infra.tpu.node_pools import VM_SIZES
+
+    pairs = frozenset((size.vcpus, size.memory_gb) for size in VM_SIZES.values())
+    violations = checks.number_pair_violations(_everything(), pairs, rules.VM_SIZES_OWNER)
+    assert [v.text for v in violations] == [], "use tpu.node_pools.vm_size"
+
+
+def test_the_spec_check_has_one_cache() -> None:
+    violations = checks.call_violations(
+        _everything(), "spec_problems", rules.SPEC_CHECK_CALLERS, rules.SPEC_CACHE_OWNER
+    )
+    assert [v.text for v in violations] == [], "check specs through runtime.spec_cache"
+
+
 def test_every_test_module_has_a_tier() -> None:
     from tests.conftest import tier_of
 

@@ -384,6 +384,83 @@ def test_gate_field_check(source: str, want_violations: int) -> None:
 
 
 @pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param('n = f"{js}-{rjob}-{i}"\n', 1, id="the child Job name formula restated"),
+        pytest.param('n = f"{js}-{rjob}"\n', 0, id="a two-part name is another formula"),
+        pytest.param('n = f"{a}-{b}-4{c}"\n', 0, id="other separators are other formulas"),
+    ],
+)
+def test_dash_formula_check(source: str, want_violations: int) -> None:
+    found = checks.dash_formula_violations([_mod("jobset_infra.x", source)], "jobset_infra.own")
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.x", "ok = c.EXCLUSIVE_KEY in annotations\n", 1,
+                     id="reading the exclusive annotation outside its owner"),
+        pytest.param("jobset_infra.own", "ok = c.EXCLUSIVE_KEY in annotations\n", 0,
+                     id="its owner reads it"),
+        pytest.param("jobset_infra.x", "ok = exclusive_topology(annotations)\n", 0,
+                     id="asking the owner is the allowed spelling"),
+        pytest.param("jobset_infra.x", 'm = f"set {c.EXCLUSIVE_KEY} on it"\n', 0,
+                     id="naming it in a message is not deciding"),
+    ],
+)
+def test_name_use_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.name_use_violations([_mod(name, source)], frozenset({"EXCLUSIVE_KEY"}),
+                                       frozenset({"jobset_infra.own"}), "jobset_infra.own")
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("s = replace(spec, cluster_location=x)\n", 1,
+                     id="filling the pools' location again"),
+        pytest.param("s = pools_in_cluster(spec, cluster)\n", 0, id="calling the owner"),
+    ],
+)
+def test_keyword_check(source: str, want_violations: int) -> None:
+    found = checks.keyword_violations([_mod("jobset_infra.x", source)], "cluster_location",
+                                      frozenset(), "owner")
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "source, want_violations",
+    [
+        pytest.param("SIZES = {4: (112, 192)}\n", 1, id="a VM size table declared again"),
+        pytest.param("size = VmSize(112, 192)\n", 1, id="a VM size built by hand"),
+        pytest.param("pair = (192, 112)\n", 0, id="the same numbers in another order"),
+    ],
+)
+def test_number_pair_check(source: str, want_violations: int) -> None:
+    found = checks.number_pair_violations([_mod("jobset_infra.x", source)],
+                                          frozenset({(112, 192)}), "owner")
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
+    "name, source, want_violations",
+    [
+        pytest.param("jobset_infra.x", "p = spec_problems(js, config)\n", 1,
+                     id="a second cache calls the check itself"),
+        pytest.param("jobset_infra.x", "p = admission.spec_problems(js, config)\n", 1,
+                     id="through the module too"),
+        pytest.param("jobset_infra.own", "p = spec_problems(js, config)\n", 0,
+                     id="the one cache calls it"),
+    ],
+)
+def test_call_check(name: str, source: str, want_violations: int) -> None:
+    found = checks.call_violations([_mod(name, source)], "spec_problems",
+                                   frozenset({"jobset_infra.own"}), "jobset_infra.own")
+    assert len(found) == want_violations
+
+
+@pytest.mark.parametrize(
     "path, want",
     [
         pytest.param("tests/test_readme.py", "unit", id="a module directly in tests is unit"),

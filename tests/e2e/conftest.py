@@ -7,7 +7,7 @@ and garbage collector, kube-scheduler, kwok Nodes), with our CRD, RBAC and contr
 installed as the JobSetSystem component installs them; the pod runner runs the controller's Pods
 as local processes with their ServiceAccount's token, so the real server authorizes every call
 against our generated RBAC. Both get Nodes shaped like GKE node pools (CPU pools and TPU v5e slice
-pools from `jobset_infra.sim.cluster.nodes`). Each case gets its own namespace; `World` holds the
+pools from `jobset_infra.tpu.node_pools`). Each case gets its own namespace; `World` holds the
 small verbs a case uses to drive Pods the way a kubelet, a preemption or a bad config would: on the
 sim through the fake Job controller, on the real cluster through the kwok exit annotations.
 """
@@ -41,10 +41,11 @@ from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.cluster.job_controller import JobController
 from jobset_infra.sim.cluster.job_pods import JOB_NAME_LABEL
-from jobset_infra.sim.cluster.nodes import PoolSpec, create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.sim.command import register_crd
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.node_pools import PoolSpec, parse_nodes
 from tests.e2e.mirror import Mirror
 from tests.integration.conftest import fast_config
 

@@ -31,9 +31,10 @@ from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.cluster.job_controller import JobController
-from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.testing.jobsets import make_jobset
+from jobset_infra.tpu.node_pools import parse_nodes
 from tests.integration.conftest import fast_config
 
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")

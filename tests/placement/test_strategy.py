@@ -12,7 +12,13 @@ from jobset_infra.placement import (
     strategy_for,
     with_exclusive_affinity,
 )
-from jobset_infra.placement.strategy import _BY_MODE
+from jobset_infra.placement.strategy import (
+    _BY_MODE,
+    child_job_annotations,
+    exclusive_topology,
+    node_selector_strategy,
+    placed_by_controller,
+)
 from jobset_infra.testing.jobsets import make_jobset
 from tests.placement.builders import POOL_KEY, make_job
 
@@ -125,3 +131,52 @@ def test_affinity_is_appended_to_user_terms_and_idempotent() -> None:
 )
 def test_needs_exclusive_placement(jobset: dict[str, object], want: bool) -> None:
     assert needs_exclusive_placement(jobset) is want
+
+
+NODE_SELECTOR = {c.NODE_SELECTOR_STRATEGY_KEY: "true"}
+
+
+@pytest.mark.parametrize(
+    ("jobset", "rjob", "want"),
+    [
+        pytest.param({}, {}, {}, id="no annotation at either level: none inherited"),
+        pytest.param(EXCLUSIVE, {}, EXCLUSIVE, id="the JobSet's annotation reaches its Jobs"),
+        pytest.param({c.EXCLUSIVE_KEY: "zone"}, EXCLUSIVE, EXCLUSIVE,
+                     id="the replicated job's key wins over the JobSet's"),
+        pytest.param({**EXCLUSIVE, **NODE_SELECTOR}, {c.EXCLUSIVE_KEY: "zone"},
+                     {c.EXCLUSIVE_KEY: "zone", **NODE_SELECTOR},
+                     id="the JobSet's node-selector strategy stays with an inherited key"),
+        pytest.param(NODE_SELECTOR, EXCLUSIVE, EXCLUSIVE,
+                     id="a node-selector annotation without its level's key is not inherited"),
+        pytest.param({"other": "x"}, {"other": "y"}, {}, id="other annotations are not copied"),
+    ],
+)
+def test_child_job_annotations(
+    jobset: dict[str, str], rjob: dict[str, str], want: dict[str, str]
+) -> None:
+    assert child_job_annotations(jobset, rjob) == want
+
+
+@pytest.mark.parametrize(
+    ("annotations", "want_topology", "want_node_selector", "want_placed"),
+    [
+        pytest.param({}, None, False, False, id="no annotation: not exclusive"),
+        pytest.param({c.EXCLUSIVE_KEY: ""}, None, False, False,
+                     id="an empty topology key asks for nothing"),
+        pytest.param(EXCLUSIVE, POOL_KEY, False, True,
+                     id="exclusive alone: the controller places it"),
+        pytest.param({**EXCLUSIVE, **NODE_SELECTOR}, POOL_KEY, True, False,
+                     id="with the node-selector strategy an administrator placed it"),
+        pytest.param(NODE_SELECTOR, None, False, False,
+                     id="the node-selector annotation alone is not exclusive"),
+    ],
+)
+def test_which_jobs_are_exclusive(
+    annotations: dict[str, str], want_topology: str | None, want_node_selector: bool,
+    want_placed: bool,
+) -> None:
+    assert exclusive_topology(annotations) == want_topology
+    assert node_selector_strategy(annotations) is want_node_selector
+    assert placed_by_controller(annotations) is want_placed
+    strategy = strategy_for(annotations, PlacementMode.EXCLUSIVE, True)
+    assert (strategy is not Strategy.NONE) is (want_topology is not None)

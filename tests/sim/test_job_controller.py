@@ -20,7 +20,8 @@ from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.cluster import job_pods, job_sync
 from jobset_infra.sim.cluster.job_controller import JOBS, PODS, JobController
-from jobset_infra.sim.cluster.nodes import create_nodes, parse_nodes
+from jobset_infra.sim.cluster.nodes import create_nodes
+from jobset_infra.tpu.node_pools import parse_nodes
 from tests.sim.test_job_sync import make_job
 
 NS = "team"

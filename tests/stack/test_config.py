@@ -423,3 +423,14 @@ def test_any_slice_config_loads_or_names_its_keys(
     plan = loaded.slice_pools_plan()
     assert plan.slices == slices
     assert workload_slices is None or 1 <= workload_slices <= slices
+
+
+def test_the_stack_plans_its_pools_in_the_cluster_as_the_component_does() -> None:
+    # One plan for both (tpu.cluster.pools_in_cluster): a cluster pinned below TPU7x's minimum
+    # GKE version fails at config load, as TpuSlicePools would at preview.
+    cluster = {"name": "jobset-tpu7x", "release_channel": None, "version": "1.33.5-gke.1080000"}
+    problems = _problems(_with("tpu7x-multislice", cluster=cluster))
+    assert any("needs GKE 1.34.0-gke.2201000 or later, got 1.33.5-gke.1080000" in p
+               for p in problems), problems
+    config = load_stack_config(committed_config("tpu7x-multislice"))
+    assert config.slice_pools_plan().auto_upgrade is False  # the pinned version, no channel

@@ -14,17 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.api.models import JobSet, ReplicatedJob
 from jobset_infra.controller.core.identity import (
     coordinator_endpoint,
     dns_hostnames_enabled,
     job_key,
-    job_name,
     owner_reference,
     subdomain,
 )
 from jobset_infra.controller.core.types import Manifest
 from jobset_infra.controller.core.volume_claim_policy import add_claimed_volumes
+from jobset_infra.placement.strategy import child_job_annotations, node_selector_strategy
 
 __all__ = ["JobIndexes", "construct_jobs"]
 
@@ -54,15 +55,10 @@ class JobIndexes:
 
 
 def _exclusive_annotations(js: JobSet, rjob: ReplicatedJob) -> dict[str, str]:
-    """Exclusive-placement annotations to copy; the replicated-job level wins (upstream #389)."""
-    out: dict[str, str] = {}
-    sources = (js.metadata.annotations or {}, _job_meta(rjob).get("annotations") or {})
-    for source in sources:
-        if c.EXCLUSIVE_KEY in source:
-            out[c.EXCLUSIVE_KEY] = source[c.EXCLUSIVE_KEY]
-            if c.NODE_SELECTOR_STRATEGY_KEY in source:
-                out[c.NODE_SELECTOR_STRATEGY_KEY] = source[c.NODE_SELECTOR_STRATEGY_KEY]
-    return out
+    """Exclusive-placement annotations to copy (placement decides which)."""
+    return child_job_annotations(
+        js.metadata.annotations or {}, _job_meta(rjob).get("annotations") or {}
+    )
 
 
 def _job_meta(rjob: ReplicatedJob) -> dict[str, Any]:
@@ -129,7 +125,7 @@ def _construct_job(
     job_attempt: int | None,
 ) -> Manifest:
     """Return one child Job manifest: labels and annotations, DNS, placement, suspend."""
-    name = job_name(js.name, rjob.name, index)
+    name = child_job_name(js.name, rjob.name, index)
     keys = {**common, **_per_job_keys(js, rjob, indexes, index, name)}
     if job_attempt is not None:
         keys[c.JOB_RESTART_ATTEMPT_KEY] = str(job_attempt)
@@ -143,7 +139,7 @@ def _construct_job(
     pod_spec = pod_template.setdefault("spec", {})
     if dns_hostnames_enabled(js):
         pod_spec["subdomain"] = subdomain(js)
-    if c.EXCLUSIVE_KEY in exclusive and c.NODE_SELECTOR_STRATEGY_KEY in exclusive:
+    if node_selector_strategy(exclusive):
         _add_node_selector_strategy(pod_spec, js.namespace, name)
     add_claimed_volumes(js, pod_spec)
     spec["suspend"] = js.spec.suspend is True
@@ -185,7 +181,7 @@ def construct_jobs(
     for index in range(rjob.replicas):
         if limit is not None and len(jobs) >= limit:
             break
-        if job_name(js.name, rjob.name, index) in names:
+        if child_job_name(js.name, rjob.name, index) in names:
             continue
         attempt = None
         if job_restarts is not None:

@@ -39,7 +39,7 @@ from jobset_infra.placement import (
 )
 from jobset_infra.placement.affinity import with_exclusive_affinity
 from jobset_infra.placement.inputs import PlacementInputs
-from jobset_infra.placement.strategy import Strategy, strategy_for
+from jobset_infra.placement.strategy import Strategy, exclusive_topology, strategy_for
 
 __all__ = [
     "PlacementDecision",
@@ -130,7 +130,7 @@ def _assign_domains(
         # Jobs resumed in this pass wait for domains (their decision says why): so do these
         return PlacementDecision(create=waiting, hold=_names(running))
     try:
-        requests = [request_from_job_manifest(j, _annotations(j)[c.EXCLUSIVE_KEY]) for j in running]
+        requests = [request_from_job_manifest(j, _topology(_annotations(j))) for j in running]
     except QuantityError as err:
         return replace(_invalid(_names(running), err), create=waiting)
     occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
@@ -146,7 +146,7 @@ def _add_affinity(
 ) -> PlacementDecision:
     del inputs, earlier
     return PlacementDecision(
-        create=tuple(with_exclusive_affinity(j, _annotations(j)[c.EXCLUSIVE_KEY]) for j in jobs)
+        create=tuple(with_exclusive_affinity(j, _topology(_annotations(j))) for j in jobs)
     )
 
 
@@ -176,6 +176,12 @@ def _inputs(observed: Observed[JobSet]) -> PlacementInputs:
 
 def _annotations(job: Manifest) -> Mapping[str, str]:
     return (job.get("metadata") or {}).get("annotations") or {}
+
+
+def _topology(annotations: Mapping[str, str]) -> str:
+    key = exclusive_topology(annotations)
+    assert key is not None, "only Jobs with a topology key get the DOMAINS or AFFINITY strategy"
+    return key
 
 
 def _names(jobs: Iterable[Manifest]) -> tuple[str, ...]:
@@ -247,7 +253,7 @@ def _resume_request(job: ChildJob, observed: Observed[JobSet]) -> PlacementReque
     The nodeSelector is exactly the template's, as resume makes it: keys Kueue removed from the
     template (an earlier flavor's) are dropped from the Job, so they must not narrow the choice.
     """
-    key = job.annotations[c.EXCLUSIVE_KEY]
+    key = _topology(job.annotations)
     template = _rjob_template(observed, job.labels.get(c.REPLICATED_JOB_NAME_KEY, ""))
     pod = copy.deepcopy((template.get("spec") or {}).get("template", {}).get("spec") or {})
     pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **controller_node_selector(job)}

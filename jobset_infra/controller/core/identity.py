@@ -1,4 +1,4 @@
-"""Names and references derived from a JobSet: child Job names, the job key, the subdomain and
+"""Names and references derived from a JobSet: the job key, the subdomain and
 headless Service name, the coordinator endpoint, and the controller ownerReference.
 """
 
@@ -8,21 +8,16 @@ import hashlib
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.api.models import JobSet
 
 __all__ = [
     "coordinator_endpoint",
     "dns_hostnames_enabled",
     "job_key",
-    "job_name",
     "owner_reference",
     "subdomain",
 ]
-
-
-def job_name(jobset_name: str, rjob_name: str, index: int) -> str:
-    """Return the child Job name `<jobset>-<replicatedJob>-<index>` (upstream GenJobName)."""
-    return f"{jobset_name}-{rjob_name}-{index}"
 
 
 def job_key(namespace: str, name: str) -> str:
@@ -47,7 +42,7 @@ def coordinator_endpoint(js: JobSet) -> str | None:
     coord = js.spec.coordinator
     if coord is None:
         return None
-    host = job_name(js.name, coord.replicated_job, coord.job_index)
+    host = child_job_name(js.name, coord.replicated_job, coord.job_index)
     return f"{host}-{coord.pod_index}.{subdomain(js)}"
 
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobset_infra.api.errors import FieldError
+from jobset_infra.api.job_names import child_job_name
 from jobset_infra.api.job_template import JOBS_REFUSED
-from jobset_infra.controller.core.identity import job_name
 
 __all__ = ["job_creation_failed_message"]
 
@@ -44,7 +44,7 @@ def job_creation_failed_message(
         for m, e in refused
         if int(m.group(1)) == index
     ]
-    name = job_name(_jobset_name(raw_jobset), _rjob_name(raw_jobset, index), 0)
+    name = child_job_name(_jobset_name(raw_jobset), _rjob_name(raw_jobset, index), 0)
     detail = causes[0] if len(causes) == 1 else "[" + ", ".join(causes) + "]"
     return f'job "{name}" creation failed with error: Job.batch "{name}" is invalid: {detail}'
 

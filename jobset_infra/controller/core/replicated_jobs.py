@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.features import Feature
 from jobset_infra.api.models import ReplicatedJob, RestartStrategy
 from jobset_infra.controller.core import conditions as cond
@@ -27,16 +26,9 @@ from jobset_infra.controller.core.replicated_jobs_status import RJobCounts
 from jobset_infra.controller.core.startup_policy import all_replicas_started, in_order
 from jobset_infra.controller.core.suspend_resume import resume_job
 from jobset_infra.controller.core.types import ChildJob, CreateJob, Manifest
+from jobset_infra.placement.strategy import placed_by_controller
 
-__all__ = ["Resumes", "create_jobs", "needs_placement", "resume_jobs", "select_resumes"]
-
-
-def needs_placement(annotations: Mapping[str, str]) -> bool:
-    """Return whether a Job needs an exclusive domain assigned by the controller.
-
-    Upstream's node-selector strategy (both annotations) pins Jobs by name instead.
-    """
-    return c.EXCLUSIVE_KEY in annotations and c.NODE_SELECTOR_STRATEGY_KEY not in annotations
+__all__ = ["Resumes", "create_jobs", "resume_jobs", "select_resumes"]
 
 
 def _blocked_by_previous_attempt(draft: Draft, jobs: ChildJobs) -> bool:
@@ -103,7 +95,7 @@ def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision
     draft.set_condition(name_conflict(blocked))
     held = False
     if draft.config.exclusive_placement and any(
-        needs_placement(job["metadata"]["annotations"]) for job in jobs
+        placed_by_controller(job["metadata"]["annotations"]) for job in jobs
     ):
         decision = place_new_jobs(jobs, draft.observed, draft.config, earlier)
         _apply_placement(draft, decision)
@@ -147,7 +139,8 @@ def select_resumes(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCount
             in_progress = True  # wait for this replicated job to start before the next one
             break
     placement = None
-    if draft.config.exclusive_placement and any(needs_placement(j.annotations) for j, _ in chosen):
+    placed = any(placed_by_controller(j.annotations) for j, _ in chosen)
+    if draft.config.exclusive_placement and placed:
         placement = place_resumed_jobs(tuple(j for j, _ in chosen), draft.observed, draft.config)
     return Resumes(tuple(chosen), in_progress, placement)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import ChildJob, Manifest, UpdateJob
+from jobset_infra.placement.strategy import node_selector_strategy
 
 __all__ = [
     "controller_node_selector",
@@ -47,8 +48,7 @@ def suspend_jobs(active: Iterable[ChildJob]) -> tuple[UpdateJob, ...]:
 
 def controller_node_selector(job: ChildJob) -> dict[str, str]:
     """Return the nodeSelector entries the controller itself put on `job` at creation."""
-    annotations = job.annotations
-    if c.EXCLUSIVE_KEY in annotations and c.NODE_SELECTOR_STRATEGY_KEY in annotations:
+    if node_selector_strategy(job.annotations):
         return {c.NAMESPACED_JOB_KEY: f"{job.namespace}_{job.name}"}
     return {}
 

@@ -10,7 +10,6 @@ same domain.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import logging
 import time
@@ -49,8 +48,7 @@ from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
-from jobset_infra.controller.runtime.spec_checks import SpecChecks
-from jobset_infra.controller.runtime.spec_verdicts import SpecVerdicts
+from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.placement.inputs import (
@@ -75,14 +73,11 @@ def core_config(config: ControllerConfig) -> CoreConfig:
     )
 
 
-def core_decider(
-    config: CoreConfig, verdicts: SpecVerdicts | None = None, checks: SpecChecks | None = None
-) -> Decide:
-    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. Per
-    generation, `verdicts` remembers the spec's full check and a malformed report, and `checks`
-    the webhook rules' verdict (both: the checks cost milliseconds, a pass microseconds)."""
-    verdicts = verdicts if verdicts is not None else SpecVerdicts()
-    spec_checks = checks or SpecChecks(config)
+def core_decider(config: CoreConfig, specs: SpecCache | None = None) -> Decide:
+    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. `specs`
+    remembers, per spec version, the full parse, the spec check's verdict and a malformed
+    report (the checks cost milliseconds, a pass microseconds)."""
+    cache = specs if specs is not None else SpecCache(config)
 
     def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
         def observed(check_templates: bool) -> Observed[JobSet]:
@@ -90,11 +85,8 @@ def core_decider(
                            seen.pvc_names, check_templates=check_templates,
                            taken_names=seen.taken_names)
 
-        def reconciled(found: Observed[JobSet]) -> Plan:
-            problems = spec_checks.problems(found.jobset)
-            return reconcile(dataclasses.replace(found, spec_problems=problems), now, config)
-
-        return verdicts.decide(seen.jobset, observed, reconciled, now, config)
+        return cache.decide(seen.jobset, observed, lambda found: reconcile(found, now, config),
+                            now)
 
     return decide
 
@@ -125,8 +117,8 @@ class JobSetController:
         tuning = config.controller
         self.config = config
         self.metrics = metrics
-        self.verdicts = SpecVerdicts()
-        self.decide = decide or core_decider(core_config(config), self.verdicts)
+        self.specs = SpecCache(core_config(config))
+        self.decide = decide or core_decider(core_config(config), self.specs)
         self._clock = clock
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
@@ -222,7 +214,7 @@ class JobSetController:
 
     def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
         if kind == "delete" and old is not None:
-            self.verdicts.forget(jobset_uid(old))
+            self.specs.forget(jobset_uid(old))
         if kind == "update" and same_but_bookkeeping(old, new):
             return
         self.queue.add(object_key(new if new is not None else old))

@@ -44,7 +44,7 @@ from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
 from jobset_infra.controller.runtime.serving_cert import serving_context
-from jobset_infra.controller.runtime.spec_checks import prepare_spec_check
+from jobset_infra.controller.runtime.spec_cache import prepare_spec_check
 
 log = logging.getLogger(__name__)
 _POLL = 0.1  # how often leadership and start-up look at the caches' states (cheap)

@@ -1,15 +1,25 @@
-"""Simulated Nodes that look like GKE TPU slice node pools, from a `--nodes` spec string."""
+"""Nodes that look like GKE TPU slice node pools, from a `--nodes` spec string."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobset_infra.sim.cluster.nodes import NodeSpecError, PoolSpec, node_manifests, parse_nodes
 from jobset_infra.tpu import SlicePoolsSpec, TpuSlice, plan_slice_pools, resolve_accelerator
+from jobset_infra.tpu.catalog import accelerator_for_machine_type
+from jobset_infra.tpu.node_pools import (
+    CPU_MACHINE_TYPE,
+    VM_SIZES,
+    NodeSpecError,
+    PoolSpec,
+    node_manifests,
+    parse_nodes,
+    vm_size,
+)
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
@@ -131,3 +141,38 @@ def test_every_pool_of_a_valid_shape_holds_exactly_the_chips_of_one_slice(
         assert pool.slice is not None and chips == pool.slice.chips
         assert {n["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"] for n in nodes} == {
             topology}
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "tpu.md"
+
+
+@pytest.mark.parametrize(
+    "machine_type", [pytest.param(m, id=m) for m in VM_SIZES if m != CPU_MACHINE_TYPE]
+)
+def test_vm_sizes_are_the_catalogs_machine_types_as_the_docs_table_lists_them(
+    machine_type: str,
+) -> None:
+    family = accelerator_for_machine_type(machine_type)
+    chips, size = family.machine_types[machine_type], VM_SIZES[machine_type]
+    row = next(line for line in DOCS.read_text(encoding="utf-8").splitlines()
+               if line.startswith("|") and f"`{family.label}`" in line)
+    assert f"{chips}, {size.vcpus}, {size.memory_gb} G" in row
+
+
+@pytest.mark.parametrize(
+    ("spec", "want_cpu", "want_memory"),
+    [
+        pytest.param("v5e-2x4:1", "112", "192Gi", id="a v5e 4-chip VM"),
+        pytest.param("v6e-2x4:1", "180", "720Gi", id="a v6e 4-chip VM has its own size"),
+        pytest.param("v4-2x2x2:1", "112", "192Gi", id="v4 without a listed size: v5e's 4-chip VM"),
+        pytest.param("cpu:1", "8", "32Gi", id="the CPU pool's e2-standard-8"),
+    ],
+)
+def test_nodes_get_their_machine_types_vm_size(
+    spec: str, want_cpu: str, want_memory: str
+) -> None:
+    node = node_manifests(parse_nodes(spec), T0)[0]
+    assert (node["status"]["allocatable"]["cpu"], node["status"]["allocatable"]["memory"]) == (
+        want_cpu, want_memory)
+    assert vm_size(node["metadata"]["labels"]["node.kubernetes.io/instance-type"]).vcpus == int(
+        want_cpu)

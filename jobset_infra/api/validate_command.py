@@ -9,8 +9,12 @@ message` (documents count from 1; a location that cannot be read as a line numbe
 `kubectl apply -f DIR` reads it. Kueue's kinds (`kueue.x-k8s.io`) are checked against Kueue's
 own CRDs (`manifests.kueue_schema`), so everything `jobset-infra plan` writes validates here.
 With `--old FILE`, a JobSet whose namespace/name is also in FILE is checked as an update of it
-(immutability, what may change while suspended). Whatever the input, the command reports and
-never shows a traceback.
+(immutability, what may change while suspended). With `--stack NAME`, each JobSet is also checked
+against that stack (stacks/Pulumi.<NAME>.yaml, read as `plan` reads it): its TPU requests (chips
+per pod, pods per slice, node selectors, the placement mode's topology annotations) against the
+stack's pools and its queue label against the stack's LocalQueue, with the sentences the JobSet
+component gives at preview (`stack.fit`). Whatever the input, the command reports and never
+shows a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,8 @@ class Options:
 
     gates: FeatureGates = field(default_factory=FeatureGates)
     old: dict[tuple[str, str], Any] = field(default_factory=dict)
+    stack: tuple[str, Callable[[Mapping[str, Any]], list[str]]] | None = None
+    """The stack's name and its check of one JobSet (`--stack`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +84,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", choices=("text", "json"), default="text",
         help="text: one line per problem (default); json: one object on stdout for scripts",
     )
+    parser.add_argument(
+        "--stack", default=None, metavar="NAME",
+        help="also check JobSets against that stack's TPU pools, placement and queue "
+             "(stacks/Pulumi.<NAME>.yaml)",
+    )
+    parser.add_argument(
+        "--project-dir", type=Path, default=None,
+        help="folder holding Pulumi.yaml (with --stack; default: found from the current folder)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +105,12 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(old, str):
         print(f"jobset-infra validate: --old: {old}", file=sys.stderr)
         return 2
-    options = Options(gates, old)
+    stack = _stack_check(args.stack, getattr(args, "project_dir", None)) if getattr(
+        args, "stack", None) else None
+    if isinstance(stack, str):
+        print(f"jobset-infra validate: --stack: {stack}", file=sys.stderr)
+        return 2
+    options = Options(gates, old, stack)
     problems: list[Problem] = []
     documents = 0
     as_json = getattr(args, "output", "text") == "json"
@@ -128,6 +148,25 @@ def check_text(
     """Problem lines for one file's content (the command's core, for tests and tools)."""
     options = Options(gates or FeatureGates(), old or {})
     return [p.line() for p, _ in _check_data(name, data, options) if p is not None]
+
+
+def _stack_check(
+    name: str, project_dir: Path | None
+) -> tuple[str, Callable[[Mapping[str, Any]], list[str]]] | str:
+    """The stack's check of one JobSet, or why the stack cannot be read."""
+    from jobset_infra.plan.command import PlanError, find_project_dir, stack_config, stack_file
+    from jobset_infra.stack.config import StackConfigError, load_stack_config
+    from jobset_infra.stack.fit import stack_jobset_problems
+
+    try:
+        path = stack_file(project_dir or find_project_dir(Path.cwd()), name)
+        config = load_stack_config(stack_config(path))
+    except PlanError as exc:
+        return str(exc)
+    except StackConfigError as exc:
+        return f"stack {name!r} does not plan (run `jobset-infra plan --stack {name}`): " + \
+            "; ".join(exc.problems)
+    return name, lambda jobset: stack_jobset_problems(config, jobset)
 
 
 def _load_old(name: str) -> dict[tuple[str, str], Any] | str:
@@ -243,7 +282,11 @@ def _errors(document: Any, options: Options) -> list[Any]:
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if (api_version, kind) == (c.API_VERSION, c.KIND) or str(api_version).startswith(c.GROUP):
         old = options.old.get(_key(document))
-        return check_jobset(document, old, feature_gates=options.gates).errors
+        errors = check_jobset(document, old, feature_gates=options.gates).errors
+        if options.stack is not None and not errors:
+            name, check = options.stack
+            errors = [FieldError(f"stack {name}", line) for line in check(document)]
+        return errors
     if str(api_version).partition("/")[0] == c.KUEUE_GROUP:
         from jobset_infra.api.kueue_crds import kueue_field_errors
 

@@ -20,8 +20,8 @@ from jobset_infra.api import kueue_tas as tas
 from jobset_infra.placement.domains import DeclaredDomain, domains_from_nodes
 from jobset_infra.placement.feasibility import placement_problems
 from jobset_infra.placement.fit import fit
-from jobset_infra.placement.jobs import request_from_job_manifest
-from jobset_infra.placement.scheduling_terms import QuantityError
+from jobset_infra.placement.jobs import pod_requests, request_from_job_manifest
+from jobset_infra.placement.scheduling_terms import QuantityError, parse_quantity
 from jobset_infra.placement.strategy import child_job_annotations, exclusive_topology
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.placer import SLICE_DOMAIN_LABEL, Placer
@@ -92,7 +92,8 @@ def slice_placement_problems(
     problems: list[str] = []
     for index, rjob in enumerate(_rjobs(jobset)):
         where = f"spec.replicatedJobs[{index}] ({rjob.get('name')})"
-        problems += _mode_problems(where, jobset, rjob, Placer(placer), queued)
+        problems += (_mode_problems(where, jobset, rjob, Placer(placer), queued)
+                     or _request_problems(where, jobset, rjob, declared))
     if problems:
         return problems
     if Placer(placer) is Placer.KUEUE_TAS and queued:
@@ -143,6 +144,64 @@ def _tas_slice_problems(where: str, rjob: Mapping[str, Any], exclusive: str | No
         return [f"{where}: {_TEMPLATE}[{tas.PODSET_SLICE_SIZE}] is {size!r}, but each child "
                 f"Job (one slice) has {hosts} pods; set it to \"{hosts}\""]
     return []
+
+
+def _request_problems(
+    where: str, jobset: Mapping[str, Any], rjob: Mapping[str, Any],
+    declared: Sequence[DeclaredDomain],
+) -> list[str]:
+    """A TPU pod's selector, chips and (for a slice) pod count against the declared pools."""
+    pools = [d for d in declared if d.topology_key == SLICE_DOMAIN_LABEL]
+    if not pools or not _requests_tpu(rjob):
+        return []
+    pod = _pod_spec(rjob)
+    selector = {k: v for k, v in (pod.get("nodeSelector") or {}).items()
+                if k != SLICE_DOMAIN_LABEL}
+    matching = [d for d in pools if all(d.labels.get(k) == v for k, v in selector.items())]
+    if not matching:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(none)"
+        return [f"{where}: nodeSelector {shown} matches no TPU node pool; the pools are "
+                f"{_describe(pools)}"]
+    try:
+        asked = pod_requests(pod, f"{where}: spec.template.spec").get(tpu.TPU_RESOURCE, 0)
+    except QuantityError as err:
+        return [str(err)]
+    chips = {_chips(d) for d in matching}
+    if len(chips) == 1 and asked not in chips and None not in chips:
+        [have] = chips
+        return [f"{where}: each pod asks for {asked // 1000} {tpu.TPU_RESOURCE}, but a node of "
+                f"{_describe(matching)} has {(have or 0) // 1000}: a TPU pod takes every chip of "
+                f"its VM (one pod per VM); ask for {(have or 0) // 1000}"]
+    hosts = {d.node_count for d in matching}
+    is_slice = bool(_exclusive_key(jobset, rjob) or _tas_keys(rjob))
+    pods = _pods_per_job(rjob)
+    if is_slice and len(hosts) == 1 and pods not in hosts:
+        [want] = hosts
+        return [f"{where}: each child Job (one slice) runs {pods} pod(s), but a slice of "
+                f"{_describe(matching)} has {want} host(s), one pod each; set parallelism and "
+                f"completions to {want}"]
+    return []
+
+
+def _chips(domain: DeclaredDomain) -> int | None:
+    quantity = (getattr(domain, "allocatable", None) or {}).get(tpu.TPU_RESOURCE)
+    return None if quantity is None else parse_quantity(str(quantity))
+
+
+def _describe(pools: Sequence[DeclaredDomain]) -> str:
+    """Pools grouped by shape: "v5e-0..v5e-3 (tpu-v5-lite-podslice 2x4, 2 hosts)"."""
+    shapes: dict[str, list[str]] = {}
+    for pool in pools:
+        shape = " ".join(v for k, v in sorted(pool.labels.items())
+                         if k in (tpu.ACCELERATOR_LABEL, tpu.TOPOLOGY_LABEL))
+        shapes.setdefault(f"{shape}, {pool.node_count} host(s)", []).append(pool.name)
+    return "; ".join(f"{_names(names)} ({shape})" for shape, names in shapes.items())
+
+
+def _names(names: list[str]) -> str:
+    if len(names) <= 4:
+        return ", ".join(names)
+    return f"{names[0]}, {names[1]}, ..., {names[-1]} ({len(names)} pools)"
 
 
 def _tas_fit_problems(jobset: Mapping[str, Any], declared: Sequence[DeclaredDomain]) -> list[str]:

@@ -57,6 +57,16 @@ def find_project_dir(start: Path) -> Path:
     )
 
 
+def stack_file(project_dir: Path, stack: str) -> Path:
+    """Return the committed `stacks/Pulumi.<stack>.yaml`; PlanError listing the stacks if none."""
+    stack_dir = project_dir / "stacks"
+    path = stack_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = ", ".join(available_stacks(stack_dir)) or "none"
+        raise PlanError(f"no stack {stack!r}: {path} does not exist (stacks: {known})")
+    return path
+
+
 def available_stacks(stack_dir: Path) -> list[str]:
     """Return the stack names that have a committed `Pulumi.<stack>.yaml`."""
     names = (re.fullmatch(r"Pulumi\.(.+)\.yaml", p.name) for p in stack_dir.glob("Pulumi.*.yaml"))
@@ -122,11 +132,7 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
 
     project_dir = args.project_dir or find_project_dir(Path.cwd())
     stack_dir = project_dir / "stacks"
-    stack_file = stack_dir / f"Pulumi.{args.stack}.yaml"
-    if not stack_file.is_file():
-        known = ", ".join(available_stacks(stack_dir)) or "none"
-        raise PlanError(f"no stack {args.stack!r}: {stack_file} does not exist (stacks: {known})")
-    config = stack_config(stack_file)
+    config = stack_config(stack_file(project_dir, args.stack))
     try:
         if args.out is not None:
             check_out(args.out)

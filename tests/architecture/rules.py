@@ -43,8 +43,9 @@ ALLOWED: Final[dict[str, frozenset[str]]] = {
     "manifests": frozenset({"manifests", "api", "tpu"}),
     # Placement is pure, so the JobSet component runs the allocator's own check at preview.
     "components": frozenset({"components", "manifests", "placement", "api", "tpu"}),
-    # The stack program: its typed config (pure) and the program that builds the components.
-    "stack": frozenset({"stack", "components", "manifests", "api", "tpu"}),
+    # The stack program: its typed config (pure) and the program that builds the components;
+    # `validate --stack` checks JobSets against the stack with placement's preview check.
+    "stack": frozenset({"stack", "components", "manifests", "placement", "api", "tpu"}),
     # The offline plan: Pulumi's mocks and the pure checks of what a run would create.
     "plan": frozenset({"plan", "manifests", "api"}),
     "placement": frozenset({"placement", "api", "tpu"}),
@@ -86,6 +87,9 @@ LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
         ("jobset_infra.cli", "cluster"),
         # The Helm post-renderer of a loopback Kueue runs the manifests' rewrite.
         ("jobset_infra.kueue_postrender_command", "manifests"),
+        # `validate --stack` reads the stack file as `plan` does and checks JobSets against it.
+        ("jobset_infra.api.validate_command", "entry"),
+        ("jobset_infra.api.validate_command", "stack"),
     }
 )
 

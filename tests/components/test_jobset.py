@@ -279,7 +279,9 @@ def _exclusive_rjob(topology: str, replicas: int) -> dict[str, Any]:
         ),
         pytest.param(
             _exclusive_rjob("4x4", 1),
-            "JobSet train: exclusive placement can never fit the declared pools",
+            "JobSet train: spec.replicatedJobs[0] (manual): nodeSelector cloud.google.com/"
+            "gke-tpu-accelerator=tpu-v5-lite-podslice, cloud.google.com/gke-tpu-topology=4x4 "
+            "matches no TPU node pool; the pools are v5e-0, v5e-1, v5e-2, v5e-3",
             id="a topology no pool has",
         ),
     ],

@@ -60,6 +60,18 @@ def _slice_level(value: str) -> Callable[[Manifest], None]:
     return change
 
 
+def _one_pod_a_job(m: Manifest) -> None:
+    job = m["spec"]["replicatedJobs"][0]["template"]["spec"]
+    job["parallelism"] = job["completions"] = 1
+
+
+def _topology(value: str) -> Callable[[Manifest], None]:
+    def change(m: Manifest) -> None:
+        pod = m["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = value
+    return change
+
+
 def _no_queue(m: Manifest) -> None:
     del m["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL]
 
@@ -98,11 +110,22 @@ CASES = [
                  "5 Job(s) need a cloud.google.com/gke-nodepool domain each; 4 exist",
                  id="five controller slices on four pools can never be placed"),
     pytest.param(Placer.KUEUE_TAS, Placer.KUEUE_TAS, _eight_chips,
-                 "room for 0 of the 2 pods (a pod asks 8 google.com/tpu, a node has 4)",
-                 id="eight chips a pod on four-chip TPU VMs never fit under TAS"),
-    pytest.param(Placer.CONTROLLER, Placer.CONTROLLER, _eight_chips,
-                 "(a pod asks 8 google.com/tpu, a node has 4)",
-                 id="eight chips a pod on four-chip TPU VMs never fit under the controller"),
+                 "each pod asks for 8 google.com/tpu, but a node of v5e-2x4-0, v5e-2x4-1, "
+                 "v5e-2x4-2, v5e-2x4-3 (tpu-v5-lite-podslice 2x4, 2 host(s)) has 4: a TPU pod "
+                 "takes every chip of its VM (one pod per VM); ask for 4",
+                 id="eight chips a pod on four-chip TPU VMs are refused under TAS"),
+    pytest.param(Placer.CONTROLLER, Placer.CONTROLLER, _eight_chips, "ask for 4",
+                 id="eight chips a pod on four-chip TPU VMs are refused under the controller"),
+    pytest.param(Placer.CONTROLLER, Placer.CONTROLLER, _one_pod_a_job,
+                 "each child Job (one slice) runs 1 pod(s), but a slice of v5e-2x4-0, v5e-2x4-1, "
+                 "v5e-2x4-2, v5e-2x4-3 (tpu-v5-lite-podslice 2x4, 2 host(s)) has 2 host(s), one "
+                 "pod each; set parallelism and completions to 2",
+                 id="a slice Job with fewer pods than the slice has hosts is refused"),
+    pytest.param(Placer.KUEUE_TAS, Placer.KUEUE_TAS, _topology("4x4"),
+                 "nodeSelector cloud.google.com/gke-tpu-accelerator=tpu-v5-lite-podslice, "
+                 "cloud.google.com/gke-tpu-topology=4x4 matches no TPU node pool; the pools are "
+                 "v5e-2x4-0, v5e-2x4-1, v5e-2x4-2, v5e-2x4-3 (tpu-v5-lite-podslice 2x4",
+                 id="a topology no pool has is refused naming the pools"),
 ]
 
 

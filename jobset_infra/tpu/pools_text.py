@@ -115,7 +115,7 @@ def _tpu_entry(entry: str, shape: str, name: str | None, slices: int) -> TpuPool
         tpu_slice = TpuSlice(accelerator, topology, machine_type or _multi_host(accelerator,
                                                                                  topology))
         plan = plan_slice_pools(SlicePoolsSpec(
-            name=name or f"{tpu_slice.family.generation}-{topology}",
+            name=name or f"{tpu_slice.family.generation.lower()}-{topology}",
             accelerator=tpu_slice.family.label, topology=topology, zone=POOLS_ZONE,
             cluster_location=POOLS_REGION, machine_type=tpu_slice.vm_type, slices=slices,
             multislice=tpu_slice.is_multi_host,

@@ -159,11 +159,20 @@ def test_vm_sizes_are_the_catalogs_machine_types_as_the_docs_table_lists_them(
     assert f"{chips}, {size.vcpus}, {size.memory_gb} G" in row
 
 
+@pytest.mark.parametrize("generation", [pytest.param(g, id=g) for g in
+                                        ("v5e", "v6e", "v5p", "tpu7x")])
+def test_every_machine_type_of_a_deployable_generation_has_a_vm_size(generation: str) -> None:
+    family = resolve_accelerator(generation)
+    assert all(machine_type in VM_SIZES for machine_type in family.machine_types)
+
+
 @pytest.mark.parametrize(
     ("spec", "want_cpu", "want_memory"),
     [
         pytest.param("v5e-2x4:1", "112", "192Gi", id="a v5e 4-chip VM"),
         pytest.param("v6e-2x4:1", "180", "720Gi", id="a v6e 4-chip VM has its own size"),
+        pytest.param("v5p-2x2x2:1", "208", "448Gi", id="a v5p 4-chip VM has its own size"),
+        pytest.param("tpu7x-2x2x2:1", "224", "960Gi", id="a TPU7x 4-chip VM has its own size"),
         pytest.param("v4-2x2x2:1", "112", "192Gi", id="v4 without a listed size: v5e's 4-chip VM"),
         pytest.param("cpu:1", "8", "32Gi", id="the CPU pool's e2-standard-8"),
     ],

@@ -62,3 +62,15 @@ def test_every_slice_asked_for_is_one_pool(slices: int, topology: str, named: bo
     [plan] = tpu_plans(parse_pools_text(f"{name}v5e-{topology}:{slices}"))
     assert len(plan.pools) == plan.slices == slices
     assert len({p.name for p in plan.pools}) == slices
+
+
+@pytest.mark.parametrize(("text", "pools"), [
+    pytest.param("v6e-4x4:2", ("v6e-4x4-0", "v6e-4x4-1"), id="v6e pools are named for their shape"),
+    pytest.param("v5p-2x2x2:1", ("v5p-2x2x2-0",), id="v5p pools are named for their shape"),
+    pytest.param("tpu7x-2x2x2:2", ("tpu7x-2x2x2-0", "tpu7x-2x2x2-1"),
+                 id="TPU7x pools get a lowercase name GKE accepts"),
+])
+def test_every_deployable_generation_makes_pools_from_text(text: str,
+                                                          pools: tuple[str, ...]) -> None:
+    [plan] = tpu_plans(parse_pools_text(text))
+    assert plan.pool_names == pools

@@ -9,7 +9,7 @@ help: ## show the targets
 
 venv: ## create .venv: the locked runtime and Pulumi SDKs, then the package with its test extras
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q --require-hashes -r locks/platform.txt
+	$(BIN)/pip install -q --require-hashes -r locks/test.txt
 	$(BIN)/pip install -q -e '.[test,platform,bench,lock]'
 
 tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi) into the cache
@@ -53,7 +53,7 @@ test-integration: ## only the controller-against-API-server tier
 generate: ## regenerate the CRD from the models
 	$(BIN)/jobset-infra crd
 
-lock: ## regenerate locks/controller.txt and locks/platform.txt from pyproject.toml (needs PyPI)
+lock: ## regenerate locks/controller.txt, platform.txt and test.txt from pyproject.toml (needs PyPI)
 	UV=$(BIN)/uv .ci/lock
 
 verify: ## fail if a generated file (the CRD, the locks) differs from a fresh generation

@@ -25,7 +25,7 @@ class _Command(Protocol):
 
 
 COMMANDS: dict[str, str] = {
-    "validate": "jobset_infra.api.validate_command",
+    "validate": "jobset_infra.validate_command",
     "crd": "jobset_infra.api.crd.command",
     "plan": "jobset_infra.plan.command",
     "sim": "jobset_infra.sim.command",

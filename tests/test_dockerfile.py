@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 CONTROLLER_LOCK = ROOT / "locks" / "controller.txt"
 PLATFORM_LOCK = ROOT / "locks" / "platform.txt"
+TEST_LOCK = ROOT / "locks" / "test.txt"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # What jobset-controller imports at run time: the base dependencies (no Pulumi SDK among them).
 CONTROLLER_ROOTS = tuple(Requirement(r).name for r in PROJECT["dependencies"])
@@ -129,6 +130,7 @@ def test_lock_pins_exactly_the_controller_closure_the_tests_run_with() -> None:
     [
         pytest.param(CONTROLLER_LOCK, id="the controller lock"),
         pytest.param(PLATFORM_LOCK, id="the platform lock"),
+        pytest.param(TEST_LOCK, id="the test lock"),
     ],
 )
 def test_every_locked_package_has_hashes(lock: Path) -> None:
@@ -146,6 +148,12 @@ def test_platform_lock_adds_the_pulumi_sdks_at_the_controller_versions() -> None
     assert set(controller) - TOOLING <= set(platform)
     assert set(platform) >= PULUMI_SDKS
     assert not PULUMI_SDKS & set(controller)
+
+
+def test_test_lock_adds_the_test_tools_at_the_platform_versions() -> None:
+    platform, test = locked(PLATFORM_LOCK), locked(TEST_LOCK)
+    assert {n: platform[n] for n in platform} == {n: test[n] for n in platform}
+    assert {"pytest", "ruff", "mypy", "import-linter", "coverage", "uv"} <= set(test)
 
 
 def test_pulumi_sdks_are_the_platform_extra_and_gcp_one_major() -> None:

@@ -12,8 +12,8 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.check import check_jobset
 from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.models import JobSet
-from jobset_infra.api.validate_command import parse_feature_gates
 from jobset_infra.api.yaml_io import load_documents
+from jobset_infra.validate_command import parse_feature_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

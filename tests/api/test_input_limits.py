@@ -21,8 +21,8 @@ from jobset_infra.api.input_limits import (
     loads_json,
     read_bounded,
 )
-from jobset_infra.api.validate_command import check_text
 from jobset_infra.api.yaml_io import YamlError, load_documents
+from jobset_infra.validate_command import check_text
 
 SMALL = Limits(max_bytes=1000, max_depth=5, max_nodes=50, max_alias_nodes=10, what="input")
 

@@ -1,143 +1,48 @@
-"""The architecture contract of jobset_infra, as data: layers, allowed edges, allow-lists.
+"""The architecture rules of jobset_infra a linter cannot express, as data, with allow-lists.
 
-Source: /work/shared/DESIGN.md ("Dependencies point one way") and style-anchors.md section 10
-guidelines 1, 2, 4 and 10. docs/architecture.md explains each rule; the tests in this folder
-enforce them. An allow-list entry is a known violation in a file whose owner is still working:
-it names the file, the reason and the fix (also in /work/notes/quality.md), and the tests fail
-when an entry is no longer needed, so it is removed in the commit that fixes the violation.
+The import layering is the import-linter contract in /.importlinter. Source: DESIGN.md
+("Dependencies point one way") and style-anchors.md section 10 guidelines 1, 2, 4 and 10.
+docs/architecture.md explains each rule; the tests in this folder enforce them. An allow-list
+entry is a known violation in a file whose owner is still working: it names the file, the
+reason and the fix, and the tests fail when an entry is no longer needed, so it is removed in
+the commit that fixes the violation.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-# Dotted-prefix -> layer name. The longest matching prefix wins.
-LAYER_PREFIXES: Final[dict[str, str]] = {
-    "jobset_infra.api": "api",
-    "jobset_infra.tpu": "tpu",
-    "jobset_infra.manifests": "manifests",
-    "jobset_infra.components": "components",
-    "jobset_infra.stack": "stack",
-    "jobset_infra.plan": "plan",
-    "jobset_infra.controller.core": "controller.core",
-    "jobset_infra.placement": "placement",
-    "jobset_infra.controller.runtime": "controller.runtime",
-    "jobset_infra.sim.apiserver": "sim.apiserver",
-    "jobset_infra.sim.cluster": "sim.cluster",
-    "jobset_infra.sim": "sim",
-    "jobset_infra.testing": "testing",
-    "jobset_infra.cluster": "cluster",
-    "jobset_infra.cli": "entry",
-    "jobset_infra.plan.command": "entry",
-    "jobset_infra.kueue_postrender_command": "entry",
-    "jobset_infra.tool_paths": "tool_paths",
-}
-# Packages with nothing in them but a docstring (checked by a test); exact names only, so a new
-# module directly under them belongs to no layer until this table names it.
-NAMESPACE_PACKAGES: Final[frozenset[str]] = frozenset({"jobset_infra", "jobset_infra.controller"})
+# The import layering itself is the import-linter contract in /.importlinter (checked by
+# test_import_contract.py and `lint-imports` in .ci/run). What a linter cannot see stays here.
 
-# Layer -> the layers its modules may import at module level (besides "namespace").
-ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "api": frozenset({"api"}),
-    "tpu": frozenset({"tpu"}),
-    "manifests": frozenset({"manifests", "api", "tpu"}),
-    # Placement is pure, so the JobSet component runs the allocator's own check at preview.
-    "components": frozenset({"components", "manifests", "placement", "api", "tpu"}),
-    # The stack program: its typed config (pure) and the program that builds the components;
-    # `validate --stack` checks JobSets against the stack with placement's preview check.
-    "stack": frozenset({"stack", "components", "manifests", "placement", "api", "tpu"}),
-    # The offline plan: Pulumi's mocks and the pure checks of what a run would create.
-    "plan": frozenset({"plan", "manifests", "api"}),
-    "placement": frozenset({"placement", "api", "tpu"}),
-    "controller.core": frozenset({"controller.core", "placement", "api"}),
-    "controller.runtime": frozenset({"controller.runtime", "controller.core", "placement", "api"}),
-    # The sim's three rooms: the API server stands alone; the cluster components run on its
-    # store (the scheduler shares placement's quantities and matchExpressions); the commands
-    # (sim/command.py, sim/demo.py) wire both. Guideline 6: the fluent builders live in
-    # jobset_infra.testing because sim and the benchmarks use them too; the transitive test
-    # keeps sim's closure free of the controller.
-    "sim.apiserver": frozenset({"sim.apiserver", "api"}),
-    "sim.cluster": frozenset({"sim.cluster", "sim.apiserver", "placement", "api", "tpu"}),
-    "sim": frozenset({"sim", "sim.cluster", "sim.apiserver", "api", "tpu", "testing",
-                      "tool_paths"}),
-    "testing": frozenset({"testing", "api", "tpu", "controller.core"}),
-    # The real local cluster is a shell like the sim: it talks to the API server with the
-    # controller's client, installs what `manifests` builds, and shapes kwok Nodes from
-    # tpu's node pools (the same `--nodes` strings as the sim). It never imports the sim.
-    "cluster": frozenset({"cluster", "controller.runtime", "manifests", "api", "tpu",
-                          "tool_paths"}),
-    # How sim and cluster commands name kubectl and themselves: the standard library only.
-    "tool_paths": frozenset(),
-    # Composition roots import what they wire only lazily (see LAZY_ALLOWED).
-    "entry": frozenset(),
+# Composition roots load what they wire only lazily (inside a function or by importlib), so
+# `jobset-infra validate` starts without Pulumi, aiohttp or the sim: module -> what it may not
+# import at module level.
+LAZY_ONLY: Final[dict[str, tuple[str, ...]]] = {
+    # The namespace packages import nothing of ours (the root holds the version only).
+    "jobset_infra": ("jobset_infra",),
+    "jobset_infra.controller": ("jobset_infra",),
+    "jobset_infra.cli": ("jobset_infra",),  # subcommands are loaded by name
+    "jobset_infra.plan.command": ("jobset_infra", "pulumi", "yaml"),
+    "jobset_infra.kueue_postrender_command": ("jobset_infra",),
+    # `validate --stack` plans the stack; a plain `validate FILE` loads neither.
+    "jobset_infra.validate_command": ("jobset_infra.plan", "jobset_infra.stack"),
+    # `jobset-infra sim --controller` runs our controller in the same process.
+    "jobset_infra.sim.command": ("jobset_infra.controller",),
+    # Sim(job_controller=True, scheduler=True) starts those cluster components by name.
+    "jobset_infra.sim.apiserver.server": ("jobset_infra.sim.cluster",),
 }
 
-# (importing module, target layer): allowed only as a lazy import (inside a function or via
-# importlib), so the importing module stays cheap and the layer graph stays one-way at import.
-LAZY_ALLOWED: Final[frozenset[tuple[str, str]]] = frozenset(
-    {
-        ("jobset_infra.sim.command", "controller.runtime"),  # `jobset-infra sim --controller`
-        # Sim(job_controller=True, scheduler=True) starts those cluster components by name.
-        ("jobset_infra.sim.apiserver.server", "sim.cluster"),
-        ("jobset_infra.plan.command", "plan"),  # `jobset-infra plan` runs the program offline
-        ("jobset_infra.plan.command", "api"),  # the stack file is read with the bounded reader
-        ("jobset_infra.cli", "api"),  # subcommands are loaded by name
-        ("jobset_infra.cli", "entry"),
-        ("jobset_infra.cli", "sim"),
-        ("jobset_infra.cli", "cluster"),
-        # The Helm post-renderer of a loopback Kueue runs the manifests' rewrite.
-        ("jobset_infra.kueue_postrender_command", "manifests"),
-        # `validate --stack` reads the stack file as `plan` does and checks JobSets against it.
-        ("jobset_infra.api.validate_command", "entry"),
-        ("jobset_infra.api.validate_command", "stack"),
-    }
+# The deciding packages: pure functions over plain data.
+PURE_PACKAGES: Final[tuple[str, ...]] = (
+    "jobset_infra.api",
+    "jobset_infra.tpu",
+    "jobset_infra.manifests",
+    "jobset_infra.controller.core",
+    "jobset_infra.placement",
 )
 
-# (importing module, target layer) pairs that break ALLOWED today, in files still being written.
-LAYER_ALLOW_LIST: Final[dict[tuple[str, str], str]] = {
-}
-
-# Layers whose import sim may reach transitively: sim runs without the controller.
-SIM_CLOSURE: Final[frozenset[str]] = frozenset(
-    {"sim", "sim.apiserver", "sim.cluster", "placement", "api", "tpu", "testing", "tool_paths",
-     "namespace"}
-)
-# Importing the sim's API server runs nothing of its cluster (nor the controller, nor tpu).
-SIM_APISERVER_CLOSURE: Final[frozenset[str]] = frozenset({"sim", "sim.apiserver", "api",
-                                                          "namespace"})
-
-# Third-party rules.
-PULUMI_LAYERS: Final[frozenset[str]] = frozenset({"components", "stack", "plan"})
-PULUMI_LAZY: Final[frozenset[str]] = frozenset({"jobset_infra.plan.command"})
-PURE_LAYERS: Final[tuple[str, ...]] = (
-    "api",
-    "tpu",
-    "manifests",
-    "controller.core",
-    "placement",
-)
-# Network, Kubernetes clients, asyncio and process I/O have no place in pure code.
-IO_MODULES: Final[frozenset[str]] = frozenset(
-    {
-        "aiohttp",
-        "asyncio",
-        "kubernetes",
-        "kubernetes_asyncio",
-        "requests",
-        "httpx",
-        "urllib3",
-        "socket",
-        "ssl",
-        "subprocess",
-        "http.client",
-        "urllib.request",
-        "prometheus_client",
-        "pulumi",
-    }
-)
-
-# Reading the clock or randomness inside pure code (guideline 10: inject them instead).
-CLOCK_AND_RANDOM_MODULES: Final[frozenset[str]] = frozenset({"random", "secrets"})
+# Reading the clock inside pure code (guideline 10: inject it instead).
 # Fully qualified (aliases are resolved through the module's imports).
 CLOCK_AND_RANDOM_CALLS: Final[frozenset[str]] = frozenset({
     "datetime.datetime.now",
@@ -182,15 +87,6 @@ EXPORT_PACKAGES: Final[tuple[str, ...]] = (
     "jobset_infra.placement",
 )
 EXPORT_ALLOW_LIST: Final[dict[str, frozenset[str]]] = {}
-
-
-def layer_of(module: str) -> str | None:
-    """The layer of one of our modules, None for anything outside the table."""
-    if module in NAMESPACE_PACKAGES:
-        return "namespace"
-    best = max((p for p in LAYER_PREFIXES if module == p or module.startswith(p + ".")),
-               key=len, default=None)
-    return LAYER_PREFIXES[best] if best else None
 
 
 # Guideline 2: one module per policy, each with its own test module.

@@ -1,7 +1,7 @@
 """A static index of `jobset_infra`: modules, their imports, strings and sizes, read with `ast`.
 
 Nothing here imports the package under test, so a guard test sees the code as written (including
-imports that only run inside a function) and a broken module cannot hide a layering violation.
+imports that only run inside a function) and a broken module cannot hide a violation.
 Every function is pure over a `Module` (name + parsed source), so the checkers can be tested on
 small synthetic modules as well as on the real tree.
 """

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobset_infra.api.features import FeatureGates
-from jobset_infra.api.validate_command import check_text, parse_feature_gates
 from jobset_infra.cli import main
 from jobset_infra.testing.jobsets import make_jobset
+from jobset_infra.validate_command import check_text, parse_feature_gates
 
 
 def _yaml(*documents: Any) -> bytes:

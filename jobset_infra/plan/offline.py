@@ -109,6 +109,11 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
             "masterAuth": {"clusterCaCertificate": MOCK_CA_B64},
             "selfLink": f"projects/mock/locations/mock/clusters/{name}",
         }
+    if type_token == "gcp:serviceaccount/account:Account":
+        # Programs read the email (IAM members, node configs); an update run needs it known.
+        project = inputs.get("project", "mock-project")
+        return {"name": inputs.get("name", name),
+                "email": f"{inputs.get('accountId', name)}@{project}.iam.gserviceaccount.com"}
     if type_token.startswith("gcp:"):
         return {"name": inputs.get("name", name)}
     if type_token.startswith("kubernetes:") and isinstance(inputs.get("metadata"), Mapping):

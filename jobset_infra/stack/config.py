@@ -49,8 +49,11 @@ __all__ = [
     "StackConfigError",
     "WorkloadSettings",
     "load_stack_config",
+    "placeholder_problems",
 ]
 
+PLACEHOLDER_PROJECT = "my-gcp-project"
+"""The project id the committed gke stacks and the template carry until you set yours."""
 PROVIDER_NAMESPACES = ("gcp", "kubernetes", "pulumi", "docker", "docker-build", "command")
 """Namespaces of the providers a stack may configure; a near miss of these or of ours is a typo."""
 
@@ -383,3 +386,22 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
     return None
+
+
+def placeholder_problems(config: StackConfig) -> list[str]:
+    """What a gke stack still has of the committed placeholders, each naming its key and fix:
+    the placeholder project, and a controller image under it (never built, so nothing could pull
+    it). Pure; the program warns of them at preview and refuses them on update."""
+    if config.platform != "gke" or config.existing_cluster:
+        return []
+    problems = []
+    if config.project == PLACEHOLDER_PROJECT:
+        problems.append(f"{NAMESPACE}:project: {PLACEHOLDER_PROJECT!r} is the placeholder; set "
+                        f"your project: pulumi config set {NAMESPACE}:project <project-id>")
+    image = config.controller.image or ""
+    if f"/{PLACEHOLDER_PROJECT}/" in image:
+        problems.append(
+            f"{NAMESPACE}:controller.image: {image!r} is in the placeholder project's registry "
+            "and was never built; push the image to yours and set it (pulumi config set --path "
+            f"'{NAMESPACE}:controller.image' <ref>), or set controller.build to build it")
+    return problems

@@ -32,7 +32,13 @@ from jobset_infra.components.jobset import JobSet, JobSetArgs, tpu_job
 from jobset_infra.components.jobset_system import ImageBuild, JobSetSystem, JobSetSystemArgs
 from jobset_infra.components.kueue import Kueue, KueueArgs
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools, TpuSlicePoolsArgs
-from jobset_infra.stack.config import StackConfig, WorkloadSettings, load_stack_config
+from jobset_infra.stack.config import (
+    StackConfig,
+    StackConfigError,
+    WorkloadSettings,
+    load_stack_config,
+    placeholder_problems,
+)
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]
@@ -57,9 +63,22 @@ def read_config() -> dict[str, Any]:
 
 def run() -> Platform:
     """Read and validate the stack config, build the platform, export its outputs."""
-    platform = build_platform(load_stack_config(read_config()))
+    config = load_stack_config(read_config())
+    refuse_placeholders(config)
+    platform = build_platform(config)
     _export(platform)
     return platform
+
+
+def refuse_placeholders(config: StackConfig) -> None:
+    """Placeholders left in a gke stack: warnings at preview (so `plan` and `pulumi preview` of
+    the committed stacks still show everything), an error on update, before any resource is
+    registered, listing them all: nothing would be created in a project that is not yours."""
+    problems = placeholder_problems(config)
+    if problems and not pulumi.runtime.is_dry_run():
+        raise StackConfigError(problems)
+    for problem in problems:
+        pulumi.log.warn(f"{problem} (`pulumi up` refuses this)")
 
 
 def build_platform(config: StackConfig) -> Platform:

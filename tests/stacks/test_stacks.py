@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -45,7 +46,8 @@ def test_stack_installs_the_jobset_api_controller_kueue_and_a_jobset(stack: str)
     kueue = _one(run, CHART if stack == "local" else RELEASE)
     assert kueue.inputs["chart"].endswith("kueue")
     assert _one(run, JOBSET).parent_type == "jobset-infra:index:JobSet"
-    assert run.warnings() == [] or stack == "local"  # local warns when no kubeconfig exists
+    # local warns when no kubeconfig exists; the gke stacks of their placeholders only.
+    assert [w for w in run.warnings() if "placeholder" not in w] == [] or stack == "local"
 
 
 @pytest.mark.parametrize("stack", [pytest.param(s, id=f"stack {s}") for s in STACK_NAMES])
@@ -212,3 +214,32 @@ def test_local_demo_waits_for_the_controller_and_kueues_queue() -> None:
     waits_for = set(_one(run, JOBSET).dependencies)
     assert {_one(run, CRD).urn, _one(run, DEPLOYMENT).urn, _one(run, CHART).urn,
             _one(run, CLUSTER_QUEUE).urn} <= waits_for
+
+
+def test_the_placeholder_project_and_image_are_warned_at_preview_and_refused_on_update() -> None:
+    """The committed gke stacks carry my-gcp-project: preview (and `plan`) warn, naming both
+    keys; `pulumi up` (not a dry run) stops before registering anything, listing both."""
+    from jobset_infra.plan.command import PROJECT
+    from jobset_infra.plan.offline import ProgramError, run_offline
+    from tests.stacks.stack_runs import STACKS, committed_config
+
+    warnings = run_stack("v5e-multislice").warnings()
+    assert [w.split(":")[1] for w in warnings if "placeholder" in w] == [
+        "project", "controller.image"]
+    with pytest.raises(ProgramError) as refused:
+        run_offline(STACKS / "__main__.py", project=PROJECT, stack="v5e-multislice",
+                    config=committed_config("v5e-multislice"), preview=False)
+    assert str(refused.value).splitlines() == [
+        "jobset-infra:project: 'my-gcp-project' is the placeholder; set your project: pulumi "
+        "config set jobset-infra:project <project-id>",
+        "jobset-infra:controller.image: 'us-west4-docker.pkg.dev/my-gcp-project/jobset-infra/"
+        "jobset-controller:0.1.0' is in the placeholder project's registry and was never built; "
+        "push the image to yours and set it (pulumi config set --path "
+        "'jobset-infra:controller.image' <ref>), or set controller.build to build it"]
+    config = {**committed_config("v5e-multislice"), "jobset-infra:project": "team-tpu",
+              "jobset-infra:controller": json.dumps(
+                  {"image": "us-west4-docker.pkg.dev/team-tpu/j/jobset-controller:0.1.0",
+                   "replicas": 2})}
+    run = run_offline(STACKS / "__main__.py", project=PROJECT, stack="v5e-multislice",
+                      config=config, preview=False)
+    assert not [w for w in run.warnings() if "placeholder" in w]

@@ -27,8 +27,10 @@ from jobset_infra.api.constants import GROUP, LEADER_ELECTION_ID
 __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
+    "CLUSTER_SCOPED_RULES",
     "METRICS_READER_RULES",
     "NAMESPACE_RULES",
+    "WORKLOAD_RULES",
     "PolicyRule",
     "called_permissions",
     "leader_election_rules",
@@ -77,7 +79,7 @@ class PolicyRule:
         return rule
 
 
-CLUSTER_RULES: tuple[PolicyRule, ...] = (
+WORKLOAD_RULES: tuple[PolicyRule, ...] = (
     # Reads come from list+watch informers, so no rule grants `get` on a watched kind.
     # JobSets: the informer; `delete` for ttlSecondsAfterFinished.
     PolicyRule((_JOBSET_GROUP,), ("jobsets",), ("list", "watch", "delete")),
@@ -92,18 +94,26 @@ CLUSTER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((_BATCH_GROUP,), ("jobs/status",), ("patch",)),
     # The headless Service for pod DNS; removed by garbage collection through its ownerReference.
     PolicyRule((_CORE_GROUP,), ("services",), ("list", "watch", "create")),
-    # Nodes are watched to learn the topology domains (node pools) for exclusive placement.
-    PolicyRule((_CORE_GROUP,), ("nodes",), ("list", "watch")),
     # volumeClaimPolicies: PVC names are cached (list/watch) and missing PVCs created.
     PolicyRule((_CORE_GROUP,), ("persistentvolumeclaims",), ("list", "watch", "create")),
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
     PolicyRule((_EVENTS_GROUP,), ("events",), ("create", "patch")),
     PolicyRule((_CORE_GROUP,), ("events",), ("create", "patch")),
+)
+"""Rules on the namespaced objects the controller manages: cluster-wide by default, or a Role in
+the one namespace the controller watches (`controller.watchNamespace`)."""
+
+CLUSTER_SCOPED_RULES: tuple[PolicyRule, ...] = (
+    # Nodes are watched to learn the topology domains (node pools) for exclusive placement.
+    PolicyRule((_CORE_GROUP,), ("nodes",), ("list", "watch")),
     # Secure metrics: each scraper's token is reviewed and its access to /metrics checked.
     PolicyRule((_AUTHENTICATION_GROUP,), ("tokenreviews",), ("create",)),
     PolicyRule((_AUTHORIZATION_GROUP,), ("subjectaccessreviews",), ("create",)),
 )
-"""Cluster-wide rules, bound to the controller's ServiceAccount by a ClusterRoleBinding."""
+"""Rules on cluster-scoped resources: always in the ClusterRole."""
+
+CLUSTER_RULES: tuple[PolicyRule, ...] = WORKLOAD_RULES + CLUSTER_SCOPED_RULES
+"""Every rule of an install that watches all namespaces: one ClusterRole and its binding."""
 
 
 def leader_election_rules(lease_name: str = LEADER_ELECTION_ID) -> tuple[PolicyRule, ...]:

@@ -189,7 +189,14 @@ class JobSetSystem(pulumi.ComponentResource):
     def _prerequisites(
         self, objects: SystemObjects, ns: pulumi.Resource
     ) -> list[pulumi.CustomResource]:
+        scoped = [
+            self._create(key, manifest)
+            for key, manifest in (("workload-role", objects.workload_role),
+                                  ("workload-role-binding", objects.workload_role_binding))
+            if manifest is not None
+        ]
         return [
+            *scoped,
             self._create("service-account", objects.service_account, [ns]),
             self._create("cluster-role", objects.cluster_role),
             self._create("cluster-role-binding", objects.cluster_role_binding),

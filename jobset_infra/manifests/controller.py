@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
+from jobset_infra.api.k8s_openapi import K8S_VERSION
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.meta import Manifest, common_labels, object_meta
 
@@ -25,6 +26,7 @@ __all__ = [
     "namespace",
     "network_policy",
     "pod_disruption_budget",
+    "pod_security_labels",
     "selector_labels",
     "service_monitor",
     "with_image",
@@ -38,7 +40,13 @@ CONFIG_FILE = "config.yaml"
 CONFIG_CHECKSUM_ANNOTATION = "jobset-infra/config-sha256"
 # The Dockerfile's user; numeric so the kubelet can verify runAsNonRoot without /etc/passwd.
 NONROOT_UID = 65532
-PSS_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+# Every namespace carries its name as this label (since Kubernetes 1.22).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+PSS_PREFIX = "pod-security.kubernetes.io"
+PSS_ENFORCE_LABEL = f"{PSS_PREFIX}/enforce"
+# The Pod Security Standard's version is pinned to the Kubernetes minor our checks and schemas
+# are pinned to (api.k8s_openapi), so a cluster upgrade cannot change what is enforced unseen.
+PSS_VERSION = f"v{K8S_VERSION}"
 
 
 def selector_labels(install: ControllerInstall) -> dict[str, str]:
@@ -51,9 +59,19 @@ def labels(install: ControllerInstall) -> dict[str, str]:
     return common_labels(install.name, COMPONENT)
 
 
+def pod_security_labels(level: str = "restricted") -> dict[str, str]:
+    """Return the Pod Security Admission labels: `level` enforced, audited and warned about,
+    each at the pinned version."""
+    return {
+        f"{PSS_PREFIX}/{mode}{suffix}": value
+        for mode in ("enforce", "audit", "warn")
+        for suffix, value in (("", level), ("-version", PSS_VERSION))
+    }
+
+
 def namespace(install: ControllerInstall) -> Manifest:
     """Return the controller's Namespace, enforcing the restricted Pod Security Standard."""
-    meta = object_meta(install.namespace, {**labels(install), PSS_ENFORCE_LABEL: "restricted"})
+    meta = object_meta(install.namespace, {**labels(install), **pod_security_labels()})
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
@@ -253,11 +271,19 @@ API_SERVER_PORTS = (443, 6443)
 
 
 def network_policy(install: ControllerInstall) -> Manifest:
-    """Return the NetworkPolicy of the controller pods: in, only scrapes of the metrics port
-    (authenticated and authorized by the controller itself); out, only the API server.
+    """Return the NetworkPolicy of the controller pods: in, only the metrics port, and only from
+    `install.metrics_scrapers`; out, only the API server: `install.api_server_cidrs` on TCP 443
+    and 6443, or those ports on any address when no CIDR is given.
 
-    Kubelet probes need no rule: traffic between a pod and its own node is always allowed.
+    Kubelet probes need no rule: traffic between a pod and its own node is always allowed. The
+    in-cluster client dials the `kubernetes` Service IP, so no DNS egress is needed.
     """
+    scrapers = [_peer(s.namespace, s.pod_labels) for s in install.metrics_scrapers]
+    ingress = [{"from": scrapers,
+                "ports": [{"port": install.metrics_port, "protocol": "TCP"}]}] if scrapers else []
+    egress: Manifest = {"ports": [{"port": p, "protocol": "TCP"} for p in API_SERVER_PORTS]}
+    if install.api_server_cidrs:
+        egress["to"] = [{"ipBlock": {"cidr": cidr}} for cidr in install.api_server_cidrs]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -265,10 +291,17 @@ def network_policy(install: ControllerInstall) -> Manifest:
         "spec": {
             "podSelector": {"matchLabels": selector_labels(install)},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"ports": [{"port": install.metrics_port, "protocol": "TCP"}]}],
-            "egress": [{"ports": [{"port": p, "protocol": "TCP"} for p in API_SERVER_PORTS]}],
+            "ingress": ingress,
+            "egress": [egress],
         },
     }
+
+
+def _peer(namespace: str, pod_labels: dict[str, str]) -> Manifest:
+    peer: Manifest = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}}}
+    if pod_labels:
+        peer["podSelector"] = {"matchLabels": dict(pod_labels)}
+    return peer
 
 
 def with_image(deployment: Manifest, image: str) -> Manifest:

@@ -12,6 +12,7 @@ from; `ControllerInstall`, what the manifest builders read, is ControllerOptions
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Self
 
@@ -24,6 +25,7 @@ __all__ = [
     "ControllerInstall",
     "ControllerInstallError",
     "ControllerOptions",
+    "MetricsScraper",
     "Resources",
     "bind_port",
     "parse_install",
@@ -63,6 +65,24 @@ class Resources(BaseModel):
         }
 
 
+class MetricsScraper(BaseModel):
+    """Pods allowed to reach the metrics port: those of `namespace` (with `pod_labels`, if any)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str
+    pod_labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return require_dns_label(value, "value")
+
+
+# GKE Managed Prometheus' collectors, and the namespace most Prometheus installs use.
+DEFAULT_SCRAPERS = (MetricsScraper(namespace="gmp-system"), MetricsScraper(namespace="monitoring"))
+
+
 class ControllerOptions(BaseModel):
     """What a platform team chooses about the controller besides its image."""
 
@@ -78,6 +98,21 @@ class ControllerOptions(BaseModel):
     service_monitor: bool = False
     """Also render a Prometheus-operator ServiceMonitor (needs its CRD in the cluster)."""
     image_pull_policy: str = "IfNotPresent"
+    metrics_scrapers: tuple[MetricsScraper, ...] = DEFAULT_SCRAPERS
+    """Who the NetworkPolicy lets reach the metrics port (each scrape is also authenticated and
+    authorized). `()` lets nobody in; kubelet probes need no rule."""
+    api_server_cidrs: tuple[str, ...] = ()
+    """The API server's addresses (CIDRs) the NetworkPolicy lets the controller reach, e.g. the
+    GKE cluster's endpoint as `<ip>/32`. Empty: TCP 443 and 6443 to any address (a
+    NetworkPolicy has no other way to name the API server)."""
+
+    @field_validator("api_server_cidrs")
+    @classmethod
+    def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            return tuple(str(ipaddress.ip_network(cidr, strict=False)) for cidr in value)
+        except ValueError as err:
+            raise ValueError(f"{err}; give CIDRs such as '34.1.2.3/32'") from None
 
     @field_validator("namespace", "name")
     @classmethod

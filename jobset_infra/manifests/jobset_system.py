@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jobset_infra.api.rbac import CLUSTER_RULES, CLUSTER_SCOPED_RULES
 from jobset_infra.manifests import controller, rbac
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.crd import jobset_crd
@@ -39,14 +40,20 @@ class SystemObjects:
     metrics_service: Manifest
     metrics_reader_role: Manifest
     service_monitor: Manifest | None
+    workload_role: Manifest | None = None
+    """With `controller.watchNamespace`: the workload rules as a Role in that namespace (the
+    ClusterRole then holds only the cluster-scoped ones)."""
+    workload_role_binding: Manifest | None = None
 
     def prerequisites(self) -> list[Manifest]:
         """Return what the Deployment needs first: namespace, identity, permissions, config."""
+        scoped = [m for m in (self.workload_role, self.workload_role_binding) if m is not None]
         return [
             self.namespace,
             self.service_account,
             self.cluster_role,
             self.cluster_role_binding,
+            *scoped,
             self.role,
             self.role_binding,
             self.network_policy,
@@ -68,11 +75,13 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
     labels = controller.labels(install)
     role_name = leader_election_role_name(install)
     ns = install.namespace
+    watched = install.config.controller.watch_namespace or None
     return SystemObjects(
         crd=jobset_crd(),
         namespace=controller.namespace(install),
         service_account=rbac.service_account(install.name, ns, labels),
-        cluster_role=rbac.cluster_role(install.name, labels),
+        cluster_role=rbac.cluster_role(
+            install.name, labels, CLUSTER_SCOPED_RULES if watched else CLUSTER_RULES),
         cluster_role_binding=rbac.cluster_role_binding(install.name, labels, install.name, ns),
         role=rbac.leader_election_role(
             role_name, ns, labels, install.config.leader_election.resource_name
@@ -85,4 +94,7 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
         metrics_service=controller.metrics_service(install),
         metrics_reader_role=rbac.metrics_reader_role(f"{install.name}-metrics-reader", labels),
         service_monitor=controller.service_monitor(install) if install.service_monitor else None,
+        workload_role=rbac.workload_role(install.name, watched, labels) if watched else None,
+        workload_role_binding=rbac.workload_role_binding(
+            install.name, watched, labels, install.name, ns) if watched else None,
     )

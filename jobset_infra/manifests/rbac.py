@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from jobset_infra.api.rbac import (
     CLUSTER_RULES,
     METRICS_READER_RULES,
+    WORKLOAD_RULES,
     PolicyRule,
     leader_election_rules,
 )
@@ -23,6 +24,8 @@ __all__ = [
     "leader_election_role_binding",
     "metrics_reader_role",
     "service_account",
+    "workload_role",
+    "workload_role_binding",
 ]
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
@@ -47,13 +50,41 @@ def _subjects(service_account_name: str, namespace: str) -> list[dict[str, str]]
     return [{"kind": "ServiceAccount", "name": service_account_name, "namespace": namespace}]
 
 
-def cluster_role(name: str, labels: dict[str, str]) -> Manifest:
-    """Return the ClusterRole holding `api.rbac.CLUSTER_RULES`, exactly."""
+def cluster_role(
+    name: str, labels: dict[str, str], rules: tuple[PolicyRule, ...] = CLUSTER_RULES
+) -> Manifest:
+    """Return the ClusterRole holding `rules` (`api.rbac.CLUSTER_RULES`, or only the
+    cluster-scoped ones when the workload rules are a Role of the watched namespace)."""
     return {
         "apiVersion": RBAC_API,
         "kind": "ClusterRole",
         "metadata": object_meta(name, labels),
-        "rules": _rules(CLUSTER_RULES),
+        "rules": _rules(rules),
+    }
+
+
+def workload_role(name: str, namespace: str, labels: dict[str, str]) -> Manifest:
+    """Return the Role holding `api.rbac.WORKLOAD_RULES` in the one watched namespace."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "Role",
+        "metadata": object_meta(name, labels, namespace),
+        "rules": _rules(WORKLOAD_RULES),
+    }
+
+
+def workload_role_binding(
+    name: str, namespace: str, labels: dict[str, str], service_account_name: str,
+    service_account_namespace: str,
+) -> Manifest:
+    """Return the RoleBinding, in the watched namespace, of the workload Role to the
+    controller's account (which lives in the install namespace)."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "RoleBinding",
+        "metadata": object_meta(name, labels, namespace),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
+        "subjects": _subjects(service_account_name, service_account_namespace),
     }
 
 

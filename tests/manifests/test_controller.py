@@ -328,16 +328,53 @@ def test_metrics_listen_on_the_pod_ip_from_the_downward_api() -> None:
     assert "--metrics-bind-address=$(POD_IP):8443" in container["args"]
 
 
-def test_the_network_policy_admits_only_scrapes_and_lets_out_only_the_api_server() -> None:
-    install = make_install()
+PORTS = [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]
+
+
+def _from(namespace: str, **pods: str) -> dict[str, object]:
+    peer: dict[str, object] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+    if pods:
+        peer["podSelector"] = {"matchLabels": pods}
+    return peer
+
+
+@pytest.mark.parametrize(
+    ("options", "ingress_from", "egress"),
+    [
+        pytest.param({}, [_from("gmp-system"), _from("monitoring")], {"ports": PORTS},
+                     id="by default: scrapers of GKE Managed Prometheus and monitoring; out, "
+                        "443/6443 anywhere (the API server has no other name)"),
+        pytest.param({"api_server_cidrs": ("34.1.2.3",)}, [_from("gmp-system"),
+                                                           _from("monitoring")],
+                     {"to": [{"ipBlock": {"cidr": "34.1.2.3/32"}}], "ports": PORTS},
+                     id="the API server's address given: out only to it"),
+        pytest.param({"metrics_scrapers": [{"namespace": "obs",
+                                            "pod_labels": {"app": "prometheus"}}]},
+                     [_from("obs", app="prometheus")], {"ports": PORTS},
+                     id="scrapers chosen by namespace and pod labels"),
+        pytest.param({"metrics_scrapers": []}, None, {"ports": PORTS},
+                     id="no scrapers: nothing gets in"),
+    ],
+)
+def test_the_network_policy_admits_only_scrapers_and_lets_out_only_the_api_server(
+    options: dict[str, object], ingress_from: list[object] | None, egress: dict[str, object]
+) -> None:
+    install = make_install(**options)
     policy = controller.network_policy(install)
     assert validate_builtin(policy) == []
     spec = policy["spec"]
     assert spec["podSelector"]["matchLabels"] == controller.selector_labels(install)
     assert spec["policyTypes"] == ["Ingress", "Egress"]
-    assert spec["ingress"] == [{"ports": [{"port": 8443, "protocol": "TCP"}]}]
-    assert spec["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"},
-                                         {"port": 6443, "protocol": "TCP"}]}]
+    expected = [] if ingress_from is None else [
+        {"from": ingress_from, "ports": [{"port": 8443, "protocol": "TCP"}]}]
+    assert spec["ingress"] == expected
+    assert spec["egress"] == [egress]
+
+
+def test_a_bad_api_server_cidr_names_the_field() -> None:
+    with pytest.raises(ControllerInstallError, match=r"api_server_cidrs.*34\.1\.2\.3/32"):
+        make_install(api_server_cidrs=("the api server",))
 
 
 def test_the_service_monitor_scrapes_secure_metrics_with_its_token() -> None:

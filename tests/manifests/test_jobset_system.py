@@ -59,3 +59,35 @@ def test_namespaced_objects_live_in_the_install_namespace() -> None:
     for manifest in objects.in_apply_order()[1:]:
         if manifest["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert manifest["metadata"]["namespace"] == "jobs-system", manifest["kind"]
+
+
+def test_a_scoped_install_grants_workloads_by_a_role_in_the_watched_namespace() -> None:
+    from jobset_infra.api.rbac import CLUSTER_RULES, CLUSTER_SCOPED_RULES, WORKLOAD_RULES
+
+    install = parse_install(image=IMAGE, config={"controller": {"watchNamespace": "team-a"}})
+    objects = system_objects(install)
+    assert objects.cluster_role["rules"] == [r.to_dict() for r in CLUSTER_SCOPED_RULES]
+    role, binding = objects.workload_role, objects.workload_role_binding
+    assert role is not None and binding is not None
+    assert (role["kind"], role["metadata"]["namespace"]) == ("Role", "team-a")
+    assert role["rules"] == [r.to_dict() for r in WORKLOAD_RULES]
+    assert binding["metadata"]["namespace"] == "team-a"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": install.name,
+                                    "namespace": install.namespace}]
+    assert role in objects.prerequisites() and binding in objects.prerequisites()
+    assert all(validate_builtin(m) == [] for m in (role, binding))
+    unscoped = system_objects(parse_install(image=IMAGE))
+    assert unscoped.cluster_role["rules"] == [r.to_dict() for r in CLUSTER_RULES]
+    assert unscoped.workload_role is None and unscoped.workload_role_binding is None
+
+
+def test_the_namespace_enforces_audits_and_warns_restricted_at_a_pinned_version() -> None:
+    from jobset_infra.api.k8s_openapi import K8S_VERSION
+
+    labels = system_objects(parse_install(image=IMAGE)).namespace["metadata"]["labels"]
+    pss = {k: v for k, v in labels.items() if k.startswith("pod-security.kubernetes.io/")}
+    assert pss == {
+        f"pod-security.kubernetes.io/{mode}{suffix}": value
+        for mode in ("enforce", "audit", "warn")
+        for suffix, value in (("", "restricted"), ("-version", f"v{K8S_VERSION}"))
+    }

@@ -94,6 +94,8 @@ class Endpoints:
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
+        if self.auth is not None:
+            await self.auth.close()
 
     async def _healthz(self, _: web.Request) -> web.Response:
         verdict = self.healthy()
@@ -107,6 +109,8 @@ class Endpoints:
         if self.auth is not None:
             status = await self.auth.verdict(request.headers.get("Authorization", ""))
             if status != 200:
-                reason = {401: "Unauthorized", 403: "Forbidden"}.get(status, "Unavailable")
-                return web.Response(status=status, text=reason)
+                reason = {401: "Unauthorized", 403: "Forbidden", 429: "Too many new tokens"
+                          }.get(status, "Unavailable")
+                headers = {"Retry-After": "1"} if status == 429 else None
+                return web.Response(status=status, text=reason, headers=headers)
         return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})

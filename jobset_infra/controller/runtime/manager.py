@@ -225,7 +225,9 @@ async def _start_endpoints(
     address = split_address(metrics.bind_address)
     if metrics.secure_serving and address is not None:
         tls = serving_context(metrics.cert_dir, address[0])
-        auth = MetricsAuth(client)
+        # Reviews get a client (and budget) of their own: a flood of scrapes with new tokens
+        # must not spend the reconciles' QPS (metrics_auth.py).
+        auth = MetricsAuth(KubeClient(client.access, metrics=client.metrics))
     await endpoints.start(config.health.health_probe_bind_address, metrics.bind_address,
                           metrics_tls=tls, metrics_auth=auth)
 

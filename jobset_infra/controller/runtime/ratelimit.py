@@ -36,6 +36,16 @@ class TokenBucket:
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
 
+    def try_take(self) -> bool:
+        """Take a token if one is there now; never queue (False: refuse the caller)."""
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
     async def wait(self) -> float:
         """Wait for a token; returns the seconds waited (for the rate-limiter histogram)."""
         delay = self.reserve()

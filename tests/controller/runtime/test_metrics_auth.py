@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from jobset_infra.controller.runtime.auth import for_url
+from jobset_infra.controller.runtime.cache_health import Verdict
 from jobset_infra.controller.runtime.health import Endpoints
 from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.metrics import Metrics
@@ -65,7 +66,7 @@ async def served() -> AsyncIterator[Served]:
     await api.setup()
     await web.TCPSite(api, "127.0.0.1", 0).start()
     client = KubeClient(for_url(f"http://127.0.0.1:{api.addresses[0][1]}"), max_retries=0)
-    endpoints = Endpoints(Metrics(), healthy=lambda: True, ready=lambda: True)
+    endpoints = Endpoints(Metrics(), healthy=lambda: Verdict(True), ready=lambda: Verdict(True))
     await endpoints.start("0", "127.0.0.1:0", metrics_tls=serving_context("", "127.0.0.1"),
                           metrics_auth=MetricsAuth(client))
     try:
@@ -136,7 +137,80 @@ async def test_the_cache_is_bounded() -> None:
     assert len(auth._cache) == 3
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def counting_auth(answers: dict[str, int], clock: Clock, **options: Any) -> MetricsAuth:
+    auth = MetricsAuth(KubeClient(for_url("http://127.0.0.1:9")), clock=clock, **options)
+
+    async def review(token: str) -> int:
+        return answers[token]
+
+    auth._review = review  # type: ignore[method-assign]
+    return auth
+
+
+@pytest.mark.parametrize(
+    ("status", "ttl"),
+    [
+        pytest.param(200, 10.0, id="an allowed verdict holds 10 s: a revoked binding stops then"),
+        pytest.param(403, 5.0, id="a refused verdict holds 5 s: a retried bad token is cheap"),
+        pytest.param(401, 5.0, id="an unknown token too"),
+    ],
+)
+async def test_verdicts_expire(status: int, ttl: float) -> None:
+    clock, answers = Clock(), {"t": status}
+    auth = counting_auth(answers, clock)
+    assert await auth.verdict("Bearer t") == status
+    clock.now += ttl - 0.01
+    answers["t"] = 0  # what the API server would say now (e.g. the binding was removed)
+    assert await auth.verdict("Bearer t") == status and auth.reviews == 1, "still cached"
+    clock.now += 0.02
+    assert await auth.verdict("Bearer t") == 0 and auth.reviews == 2, "asked again"
+
+
+async def test_a_flood_of_new_tokens_spends_its_own_budget_then_is_refused() -> None:
+    clock = Clock()
+    auth = counting_auth({f"t{i}": 401 for i in range(100)}, clock,
+                         review_qps=5.0, review_burst=10)
+    verdicts = [await auth.verdict(f"Bearer t{i}") for i in range(30)]
+    assert verdicts == [401] * 10 + [429] * 20, "the burst, then refused without asking"
+    assert auth.reviews == 10 and auth.refused_for_budget == 20
+    clock.now += 1.0
+    more = [await auth.verdict(f"Bearer t{i}") for i in range(30, 40)]
+    assert more.count(401) == 5, "5 new verdicts a second"
+
+
+async def test_a_cached_verdict_needs_no_budget() -> None:
+    clock = Clock()
+    auth = counting_auth({"reader": 200, **{f"t{i}": 401 for i in range(20)}}, clock,
+                         review_qps=1.0, review_burst=1)
+    assert await auth.verdict("Bearer reader") == 200
+    assert [await auth.verdict(f"Bearer t{i}") for i in range(3)] == [429] * 3
+    assert await auth.verdict("Bearer reader") == 200, "a known scraper is served in a flood"
+
+
+async def test_a_budget_refusal_says_when_to_retry(served: Served) -> None:
+    assert served.fake.reviews == []
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    codes = []
+    async with aiohttp.ClientSession() as session:
+        for i in range(15):
+            async with session.get(served.url + "/metrics", ssl=context,
+                                   headers={"Authorization": f"Bearer bogus-{i}"}) as response:
+                codes.append((response.status, response.headers.get("Retry-After")))
+    # 10 at once, then 5 a second (how many refill depends on how fast the scrapes ran)
+    assert codes[:10] == [(401, None)] * 10 and (429, "1") in codes[10:]
+    assert served.fake.reviews.count("TokenReview") == sum(1 for c, _ in codes if c == 401)
+
+
 async def test_secure_metrics_cannot_share_the_health_port() -> None:
-    endpoints = Endpoints(Metrics(), healthy=lambda: True, ready=lambda: True)
+    endpoints = Endpoints(Metrics(), healthy=lambda: Verdict(True), ready=lambda: Verdict(True))
     with pytest.raises(ValueError, match="cannot share"):
         await endpoints.start(":8443", ":8443", metrics_tls=serving_context("", ""))

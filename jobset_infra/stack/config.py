@@ -152,6 +152,8 @@ class StackConfig(_Strict):
     """Everything a stack decides; `platform` picks an existing cluster or a new GKE cluster."""
 
     platform: Literal["local", "gke"]
+    """`local`: the Kubernetes half onto an existing cluster (your kubeconfig), no GCP. `gke`: a
+    new GKE cluster with TPU slice pools, then the same Kubernetes half onto it."""
     kubeconfig: str | None = None
     """local: kubeconfig path (default ~/.kube/config); `~` is expanded. gke: set it to deploy
     only the Kubernetes half onto that existing cluster, whose node pools must already be shaped
@@ -173,12 +175,15 @@ class StackConfig(_Strict):
     slices: dict[str, Any] | None = None
     """gke: the TpuSlicePools spec (name, accelerator, topology, machine_type, slices, ...)."""
     controller: ControllerSettings
+    """The JobSet controller: exactly one of `image` and `build`, and its options."""
     kueue: KueueSettings = Field(default_factory=KueueSettings)
+    """Kueue: whether to install it, its install and its queues."""
     placement: Placer = Placer.CONTROLLER
     """Who places each TPU slice in one node pool: `controller` (ours: the exclusive-topology
     annotation) or `kueue-tas` (Kueue's Topology-Aware Scheduling: a Topology of GKE's node-pool
     and host labels, slice annotations on the JobSet). One mode for the stack's queue."""
     workload: WorkloadSettings | None = None
+    """The stack's demo JobSet (TPU on gke and on local TPU pools, else CPU); none if unset."""
 
     @model_validator(mode="after")
     def _platform_keys(self) -> Self:

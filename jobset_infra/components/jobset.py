@@ -27,7 +27,7 @@ import pulumi_kubernetes as k8s
 
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
-from jobset_infra.components.providers import kubernetes_provider
+from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
 from jobset_infra.components.tpu_slice_pools import TpuSlicePools
 from jobset_infra.manifests.placement_domains import pool_domains, pool_plans
 from jobset_infra.manifests.workload import (
@@ -98,7 +98,7 @@ class JobSetArgs(WorkloadSpec):
     manifests); the policy fields take the api models or their wire mappings.
     """
 
-    provider: k8s.Provider | None = None
+    provider: pulumi.ProviderResource | None = None
     """Kubernetes provider of the target cluster, if not given in opts (`ResourceOptions(
     providers=[...])`, the Pulumi way); never the ambient kubeconfig."""
     system: JobSetSystem | None = None
@@ -117,7 +117,7 @@ class JobSetArgs(WorkloadSpec):
 
 def plan_args(args: JobSetArgs) -> WorkloadPlan:
     """Return the validated workload; raise WorkloadError naming the JobSet and each field."""
-    if not isinstance(args.provider, k8s.Provider):
+    if not is_kubernetes_provider(args.provider):
         raise WorkloadError(
             [
                 f"JobSet {args.name}: provider: pass the target cluster's "

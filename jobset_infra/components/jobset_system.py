@@ -30,7 +30,7 @@ from pydantic import ConfigDict, ValidationError
 
 from jobset_infra.components.inputs import checked, is_deferred
 from jobset_infra.components.k8s_objects import kubernetes_object
-from jobset_infra.components.providers import kubernetes_provider
+from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
 from jobset_infra.manifests import controller
 from jobset_infra.manifests.controller_spec import (
     ControllerInstall,
@@ -109,7 +109,7 @@ def image_reference(build: ImageBuild) -> str:
 
 def validate_args(args: JobSetSystemArgs) -> ControllerInstall:
     """Return the validated install; raise ControllerInstallError / ValueError naming the field."""
-    if not isinstance(args.provider, k8s.Provider):
+    if not is_kubernetes_provider(args.provider):
         raise ValueError(
             "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
             "GkeCluster.provider); JobSetSystem never uses the ambient kubeconfig"

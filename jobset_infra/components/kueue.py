@@ -36,7 +36,7 @@ import yaml
 
 from jobset_infra.api import constants as k
 from jobset_infra.components.k8s_objects import kubernetes_object
-from jobset_infra.components.providers import kubernetes_provider
+from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
 from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
@@ -58,7 +58,7 @@ class KueueArgs:
 
     pools: Sequence[SlicePoolsPlan | Any] = ()
     """Slice pools (`TpuSlicePools` or their `.plan`) whose chips the queue hands out."""
-    provider: k8s.Provider | None = None
+    provider: pulumi.ProviderResource | None = None
     """Kubernetes provider of the target cluster, if not given in opts (`ResourceOptions(
     providers=[...])`, the Pulumi way); never the ambient kubeconfig."""
     queues: QueueSpec = field(default_factory=QueueSpec)
@@ -97,7 +97,7 @@ def _check_chart(folder: Path, version: str) -> None:
 
 def validate_args(args: KueueArgs) -> QueueObjects | None:
     """Return the queue objects; raise QueueError / ValueError naming the bad field."""
-    if not isinstance(args.provider, k8s.Provider):
+    if not is_kubernetes_provider(args.provider):
         raise ValueError(
             "provider: pass the target cluster's pulumi_kubernetes.Provider (e.g. "
             "GkeCluster.provider); Kueue never uses the ambient kubeconfig"

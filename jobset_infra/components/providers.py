@@ -3,7 +3,9 @@
 `ResourceOptions(provider=k8s_provider)` or `ResourceOptions(providers=[k8s_provider])` (or
 `{"kubernetes": k8s_provider}`) on the component is the Pulumi way; the `provider` argument the
 components took first is still read. A component never falls back to the ambient kubeconfig: with
-neither, it fails before registering anything, naming both.
+neither, it fails before registering anything, naming both. A provider reference (a
+`pulumi.ProviderResource` of package `kubernetes`, the form a provider takes when a program in
+another language hands it to a component package) is accepted as well.
 """
 
 from __future__ import annotations
@@ -13,16 +15,24 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-__all__ = ["kubernetes_provider"]
+__all__ = ["is_kubernetes_provider", "kubernetes_provider"]
+
+
+def is_kubernetes_provider(value: object) -> bool:
+    """A pulumi_kubernetes.Provider, or a reference to one (the form a provider takes when a
+    program in another language passes it to a component package)."""
+    return isinstance(value, k8s.Provider) or (
+        isinstance(value, pulumi.ProviderResource)
+        and getattr(value, "package", None) == "kubernetes")
 
 
 def kubernetes_provider(component: str, given: object,
-                        opts: pulumi.ResourceOptions | None) -> k8s.Provider:
+                        opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource:
     """The explicit Kubernetes provider for `component`; raise ValueError naming the fix."""
-    if isinstance(given, k8s.Provider):
+    if isinstance(given, pulumi.ProviderResource) and is_kubernetes_provider(given):
         return given
     for candidate in _from_options(opts):
-        if isinstance(candidate, k8s.Provider):
+        if isinstance(candidate, pulumi.ProviderResource) and is_kubernetes_provider(candidate):
             return candidate
     if given is not None:
         raise ValueError(f"provider: pass the target cluster's pulumi_kubernetes.Provider (got "

@@ -34,7 +34,7 @@ from jobset_infra.cluster.processes import free_port
 from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
 from jobset_infra.manifests.kueue_loopback import loopback_documents
-from tests.conformance.managers import ModuleZip, binary_or_skip
+from tests.go_modules import ModuleZip, binary_or_skip
 
 JsonObj = dict[str, Any]
 APPLY = "application/apply-patch+yaml"

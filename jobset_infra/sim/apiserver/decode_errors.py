@@ -1,5 +1,5 @@
 """A request body the API server cannot decode, worded as it words it: the decoder's error
-(Go's encoding/json or protobuf wording) and a summary of the body, `(<first 30 bytes>)` for a
+(Go's encoding/json wording) and a summary of the body, `(<first 30 bytes>)` for a
 body that starts with `{` and their hex otherwise (apiserver's summarizeData)."""
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ content negotiation and discovery; resource verbs live in `verbs`, watches in `s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,7 +18,6 @@ from jobset_infra.sim.apiserver import (
     discovery,
     openapi,
     patch,
-    protobuf,
     reviews,
 )
 from jobset_infra.sim.apiserver.errors import (
@@ -46,7 +44,9 @@ from jobset_infra.sim.apiserver.verbs import VERBS, Call, as_object, field_valid
 
 JsonObj = dict[str, Any]
 _log = logging.getLogger(__name__)
-PROTOBUF = protobuf.CONTENT_TYPE
+# Kubernetes' protobuf encoding: no client of the sim needs it (ours, kubectl's apply and the
+# official Python client send JSON), so a protobuf body is refused with 415 (docs/sim.md).
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 _VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 _HEALTH = ("/healthz", "/readyz", "/livez")
 
@@ -81,6 +81,7 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
 
 
+# What kube-apiserver decodes (and names in a 415); the sim decodes the first two.
 BODY_TYPES = ("application/json", "application/yaml", PROTOBUF)
 PATCH_TYPES = (patch.JSON_PATCH, patch.MERGE_PATCH, patch.STRATEGIC_PATCH, patch.APPLY_PATCH,
                patch.APPLY_PATCH_CBOR)
@@ -97,31 +98,29 @@ def check_patch_type(content_type: str, custom: bool) -> None:
 
 
 async def read_body(request: web.Request, kind: str | None = None,
-                    expected: str = "Object") -> Any:
-    """JSON or YAML within the API server's bounds (`bodies`), or protobuf for a built-in
-    `kind`; CBOR bodies (and protobuf for custom resources) are 415. `expected` is the type the
-    body should be, named in refusals."""
+                    expected: str = "Object", custom: bool = False) -> Any:
+    """JSON or YAML within the API server's bounds (`bodies`); any other type is 415.
+    `expected` is the type the body should be, named in refusals; a `custom` resource's object
+    must name its kind (the unstructured decoder finds no kind to default to)."""
     content_type = request.headers.get("Content-Type", JSON).split(";")[0].strip()
     raw = await bodies.read_capped(request)
-    if content_type == PROTOBUF and kind is not None:
-        return _protobuf_body(raw, kind)
-    if content_type.startswith(PROTOBUF) or content_type == "application/cbor":
-        raise unsupported_media_type(BODY_TYPES if kind is not None else BODY_TYPES[:2])
+    if content_type not in (*BODY_TYPES[:2], *PATCH_TYPES):  # text/plain, CBOR, protobuf
+        raise unsupported_media_type(BODY_TYPES)
+    an_object = kind is not None or custom  # a create or update: the body is the object
     if not raw:
+        if an_object:
+            raise decode_errors.unrecognized(expected, "couldn't get version/kind; json parse "
+                                             "error: unexpected end of JSON input", raw)
         return None
     body = await bodies.decode(raw, content_type, kind or expected)
+    if body is None and an_object:
+        return {}  # JSON null decodes to the zero object (validation then names what is missing)
     if kind is not None and not isinstance(body, dict):
         raise decode_errors.not_an_object(kind, raw, body)
+    if custom and isinstance(body, dict) and not body.get("kind"):
+        text = raw.decode(errors="replace")
+        raise decode_errors.unrecognized(expected, f"Object 'Kind' is missing in '{text}'", raw)
     return body
-
-
-def _protobuf_body(raw: bytes, kind: str) -> Any:
-    """A protobuf body, worded as the API server's decoder words its failures."""
-    try:
-        body = protobuf.decode(raw)
-    except protobuf.ProtobufError:  # Go's protobuf decoder meets a truncated message
-        raise decode_errors.unrecognized(kind, "unexpected EOF", raw) from None
-    return body  # another kind is refused as `updates.decoded_body` words it
 
 
 def _accepted(accept: str) -> list[str]:
@@ -130,27 +129,9 @@ def _accepted(accept: str) -> list[str]:
 
 def _check_accept(accept: str) -> None:
     kinds = _accepted(accept)
-    usable = ("application/json", "application/yaml", "*/*", "application/*", "", PROTOBUF)
+    usable = ("application/json", "application/yaml", "*/*", "application/*", "")
     if kinds and not any(k in usable for k in kinds):
         raise not_acceptable(accept)
-
-
-def _as_protobuf(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    """Answer in protobuf when the client lists it first and the object is a built-in kind
-    (custom resources stay JSON, as the API server answers them)."""
-    kinds = _accepted(request.headers.get("Accept", ""))
-    if not kinds or kinds[0] != PROTOBUF or not isinstance(response, web.Response) \
-            or response.content_type != JSON or not isinstance(response.body, bytes):
-        return response
-    obj = json.loads(response.body)
-    if not protobuf.can_encode(obj):
-        return response
-    encoded = web.Response(body=protobuf.encode(obj), status=response.status,
-                           headers={"Content-Type": PROTOBUF})
-    for name in ("Warning", "Retry-After"):
-        for value in response.headers.getall(name, ()):
-            encoded.headers.add(name, value)
-    return encoded
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -189,9 +170,6 @@ class ApiHandler:
         return None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        return _as_protobuf(request, await self._handle(request))
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
         api = parse_request(request.method, request.path, request.query)
         try:
             if self.token is not None and not self._authorized(request):
@@ -228,8 +206,9 @@ class ApiHandler:
         if api.verb == "patch":
             check_patch_type(request.headers.get("Content-Type", "").split(";")[0].strip(),
                              custom=info is not None and info.crd is not None)
+        custom = info is not None and info.crd is not None and api.verb in ("create", "update")
         body = None if api.verb in ("get", "list") else await read_body(
-            request, self._builtin_kind(api), self._kind(api))
+            request, self._builtin_kind(api), self._kind(api), custom)
         return await handler(Call(self.store, api, request.query, request.headers, body))
 
     def _kind(self, api: ApiRequest) -> str:
@@ -253,7 +232,8 @@ class ApiHandler:
         return with_warnings(json_response(review, 201), warnings)
 
     def _builtin_kind(self, api: ApiRequest) -> str | None:
-        """The kind a protobuf body must be for this request (None: no protobuf here)."""
+        """The built-in kind this create or update's body must be (None: a custom resource's,
+        or no body), named when the body is not an object."""
         info = self.store.registry.get(GVR(api.group, api.version, api.resource))
         if info is None or info.crd is not None or api.verb not in ("create", "update"):
             return None

@@ -25,6 +25,7 @@ from jobset_infra.sim.apiserver.errors import (
 from jobset_infra.sim.apiserver.metadata import metadata_causes
 from jobset_infra.sim.apiserver.object_names import name_causes
 from jobset_infra.sim.apiserver.resources import ResourceInfo
+from jobset_infra.sim.apiserver.type_meta import check_type_meta
 
 JsonObj = dict[str, Any]
 # metadata fields a client cannot change with an update
@@ -64,19 +65,16 @@ def decoded_body(obj: object, info: ResourceInfo | None = None) -> JsonObj:
     """The body as the API server's JSON decoder leaves it: an object whose `metadata` is an
     object (null decodes to empty) with string maps for labels and annotations; 400 otherwise,
     worded as the decoder words it (for a built-in kind, after `<Kind> in version "v" cannot be
-    handled as a <Kind>: `, also when the body is another kind)."""
+    handled as a <Kind>: `); a body of another kind as `type_meta` words it."""
     if not isinstance(obj, dict):
         raise bad_request("the body of the request was in an unknown format: "
                           f"cannot unmarshal {type(obj).__name__} into an object")
     builtin = info is not None and info.crd is None
     prefix = ""
+    if info is not None:
+        check_type_meta(info, obj)
     if info is not None and builtin:
-        sent, version = str(obj.get("kind") or info.kind), info.gvr.version
-        prefix = f'{sent} in version "{version}" cannot be handled as a {info.kind}: '
-        if sent != info.kind:
-            internal = info.gvr.group.split(".")[0] if info.gvr.group else "core"
-            raise bad_request(f"{prefix}converting ({version}.{sent}) to ({internal}."
-                              f"{info.kind}): unknown conversion")
+        prefix = f'{info.kind} in version "{info.gvr.version}" cannot be handled as a {info.kind}: '
     meta = obj.get("metadata")
     if meta is None:
         return {**obj, "metadata": {}}

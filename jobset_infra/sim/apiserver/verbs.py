@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from jobset_infra.sim.apiserver import field_validation as fields
-from jobset_infra.sim.apiserver import list_options, pod_updates, tables
+from jobset_infra.sim.apiserver import list_options, pod_updates, tables, type_meta
 from jobset_infra.sim.apiserver.errors import (
     StatusError,
     bad_request,
@@ -122,10 +122,16 @@ def _warned(warnings: list[str]) -> Iterator[None]:
 
 def field_validation(call: Call) -> tuple[Any, list[str]]:
     """The create or update body without unknown fields, and the warnings to send
-    (`jobset_infra.sim.apiserver.field_validation` says how each mode answers)."""
+    (`jobset_infra.sim.apiserver.field_validation` says how each mode answers); a body of
+    another kind is refused first (`type_meta`)."""
     how = fields.mode(call.query, call.api.verb)
-    body, unknown = fields.unknown_fields(call.store, call.store.info(call.gvr), call.body)
-    return body, fields.check_body(call.store.info(call.gvr), unknown, how)
+    info = call.store.info(call.gvr)
+    if isinstance(call.body, dict) and not info.create_only:
+        other_version = type_meta.unknown_in_other_version(info, call.body)
+        with _warned(fields.warnings_for(other_version, how)):
+            type_meta.check_type_meta(info, call.body)
+    body, unknown = fields.unknown_fields(call.store, info, call.body)
+    return body, fields.check_body(info, unknown, how)
 
 
 async def get(call: Call) -> web.Response:

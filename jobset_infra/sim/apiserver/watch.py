@@ -94,6 +94,7 @@ class Watch:
         self._queue: asyncio.Queue[tuple[str, JsonObj] | None] = asyncio.Queue()
         self._log: EventLog | None = None
         self._closed = False
+        self._after = 0  # events at or below the version the watch started from are not sent
         self.last_rv = 0
 
     def _matches(self, obj: JsonObj | None) -> bool:
@@ -107,6 +108,8 @@ class Watch:
 
     def offer(self, event: Event) -> None:
         """Translate a stored event into what this watch's filter makes of it."""
+        if event.rv <= self._after:  # a watch from a version not reached yet waits for it
+            return
         if self._namespace is not None and event.namespace != self._namespace:
             return
         now = self._matches(event.obj)
@@ -124,9 +127,12 @@ class Watch:
             self._queue.put_nowait(("DELETED", left))
 
     def start(
-        self, log: EventLog, initial: list[JsonObj], replay: list[Event], initial_end: bool
+        self, log: EventLog, initial: list[JsonObj], replay: list[Event], initial_end: bool,
+        after: int = 0,
     ) -> None:
-        """Queue the initial state (synthetic ADDED) or the replayed history, then subscribe."""
+        """Queue the initial state (synthetic ADDED) or the replayed history, then subscribe;
+        only events newer than `after` (the version asked for, maybe one not reached yet)."""
+        self._after = after
         for obj in initial:
             if self._matches(obj):
                 self._queue.put_nowait(("ADDED", obj))
@@ -210,7 +216,7 @@ class History:
         if initial is not None:
             stream.start(log, initial, [], initial_end=send_initial_events)
         else:
-            stream.start(log, [], log.since(start or 0), initial_end=False)
+            stream.start(log, [], log.since(start or 0), initial_end=False, after=start or 0)
         return stream
 
     def watches(self, key: Any = None) -> list[Watch]:

@@ -20,7 +20,6 @@ import yaml
 # CRDs), which the pure-Python ones take seconds of CPU over on every preview and update.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-HELP = "Helm post-renderer: Kueue's webhooks on 127.0.0.1 (used by the Kueue component)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

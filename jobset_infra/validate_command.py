@@ -29,8 +29,6 @@ from typing import Any
 
 from jobset_infra.api.features import FeatureGateError, FeatureGates, parse_gates
 
-HELP = "Check JobSet manifests (YAML, multi-document, '-' for stdin) like the cluster would."
-
 
 @dataclass(frozen=True)
 class Problem:

@@ -24,10 +24,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Final
-
-HELP: Final = ("run the real Kubernetes control plane (etcd, kube-apiserver, controller-manager, "
-               "scheduler, kwok nodes) on 127.0.0.1: up | down | status")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

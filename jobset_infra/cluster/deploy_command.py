@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from jobset_infra.cluster.deploy import DeployOptions
 
-HELP: Final = ("the real path: the local cluster and `pulumi up` with the Pulumi engine built "
-               "from source: up | down | env")
 ENGINE_VARS: Final = ("PATH", "PULUMI_HOME", "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE",
                       "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_SKIP_UPDATE_CHECK",
                       "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING")

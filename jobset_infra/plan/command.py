@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-HELP = "show what `pulumi up` would create for a stack, offline (no cloud, no Pulumi CLI)"
-
 PROJECT = "jobset-infra"
 
 

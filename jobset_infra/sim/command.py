@@ -50,10 +50,6 @@ if TYPE_CHECKING:  # imported when used: `jobset-infra validate` need not load a
     from jobset_infra.sim.apiserver.server import Sim
     from jobset_infra.sim.cluster.job_controller import JobController
 
-HELP: Final = (
-    "run a simulated Kubernetes API server on 127.0.0.1 with the JobSet CRD, a fake Job "
-    "controller and TPU-like nodes; --demo runs a multislice JobSet end to end"
-)
 CRD_FILE: Final = Path(__file__).resolve().parent.parent / "api" / "crd" / (
     "jobset.x-k8s.io_jobsets.yaml"
 )

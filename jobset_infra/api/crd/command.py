@@ -7,8 +7,6 @@ import difflib
 import sys
 from pathlib import Path
 
-HELP = "Generate the JobSet CRD from the models (or --check the committed file is up to date)."
-
 
 def default_path() -> Path:
     """Where the CRD is committed: jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml."""

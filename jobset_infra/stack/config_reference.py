@@ -2,9 +2,14 @@
 
 `StackConfig` and the models and specs it holds are the config. From them come:
 
-- the project-level `config:` block of `Pulumi.yaml`, declaring every `jobset-infra:` key with
-  its type (string, integer, boolean, array; structured keys are objects, which Pulumi's
-  declarations have no type for, so they are declared untyped) and description;
+- the project-level `config:` block of `Pulumi.yaml`, declaring to the Pulumi CLI each
+  `jobset-infra:` key that is required (no default) or has a plain default, with its type
+  (string, integer, boolean, array; structured keys are objects, which Pulumi's declarations have
+  no type for, so they are declared untyped), description and default. Pulumi makes every
+  declared key without a `default` required (`pulumi preview` fails: "Stack 'local' is missing
+  configuration values ..."), and injects a declared default into the stack's config; so an
+  optional key whose default is None or a structure (a model's defaults) is not declared there:
+  Pulumi accepts undeclared keys of the project's namespace, and docs/config.md lists them all;
 - `docs/config.md`, the reference: every key and, for structured keys, every field with its
   type, default and description.
 
@@ -124,11 +129,22 @@ def _shown(value: Any) -> str:
     return f"`{text.removesuffix('...').strip()}`"
 
 
+def _declared_default(default: Any) -> Any:
+    """The default Pulumi.yaml states for a key, MISSING for a required key, None for none."""
+    if default is dataclasses.MISSING:
+        return default
+    plain = _plain(default) if isinstance(default, enum.Enum | str | int | float | bool) else None
+    return plain
+
+
 def pulumi_config_block() -> dict[str, Any]:
-    """The `config:` of Pulumi.yaml: each top-level key with its type and description."""
+    """The `config:` of Pulumi.yaml: each required key, and each key with a plain default."""
     docs = field_docs(StackConfig)
     block: dict[str, Any] = {}
-    for name, annotation, _ in _fields(StackConfig):
+    for name, annotation, default in _fields(StackConfig):
+        declared = _declared_default(default)
+        if declared is None:
+            continue
         kind = _kind(annotation)
         entry: dict[str, Any] = {}
         if kind != "object":
@@ -136,6 +152,8 @@ def pulumi_config_block() -> dict[str, Any]:
             if kind == "array":
                 entry["items"] = {"type": "string"}
         entry["description"] = docs.get(name) or f"see docs/config.md ({kind})"
+        if declared is not dataclasses.MISSING:
+            entry["default"] = declared
         block[f"{NAMESPACE}:{name}"] = entry
     return block
 

@@ -22,11 +22,19 @@ def test_pulumi_yaml_and_the_reference_are_fresh() -> None:
     assert main(["--check"]) == 0, "run: python -m jobset_infra.stack.config_reference"
 
 
-def test_pulumi_yaml_declares_every_key_with_its_type() -> None:
+def test_pulumi_yaml_declares_the_required_keys_and_those_with_a_plain_default() -> None:
+    # Pulumi requires every declared key without a default, and injects a declared default: so
+    # only keys the program requires, or whose default Pulumi can state, are declared.
     declared = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
-    assert set(declared) == {f"{NAMESPACE}:{name}" for name in StackConfig.model_fields}
+    required = {f"{NAMESPACE}:{name}" for name, field in StackConfig.model_fields.items()
+                if field.is_required()}
+    assert required == {f"{NAMESPACE}:platform", f"{NAMESPACE}:controller"}
+    assert {key for key, entry in declared.items() if "default" not in entry} == required
     assert declared[f"{NAMESPACE}:platform"]["type"] == "string"
     assert "type" not in declared[f"{NAMESPACE}:controller"]  # an object: Pulumi has no type
+    assert declared[f"{NAMESPACE}:placement"] | {"description": ""} == {
+        "type": "string", "default": "controller", "description": ""}
+    assert f"{NAMESPACE}:context" not in declared  # optional, default None: Pulumi cannot say it
     assert all(entry["description"] for entry in declared.values())
     assert declared == pulumi_config_block()
 

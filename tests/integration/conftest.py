@@ -26,6 +26,7 @@ import yaml
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.defaults import default
 from jobset_infra.cluster.local import RunningCluster
+from jobset_infra.controller.core.job_view import parse_time
 from jobset_infra.controller.runtime.auth import ClusterAccess, for_url
 from jobset_infra.controller.runtime.caches import ForeignJob
 from jobset_infra.controller.runtime.kube import (
@@ -173,7 +174,10 @@ class Cluster:
         """Mark Job `name` "ready", "completed" or "failed", as the Job controller would."""
         job = await self.api.request("GET", JOBS.path(self.namespace, name))
         now = datetime.now(UTC)  # a finish before the start is refused (Kubernetes 1.31+)
-        step = getattr(job_from(job).started(now), change)
+        # startTime is immutable once set on an unsuspended Job: keep the one a first call wrote
+        # (a second call in another second was refused with 422)
+        started = parse_time((job.get("status") or {}).get("startTime")) or now
+        step = getattr(job_from(job).started(started), change)
         status = (step() if change == "ready" else step(now)).obj()["status"]
         spec = job.get("spec") or {}
         if change == "completed" and spec.get("completionMode") == "Indexed":

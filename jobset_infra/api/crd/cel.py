@@ -19,6 +19,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
+from jobset_infra.api.crd.cel_parser import install_cached_parser
 from jobset_infra.api.errors import FieldError, child, show_value
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
@@ -146,7 +147,9 @@ EXTENSIONS: Final[Mapping[str, Callable[..., Any]]] = {
 
 
 # Built at import: celpy raises the interpreter's recursion limit when an Environment is made,
-# and doing that once up front keeps it from happening in the middle of a caller's work.
+# and doing that once up front keeps it from happening in the middle of a caller's work. Its
+# parser's tables come from disk when an earlier run saved them (cel_parser).
+install_cached_parser()
 _ENVIRONMENT: Final = celpy.Environment()
 
 

@@ -1,0 +1,109 @@
+"""celpy's parser with its tables on disk: the same parse whether built, saved or loaded, and a
+bad or unwritable cache costs only time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import celpy
+import pytest
+from celpy.celparser import CELParser
+
+from jobset_infra.api.crd import cel_parser
+
+RULES = [
+    "self.replicas >= 0 && size(self.name) <= 63",
+    "!has(oldSelf.x) || self.x == oldSelf.x",
+    "self.items.all(i, i.startsWith('a')) ? 1 : 2",
+    "self.m['key'].lowerAscii() in ['a', 'b'] || true == false",
+]
+
+
+def parse_all() -> list[str]:
+    """Every rule parsed with whatever parser celpy has now, as comparable text."""
+    parser = CELParser()
+    return [repr(_plain(parser.parse(rule))) for rule in RULES]
+
+
+def _plain(node: object) -> object:
+    # A Tree's data is a Token when Lark builds the parser and a str when it loads it: both
+    # are the rule's name, which is all celpy reads.
+    if hasattr(node, "data"):
+        return (str(node.data), [_plain(c) for c in node.children])  # type: ignore[attr-defined]
+    return (getattr(node, "type", None), str(node))
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """celpy without a parser (restored afterwards)."""
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+
+
+@pytest.fixture(scope="module")
+def built_by_celpy() -> list[str]:
+    """The rules as the parser celpy builds itself parses them (built once: it takes seconds)."""
+    kept = CELParser.CEL_PARSER
+    CELParser.CEL_PARSER = None
+    try:
+        CELParser()
+        return parse_all()
+    finally:
+        CELParser.CEL_PARSER = kept
+
+
+@pytest.fixture
+def celpys_own(built_by_celpy: list[str], fresh: None) -> list[str]:
+    return built_by_celpy
+
+
+def test_a_saved_then_loaded_parser_parses_as_celpys_own(celpys_own: list[str],
+                                                         tmp_path: Path) -> None:
+    cel_parser.install_cached_parser(tmp_path)
+    assert parse_all() == celpys_own
+    saved = list(tmp_path.iterdir())
+    assert [p.name for p in saved] == [f"cel-lalr-{__import__('lark').__version__}.pickle"]
+    CELParser.CEL_PARSER = None
+    cel_parser.install_cached_parser(tmp_path)  # loaded this time
+    assert parse_all() == celpys_own
+
+
+def test_a_torn_cache_file_is_rebuilt_not_trusted(celpys_own: list[str], tmp_path: Path) -> None:
+    cel_parser.install_cached_parser(tmp_path)
+    (saved,) = tmp_path.iterdir()
+    saved.write_bytes(saved.read_bytes()[:5000])
+    CELParser.CEL_PARSER = None
+    cel_parser.install_cached_parser(tmp_path)
+    assert parse_all() == celpys_own
+
+
+def test_an_unwritable_cache_folder_still_gives_a_parser(celpys_own: list[str],
+                                                         tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("")
+    cel_parser.install_cached_parser(blocked / "cache")
+    assert parse_all() == celpys_own
+
+
+def test_programs_from_the_loaded_parser_evaluate(fresh: None, tmp_path: Path) -> None:
+    cel_parser.install_cached_parser(tmp_path)
+    CELParser.CEL_PARSER = None
+    cel_parser.install_cached_parser(tmp_path)
+    env = celpy.Environment()
+    program = env.program(env.compile("size(self.a) == 2 && self.b > 1"))
+    activation = {"self": celpy.json_to_cel({"a": [1, 2], "b": 3})}
+    assert program.evaluate(activation) == celpy.celtypes.BoolType(True)
+
+
+def test_the_cache_folder_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cel_parser.cache_dir() == tmp_path / "jobset-infra"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cel_parser.cache_dir() == tmp_path / "home" / ".cache" / "jobset-infra"
+
+
+def test_without_a_home_nothing_is_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "relative")
+    assert cel_parser.cache_dir() is None

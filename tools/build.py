@@ -108,6 +108,12 @@ GROUPS: tuple[Group, ...] = (
     Group("jobset", (Binary("jobset-manager", "sigs.k8s.io/jobset", (
         ("sigs.k8s.io/jobset/pkg/version.GitVersion", "{sigs.k8s.io/jobset}"),
     )),)),
+    # Upstream JobSet's Go side as parity peers (tests): our Go client built from its API module,
+    # and its in-place restart agent. A group of its own so the jobset group's key is unchanged.
+    Group("jobset-parity", (
+        Binary("jobset-goclient", "./cmd/jobset-goclient"),
+        Binary("in-place-restart-agent", "sigs.k8s.io/jobset/cmd/in-place-restart-agent"),
+    )),
     Group("pulumi", (
         Binary("pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", (_PULUMI_VERSION,),
                tags="osusergo,grpcnotrace"),

@@ -259,6 +259,10 @@ MAX_DEPENDS_ON: Final = 5
 RULE_NAME_MIN_LENGTH: Final = 1
 RULE_NAME_MAX_LENGTH: Final = 128
 RULE_NAME_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+# What the CRD admits as a rule name: a name, or "" (upstream's Go type has no omitempty, so
+# every Go client sends an unnamed rule as ""; upstream's webhook, our defaulting policy and the
+# controller all name it failurePolicyRule<index>).
+RULE_NAME_OR_UNSET_PATTERN: Final = f"^({RULE_NAME_PATTERN[1:-1]})?$"
 # Max parallel Job creates/deletes per reconcile.
 MAX_PARALLELISM: Final = 50
 # backoffLimit required with restartStrategy InPlaceRestart (MaxInt32).

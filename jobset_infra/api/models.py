@@ -134,7 +134,7 @@ class FailurePolicyRule(ApiModel):
         default="",
         json_schema_extra={
             "maxLength": c.RULE_NAME_MAX_LENGTH,
-            "pattern": c.RULE_NAME_PATTERN,
+            "pattern": c.RULE_NAME_OR_UNSET_PATTERN,
         },
     )
     """Rule name, unique in the policy; defaulted to failurePolicyRule<index>."""

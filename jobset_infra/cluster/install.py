@@ -30,6 +30,10 @@ KINDS: Final[Mapping[str, Resource]] = {
     r.kind: r for r in (
         Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                  "CustomResourceDefinition", namespaced=False),
+        Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies",
+                 "MutatingAdmissionPolicy", namespaced=False),
+        Resource("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings",
+                 "MutatingAdmissionPolicyBinding", namespaced=False),
         Resource("", "v1", "namespaces", "Namespace", namespaced=False),
         Resource("", "v1", "serviceaccounts", "ServiceAccount"),
         Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",

@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 TYPE_TOKEN = "jobset-infra:index:JobSetSystem"
+_DEFAULTING_KEYS = ("defaulting-policy", "defaulting-policy-binding")
 IMAGE_NAME = "jobset-controller"
 IMAGE_STAND_IN = "registry.invalid/jobset-controller@sha256:" + "0" * 64
 """Checked in place of an image given as an Output, until the Output resolves."""
@@ -155,6 +156,8 @@ class JobSetSystem(pulumi.ComponentResource):
                 self._options(), pulumi.ResourceOptions(retain_on_delete=args.retain_crd)
             ),
         )
+        for policy, key in zip(objects.defaulting, _DEFAULTING_KEYS, strict=False):
+            self._create(key, policy, [crd])
         ns = self._create("namespace", objects.namespace)
         prerequisites = self._prerequisites(objects, ns)
         deployment = self._deployment(objects, image, [crd, *prerequisites])

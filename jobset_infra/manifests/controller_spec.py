@@ -113,6 +113,11 @@ class ControllerOptions(BaseModel):
             return tuple(str(ipaddress.ip_network(cidr, strict=False)) for cidr in value)
         except ValueError as err:
             raise ValueError(f"{err}; give CIDRs such as '34.1.2.3/32'") from None
+    defaulting_policy: bool = True
+    """Install the MutatingAdmissionPolicy that stores JobSets defaulted as upstream's webhook
+    would (`api.defaulting_policy`: unnamed failure-policy rules named, an empty pod restart
+    policy filled). Needs Kubernetes 1.36 or later; on 1.31-1.35 set False: the controller
+    applies the same defaults when it reads a JobSet, only the stored object keeps `""`."""
 
     @field_validator("namespace", "name")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jobset_infra.api.defaulting_policy import defaulting_policy, defaulting_policy_binding
 from jobset_infra.api.rbac import CLUSTER_RULES, CLUSTER_SCOPED_RULES
 from jobset_infra.manifests import controller, rbac
 from jobset_infra.manifests.controller_spec import ControllerInstall
@@ -27,6 +28,9 @@ class SystemObjects:
     """The objects of one install, by role; `in_apply_order` lists them for a plain apply."""
 
     crd: Manifest
+    defaulting: tuple[Manifest, ...]
+    """Upstream's webhook defaults the CRD cannot express (a MutatingAdmissionPolicy and its
+    binding), or nothing when the install opts out (`defaulting_policy=False`)."""
     namespace: Manifest
     service_account: Manifest
     cluster_role: Manifest
@@ -67,7 +71,13 @@ class SystemObjects:
 
     def in_apply_order(self) -> list[Manifest]:
         """Return every object: CRD, prerequisites, Deployment, then the rest."""
-        return [self.crd, *self.prerequisites(), self.deployment, *self.after_deployment()]
+        return [
+            self.crd,
+            *self.defaulting,
+            *self.prerequisites(),
+            self.deployment,
+            *self.after_deployment(),
+        ]
 
 
 def system_objects(install: ControllerInstall) -> SystemObjects:
@@ -78,6 +88,9 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
     watched = install.config.controller.watch_namespace or None
     return SystemObjects(
         crd=jobset_crd(),
+        defaulting=(
+            (defaulting_policy(), defaulting_policy_binding()) if install.defaulting_policy else ()
+        ),
         namespace=controller.namespace(install),
         service_account=rbac.service_account(install.name, ns, labels),
         cluster_role=rbac.cluster_role(

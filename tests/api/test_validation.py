@@ -457,12 +457,15 @@ def test_long_names(name: str, build: Build, want_path: str, want_message: str) 
     assert any(e.path == want_path and want_message in e.message for e in errors), errors
 
 
-def test_an_empty_rule_name_is_rejected_when_not_defaulted() -> None:
-    # default() names unnamed rules; validate() still rejects "" for callers that skip it.
-    errors = validate(_base().rule("FailJobSet", "").model())
-    assert [(e.path, "should match" in e.message) for e in errors] == [
-        ("spec.failurePolicy.rules[0].name", True)
-    ]
+def test_an_empty_rule_name_is_accepted_as_the_unset_name_go_clients_send() -> None:
+    # Upstream's Go type has no omitempty: every Go client sends an unnamed rule as "". The CRD
+    # admits it and default() names it as upstream's webhook does (failurePolicyRule<i>).
+    js = _base().rule("FailJobSet", "").model()
+    assert validate(js) == []
+    defaulted = default(js)
+    assert defaulted.spec.failure_policy is not None
+    assert defaulted.spec.failure_policy.rules[0].name == "failurePolicyRule0"
+    assert validate(defaulted) == []
 
 
 def test_coordinator_job_without_completions_is_rejected() -> None:

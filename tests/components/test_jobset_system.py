@@ -45,6 +45,8 @@ def test_creates_every_controller_object_as_a_child_of_the_component() -> None:
     children = {(kind_of(r), r.name) for r in run.children(component)}
     assert children == {
         ("CustomResourceDefinition", "jobset-crd"),
+        ("MutatingAdmissionPolicy", "jobset-defaulting-policy"),
+        ("MutatingAdmissionPolicyBinding", "jobset-defaulting-policy-binding"),
         ("Namespace", "jobset-namespace"),
         ("ServiceAccount", "jobset-service-account"),
         ("ClusterRole", "jobset-cluster-role"),
@@ -75,7 +77,7 @@ def test_every_kubernetes_child_uses_the_explicit_provider() -> None:
         return JobSetSystem("jobset", args, pulumi.ResourceOptions(transformations=[record]))
 
     run_component(build)
-    assert len(seen) == 13
+    assert len(seen) == 15  # the CRD, its defaulting policy and binding, 12 controller objects
     assert all(value is explicit[0] for value in seen.values())
 
 
@@ -140,7 +142,7 @@ def test_rendered_builtin_objects_validate_against_the_pinned_schema() -> None:
     run = build_system(pools=[v5e_pools()])
     objects = kubernetes_objects(run.run.registrations)
     builtins = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    assert len(builtins) == 12
+    assert len(builtins) == 14  # with the defaulting policy and its binding
     for manifest in builtins:
         assert validate_builtin(manifest) == [], manifest["kind"]
 

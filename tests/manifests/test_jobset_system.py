@@ -28,6 +28,8 @@ def test_apply_order_starts_with_the_crd_and_puts_the_deployment_after_its_needs
     kinds = [m["kind"] for m in system_objects(parse_install(image=IMAGE)).in_apply_order()]
     assert kinds == [
         "CustomResourceDefinition",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
         "Namespace",
         "ServiceAccount",
         "ClusterRole",
@@ -41,6 +43,12 @@ def test_apply_order_starts_with_the_crd_and_puts_the_deployment_after_its_needs
         "Service",
         "ClusterRole",
     ]
+
+
+def test_the_defaulting_policy_is_left_out_when_the_install_opts_out() -> None:
+    objects = system_objects(parse_install(image=IMAGE, defaulting_policy=False))
+    kinds = [m["kind"] for m in objects.in_apply_order()]
+    assert "MutatingAdmissionPolicy" not in kinds and "CustomResourceDefinition" in kinds
 
 
 def test_service_monitor_comes_last_when_asked_for() -> None:
@@ -57,7 +65,9 @@ def test_every_object_of_the_install_validates_against_the_pinned_schema() -> No
 def test_namespaced_objects_live_in_the_install_namespace() -> None:
     objects = system_objects(parse_install(image=IMAGE, namespace="jobs-system"))
     for manifest in objects.in_apply_order()[1:]:
-        if manifest["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        cluster_scoped = ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                          "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+        if manifest["kind"] not in cluster_scoped:
             assert manifest["metadata"]["namespace"] == "jobs-system", manifest["kind"]
 
 

@@ -23,8 +23,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 from tests.sigterm import pytest_configure, pytest_runtest_setup  # noqa: E402, F401
 
 ROOT = Path(__file__).resolve().parents[1]
-# Folder (or module) -> tier; the longest match wins. Every test gets exactly one of unit, sim
-# and e2e; a folder that is in no tier fails the collection, so none is left out of `-m`.
+# Folder (or module) -> tier; the longest match wins. Every test gets exactly one of unit, sim,
+# e2e and chaos; a folder that is in no tier fails the collection, so none is left out of `-m`.
 TIERS: dict[str, str] = {
     "tests": "unit",  # the modules directly in tests/ (Dockerfile, plan command, README)
     "tests/api": "unit",
@@ -46,6 +46,7 @@ TIERS: dict[str, str] = {
     "tests/reliability": "sim",
     "tests/benchmarks": "e2e",
     "tests/e2e": "e2e",
+    "tests/chaos": "chaos",  # faults on the real control plane (each test also marked `real`)
 }
 
 

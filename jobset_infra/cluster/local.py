@@ -45,6 +45,7 @@ from jobset_infra.cluster.processes import (
     Started,
     alive,
     free_port,
+    kill,
     start,
     stop,
     wait_healthy,
@@ -87,6 +88,7 @@ class RunningCluster:
     processes: list[Started]
     pools: tuple[PoolSpec, ...]
     versions: dict[str, str] = field(default_factory=dict)
+    options: ClusterOptions | None = None  # what `start_cluster` was given (None: from state)
 
     @property
     def url(self) -> str:
@@ -112,6 +114,26 @@ class RunningCluster:
             shutil.rmtree(self.layout.folder, ignore_errors=True)
         return stopped
 
+    def restart(self, name: str, *, crash: bool = True, tools: Tools | None = None) -> float:
+        """Stop component `name` (SIGKILL when `crash`: a process lost, not shut down) and
+        start it again as `start_cluster` did, with its data (etcd's folder) kept; return the
+        seconds from the stop until it is healthy again. For the chaos tests."""
+        options = self.options or ClusterOptions()
+        spec = next(s for s in plan_processes(self.layout, tools or find_tools(), options.tuning)
+                    if s.name == name)
+        index, old = next((i, p) for i, p in enumerate(self.processes) if p.name == name)
+        began = time.monotonic()
+        if crash:
+            kill(old)
+        else:
+            stop([old])
+        started = start(spec, self.layout.log(name))
+        self.processes[index] = started
+        _write_state(self, options)
+        wait_healthy(started, spec.health_url, _health_context(self.layout, name),
+                     options.start_timeout, headers=_health_headers(self.layout, name))
+        return time.monotonic() - began
+
 
 def default_folder(name: str) -> Path:
     return cache_root() / "clusters" / name
@@ -134,7 +156,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
     _claim(folder)
     layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
     _write_files(layout, options)
-    cluster = RunningCluster(layout, [], pools)
+    cluster = RunningCluster(layout, [], pools, options=options)
     started_at = time.monotonic()
     try:
         specs = plan_processes(layout, tools, options.tuning)

@@ -139,6 +139,18 @@ def stop(processes: Sequence[Started], grace: float = 10.0,
     return stopped
 
 
+def kill(started: Started, pause: Callable[[float], None] = time.sleep) -> None:
+    """SIGKILL a live process we started and wait until it is gone (a crash, for tests)."""
+    if not alive(started):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(started.pid, signal.SIGKILL)
+    while alive(started):
+        _reap(started.pid)
+        pause(0.02)
+    _reap(started.pid)
+
+
 def _reap(pid: int) -> None:
     """Collect our own child's exit status so it does not linger as a zombie."""
     with contextlib.suppress(ChildProcessError, OSError):

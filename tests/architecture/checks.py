@@ -265,7 +265,9 @@ def _permission_spelling(node: ast.AST) -> str:
         return "a (group, resource, verb) tuple"
     if isinstance(node, ast.Dict):
         keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
-        if {"apiGroups", "verbs"} <= keys:
+        # A FlowSchema's resource rule (API Priority and Fairness) looks alike but selects
+        # requests to throttle, granting nothing; it alone has `namespaces` / `clusterScope`.
+        if {"apiGroups", "verbs"} <= keys and not keys & {"namespaces", "clusterScope"}:
             return "a PolicyRule dict"
     return ""
 

@@ -364,6 +364,7 @@ def test_call_check(name: str, source: str, want_violations: int) -> None:
         pytest.param("tests/controller/core/test_x.py", "unit", id="a nested folder is found"),
         pytest.param("tests/integration/test_x.py", "sim", id="the controller on the sim"),
         pytest.param("tests/e2e/test_x.py", "e2e", id="end to end"),
+        pytest.param("tests/chaos/test_x.py", "chaos", id="faults on the real control plane"),
         pytest.param("tests/newthing/test_x.py", None, id="a new folder has no tier until listed"),
     ],
 )
@@ -387,6 +388,9 @@ def test_tier_of(path: str, want: str | None) -> None:
                      id="the declaration itself"),
         pytest.param("jobset_infra.sim.x", "T = ('a', 'b', 'c')\n", 0,
                      id="a triple that ends in no verb"),
+        pytest.param("tests.chaos.test_x", "R = {'verbs': ['*'], 'apiGroups': ['*'], "
+                     "'resources': ['*'], 'namespaces': ['*'], 'clusterScope': True}\n", 0,
+                     id="a FlowSchema's resource rule selects requests, it grants nothing"),
     ],
 )
 def test_permission_declaration_check(name: str, source: str, want_violations: int) -> None:

@@ -1,20 +1,16 @@
-"""Health that tells the truth (on the sim; the real RBAC case is tests/chaos): a cache the API
-server refuses holds the controller not ready, is retried until allowed, and a leader whose cache
-has been refused for the renew deadline gives the Lease up and takes it again once it can see."""
+"""A leader whose cache the API server refuses for the renew deadline gives the Lease up and
+takes it again once it can see (on the sim, which can refuse one resource to a running replica).
+A controller started without its RBAC is tested on the real control plane instead
+(tests/chaos/test_control_plane.py), which made the sim's version of it redundant."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 import pytest
 
-from jobset_infra.controller.runtime.manager import start_controller
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import Cluster, eventually, fast_config
-from tests.integration.test_controller_process import free_port, http_get
 
 
 class Refuse:
@@ -39,45 +35,8 @@ class Refuse:
         return None
 
 
-async def readyz(port: int) -> tuple[int, str]:
-    return await asyncio.get_running_loop().run_in_executor(
-        None, http_get, f"http://127.0.0.1:{port}/readyz")
-
-
 async def job_count(cluster: Cluster) -> int:
     return len(await cluster.jobs())
-
-
-@pytest.mark.sim_only("refuses requests with a sim hook")
-async def test_a_controller_started_without_rbac_is_not_ready_until_allowed(
-    cluster: Cluster,
-) -> None:
-    refuse = Refuse(cluster.namespace)
-    cluster.sim.sim.add_hook(refuse)
-    port = free_port()
-    config = fast_config(controller={"watchNamespace": cluster.namespace},
-                         health={"healthProbeBindAddress": f"127.0.0.1:{port}"})
-    starting = asyncio.create_task(start_controller(config, access=cluster.access))
-    try:
-        await cluster.create_jobset(make_jobset("js").replicated_job("w", replicas=2))
-        status, body = await eventually(
-            lambda: _refused_readyz(port, refuse), what="/readyz saying why it is not ready")
-        assert status == 503 and "jobs: not listed yet (list: 403 Forbidden" in body
-        assert not starting.done(), "start-up waits for the required caches"
-        seen = refuse.refused
-        await eventually(lambda: _at_least(refuse, seen + 1), what="a retry of the list")
-        cluster.sim.sim.remove_hook(refuse)
-        ctl = await asyncio.wait_for(starting, 30)
-        cluster.controllers.append(ctl)
-        await eventually(lambda: _len_is(cluster, 2), what="the JobSet's Jobs, by itself")
-        assert (await readyz(port))[0] == 200
-    finally:
-        with contextlib.suppress(ValueError):  # removed above unless the test failed first
-            cluster.sim.sim.remove_hook(refuse)
-        if not starting.done():
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await starting
 
 
 @pytest.mark.sim_only("refuses requests with a sim hook")
@@ -107,15 +66,6 @@ async def test_a_leader_that_cannot_see_jobs_gives_up_the_lease_and_takes_it_bac
     await ctl.wait_leader(30)
     await eventually(lambda: _len_is(cluster, 2), what="the JobSet's Jobs once it can see")
     assert ctl.readiness().ok and ctl.liveness().ok and not ctl.lost.is_set()
-
-
-async def _refused_readyz(port: int, refuse: Refuse) -> tuple[int, str] | None:
-    status, body = await readyz(port)
-    return (status, body) if refuse.refused and status == 503 and "403" in body else None
-
-
-async def _at_least(refuse: Refuse, count: int) -> bool:
-    return refuse.refused >= count
 
 
 async def _len_is(cluster: Cluster, count: int) -> bool:

@@ -16,7 +16,7 @@ tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream Job
 	python3 tools/build.py
 
 ##@ Real local cluster
-.PHONY: tools up down cluster-up cluster-down test-real
+.PHONY: tools up down cluster-up cluster-down test-real test-chaos
 up: tools ## the real path: the local cluster, `pulumi up -s local` with the real engine, the JobSet watched to Completed
 	$(BIN)/jobset-infra deploy up
 
@@ -31,6 +31,9 @@ cluster-down: ## stop it and remove its files
 
 test-real: tools ## only the tiers that run on the real control plane (envtest and full cluster)
 	JOBSET_REQUIRE_REAL=1 $(BIN)/pytest -q -m "envtest or real"
+
+test-chaos: tools ## the whole chaos tier, its platform faults too (CI runs tests/chaos/test_controller.py)
+	JOBSET_REQUIRE_REAL=1 JOBSET_CHAOS=full $(BIN)/pytest -q -m chaos -s
 
 ##@ Develop
 .PHONY: demo check test test-fast test-integration verify generate lock bench bench-quick bench-real bench-real-quick

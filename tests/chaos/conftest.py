@@ -5,8 +5,10 @@ files run first under xdist, and skip or fail without the binaries as the real t
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 
 from tests.chaos.harness import Plane, chaos_config, chaos_install
@@ -14,6 +16,19 @@ from tests.chaos.invariants import Recorder
 from tests.realcluster import real_cluster
 
 NODES = "cpu:3"
+FULL_ENV = "JOBSET_CHAOS"  # "full": also the tests marked chaos_full (test_platform.py)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked `chaos_full` (the platform's faults, about 3 minutes more on top of the
+    CI part's cluster) run only with JOBSET_CHAOS=full: deselected otherwise, never skipped, so
+    a CI run reports them as deselected and its real tiers still report no skips."""
+    if os.environ.get(FULL_ENV) == "full":
+        return
+    dropped = [item for item in items if item.get_closest_marker("chaos_full")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker("chaos_full")]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

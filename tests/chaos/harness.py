@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.controller_config import ControllerConfig, LogFormat
 from jobset_infra.cluster.install import apply, apply_all, local_install
 from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION
 from jobset_infra.cluster.layout import token_kubeconfig
@@ -50,15 +50,18 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
-async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float) -> T:
-    """Poll `check` until it returns something truthy (returned); fail naming `what`."""
+async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float,
+                describe: Callable[[], str] | None = None) -> T:
+    """Poll `check` until it returns something truthy (returned); fail naming `what` (and
+    what `describe` says about the state it was left in)."""
     deadline = time.monotonic() + timeout
     while True:
         value = await check()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last: {value!r}")
+            state = f"\n{describe()}" if describe is not None else ""
+            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last: {value!r}{state}")
         await asyncio.sleep(0.1)
 
 
@@ -156,6 +159,15 @@ class Fleet:
             replica.exits.append(code)
             delay = 1.0 if time.monotonic() - started > 30 else min(8.0, delay * 2)
             await asyncio.sleep(delay)
+
+    def describe(self, lines: int = 8) -> str:
+        """Each replica's exits and last log lines (for a failure message)."""
+        parts = []
+        for replica in self.replicas.values():
+            text = replica.log.read_text(errors="replace") if replica.log.exists() else ""
+            tail = "\n    ".join(text.splitlines()[-lines:])
+            parts.append(f"replica {replica.name}: exits {replica.exits}; log tail:\n    {tail}")
+        return "\n".join(parts)
 
     def logs(self, name: str) -> list[dict[str, Any]]:
         lines = self.replicas[name].log.read_text(errors="replace").splitlines()
@@ -319,5 +331,5 @@ def chaos_config(install: ControllerInstall) -> ControllerConfig:
     config = install.config
     return config.model_copy(update={
         "leader_election": config.leader_election.model_copy(update={"leader_elect": True}),
-        "logging": config.logging.model_copy(update={"format": "json"}),
+        "logging": config.logging.model_copy(update={"format": LogFormat.JSON}),
     })

@@ -1,7 +1,7 @@
 """A leader whose cache the API server refuses for the renew deadline gives the Lease up and
 takes it again once it can see (on the sim, which can refuse one resource to a running replica).
 A controller started without its RBAC is tested on the real control plane instead
-(tests/chaos/test_control_plane.py), which made the sim's version of it redundant."""
+(tests/chaos/test_controller.py), which made the sim's version of it redundant."""
 
 from __future__ import annotations
 

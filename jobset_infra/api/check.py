@@ -61,7 +61,8 @@ def check_jobset(
         return CheckResult(type_errors)
     errors = _Errors()
     errors.extend(metadata_errors(manifest.get("metadata"), builtin=False))
-    schema = jobset_crd_schema()
+    gates = feature_gates or FeatureGates()
+    schema = jobset_crd_schema(gates)
     admitted_old = schema.admit(old)[0] if isinstance(old, dict) else None
     for path in schema.pruned_fields(manifest):
         errors.add(FieldError(path, f'unknown field "{path.rsplit(".", 1)[-1]}"'))
@@ -83,7 +84,6 @@ def check_jobset(
         return CheckResult(errors.items)
     defaulted = default(js)
     old_defaulted = default(old_js) if old_js is not None else None
-    gates = feature_gates or FeatureGates()
     context = Context(check_name(defaulted), gates, existing_pvcs or {}, old_defaulted)
     errors.extend(webhook_problems(defaulted, context))
     errors.extend(size_errors(defaulted))

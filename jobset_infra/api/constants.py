@@ -104,6 +104,9 @@ IN_PLACE_RESTART_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/in-place-restart-attem
 # JobSet annotation that makes the agent bypass its barrier.
 DISABLE_IN_PLACE_RESTART_KEY: Final = "jobset.sigs.k8s.io/disable-in-place-restart"
 
+# Job and pod-template annotation: status.executionAttempts at create/resume (KEP-1282).
+EXECUTION_ATTEMPT_KEY: Final = "jobset.sigs.k8s.io/execution-attempt"
+
 # --- managedBy ---------------------------------------------------------------------------------
 
 # Reserved spec.managedBy value meaning "this controller".
@@ -189,6 +192,12 @@ JOB_CREATION_FAILED_EVENT: Final = "JobCreationFailed"
 HEADLESS_SERVICE_CREATION_FAILED_EVENT: Final = "HeadlessServiceCreationFailed"
 # Warning emitted immediately when creating a PVC fails.
 PVC_CREATION_FAILED_EVENT: Final = "PVCCreationFailed"
+# Warning when the API server refuses a resume that carries new container resources (KEP-1150).
+FAILED_RESOURCE_PROPAGATION_EVENT: Final = "FailedResourcePropagation"
+FAILED_RESOURCE_PROPAGATION_MESSAGE: Final = (
+    "Failed to propagate mutated resources to child Job: {error}. Ensure "
+    "MutablePodResourcesForSuspendedJobs is enabled on the API server."
+)
 # Defined upstream but unused there.
 RESTARTING_EVENT: Final = "Restarting"
 # Event action string upstream's recorder uses.
@@ -251,6 +260,8 @@ VALID_JOB_FAILURE_REASONS: Final = (
 
 # Max replicas per rjob when RestartJob actions are used (jobRestarts arrays are this long).
 MAX_REPLICAS_WITH_RESTART_JOB: Final = 1024
+# Max spec.replicatedJobs with ElasticJobSet on: its scaling rule's CEL cost (see docs/api.md).
+MAX_REPLICATED_JOBS_WITH_ELASTIC: Final = 1024
 # Max items of spec.volumeClaimPolicies and of each policy's templates.
 MAX_VOLUME_CLAIM_POLICIES: Final = 50
 # Max items of replicatedJobs[].dependsOn.

@@ -57,6 +57,19 @@ class Feature(StrEnum):
     ELASTIC_JOBSET = ("ElasticJobSet", False, Stage.ALPHA,
                       "changing `parallelism`/`completions` of Indexed replicated jobs; the "
                       "controller patches live Jobs")
+    # Ahead of upstream's release: on its main branch as KEPs (implementable, v0.13).
+    MUTABLE_POD_RESOURCES = ("MutablePodResourcesForSuspendedJobSets", False, Stage.ALPHA,
+                             "changing container and init-container `resources` requests and "
+                             "limits while suspended; resume carries them to the Jobs (KEP-1150,"
+                             " upstream's main branch)")
+    EXECUTION_ATTEMPTS = ("ExecutionAttemptsTracking", False, Stage.ALPHA,
+                          "`status.executionAttempts` and the `execution-attempt` annotation, "
+                          "counting restarts and resumes (KEP-1282, upstream's main branch)")
+    # Ours, not upstream's (its issue #535 is open): off by default, as upstream behaves.
+    CREATE_CHILDREN_ON_FIRST_RESUME = ("CreateChildrenOnFirstResume", False, Stage.ALPHA,
+                                       "no Jobs and no headless Service for a JobSet created "
+                                       "suspended until it is first resumed (upstream #535; "
+                                       "ours, not an upstream gate)")
 
 
 class FeatureGateError(ValueError):

@@ -24,6 +24,7 @@ from jobset_infra.api.errors import FieldError, child, show_value
 K8S_VERSION: Final = "1.37"
 # Definition name of a Job template (ReplicatedJob.template).
 JOB_TEMPLATE_SPEC: Final = "io.k8s.api.batch.v1.JobTemplateSpec"
+JOB_SPEC: Final = "io.k8s.api.batch.v1.JobSpec"
 # Definition name of a PersistentVolumeClaim (VolumeClaimPolicy.templates[]).
 PERSISTENT_VOLUME_CLAIM: Final = "io.k8s.api.core.v1.PersistentVolumeClaim"
 # Definition name of ObjectMeta.

@@ -9,8 +9,9 @@ verb the controller stops using shows up there. There are no wildcards: each rul
 group, resources and verbs.
 
 Compared with upstream `config/components/rbac/role.yaml` (reference jobset-upstream.md §2.17) the
-controller needs less: no Pods (placement assigns node pools through a nodeSelector, there is no
-pod webhook to repair), no webhook configurations (there are no webhooks, so no cert injection),
+controller needs less: Pods only listed and watched, for in-place restart (placement assigns
+node pools through a nodeSelector, there is no pod webhook to repair), no webhook
+configurations (there are no webhooks, so no cert injection),
 PersistentVolumeClaims only listed, watched and created (volumeClaimPolicies; never read one by
 one), and Leases are granted in the controller's own namespace only, get/update of the
 controller's one Lease by name. TokenReviews and SubjectAccessReviews are created to check who
@@ -28,6 +29,7 @@ __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
     "CLUSTER_SCOPED_RULES",
+    "IN_PLACE_RESTART_AGENT_RULES",
     "METRICS_READER_RULES",
     "NAMESPACE_RULES",
     "WORKLOAD_RULES",
@@ -94,6 +96,9 @@ WORKLOAD_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((_BATCH_GROUP,), ("jobs/status",), ("patch",)),
     # The headless Service for pod DNS; removed by garbage collection through its ownerReference.
     PolicyRule((_CORE_GROUP,), ("services",), ("list", "watch", "create")),
+    # With the InPlaceRestart gate, the JobSets' Pods are watched for their agents' attempts
+    # (KEP-467); read only, never written (upstream also updates, patches and deletes Pods).
+    PolicyRule((_CORE_GROUP,), ("pods",), ("list", "watch")),
     # volumeClaimPolicies: PVC names are cached (list/watch) and missing PVCs created.
     PolicyRule((_CORE_GROUP,), ("persistentvolumeclaims",), ("list", "watch", "create")),
     # Events in both APIs: events.k8s.io when served, core v1 otherwise; patch bumps a series.
@@ -134,6 +139,15 @@ METRICS_READER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((), (), ("get",), non_resource_urls=("/metrics",)),
 )
 """What a scraper (Prometheus' ServiceAccount) needs to be bound to, to read /metrics."""
+
+IN_PLACE_RESTART_AGENT_RULES: tuple[PolicyRule, ...] = (
+    # upstream's in-place restart agent (KEP-467) in each worker Pod, granted in its namespace:
+    # it server-side-applies its attempt annotation to its own Pod, and watches its JobSet.
+    PolicyRule((_CORE_GROUP,), ("pods",), ("patch",), called=False),
+    PolicyRule((_JOBSET_GROUP,), ("jobsets",), ("get", "list", "watch"), called=False),
+)
+"""Not the controller's: what the Pods of an InPlaceRestart JobSet need for the agent
+(`manifests.in_place_restart`); `called=False`, the controller never makes these calls."""
 
 ALL_RULES: tuple[PolicyRule, ...] = CLUSTER_RULES + NAMESPACE_RULES
 """Every permission the controller holds, cluster-wide and namespaced."""

@@ -23,16 +23,29 @@ Python check restates a CEL rule's message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import validation as checks
 from jobset_infra.api import validation_update as update_checks
 from jobset_infra.api.errors import FieldError
-from jobset_infra.api.features import FeatureGates
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import JobSet
+from jobset_infra.api.rule_base import Check, Context, Rule, when
+from jobset_infra.api.rules_update import all_but_sizes_unchanged, replicated_job_update_rules
+
+__all__ = [
+    "DNS1035_REGEX",
+    "DOMAIN_PREFIXED_PATH_REGEX",
+    "RULES",
+    "Check",
+    "Context",
+    "Rule",
+    "children_refused",
+    "crd_rules",
+    "webhook_problems",
+]
 
 # A DNS-1035 label (Service names); subdomain must be one (upstream checks DNS-1123 and 1035).
 DNS1035_REGEX: Final = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -47,61 +60,6 @@ _RJOBS: Final = "(has(self.spec) && has(self.spec.replicatedJobs) ? self.spec.re
 _SUSPENDED: Final = "(has({0}.suspend) ? {0}.suspend : false)"
 
 
-@dataclass(frozen=True)
-class Context:
-    """What a Python check reads besides the JobSet."""
-
-    name: str
-    """The name the checks use: metadata.name, or generateName plus five characters."""
-    gates: FeatureGates
-    existing_pvcs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    old: JobSet | None = None
-
-
-Check = Callable[[JobSet, Context], Iterable[FieldError]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One upstream webhook rule: CEL (`cel`, evaluated at the schema `path`) or a Python `check`.
-
-    `path` is the CRD schema path of a CEL rule ("" the root, `[]` steps into list items) or the
-    field a check reports on; `message` is the rule's one wording (a check words the variants
-    it finds, e.g. with the offending value).
-    """
-
-    id: str
-    path: str
-    message: str
-    cel: str | None = None
-    field_path: str | None = None
-    """CEL: where the error points, relative to `path` (e.g. ".managedBy")."""
-    check: Check | None = None
-    on_update: bool = False
-    """Python: run on update (with `Context.old`) instead of on create."""
-    children: bool = False
-    """A JobSet that breaks it gets children the API server refuses (a Job, pod, Service or PVC
-    name, or a label value the controller writes): the controller reports it as InvalidSpec
-    and creates nothing (`children_refused`)."""
-
-    def crd_entry(self) -> dict[str, Any]:
-        """The rule as an `x-kubernetes-validations` entry."""
-        assert self.cel is not None
-        entry: dict[str, Any] = {"rule": self.cel, "message": self.message}
-        if self.field_path is not None:
-            entry["fieldPath"] = self.field_path
-        return entry
-
-
-def _when(condition: str, then: str, otherwise: str = "true") -> str:
-    """`condition ? then : otherwise`: the guard form CEL engines never evaluate past.
-
-    `!has(x) || f(x)` also holds in Kubernetes' CEL, but engines without short-circuiting
-    (celpy) evaluate f(x) anyway and, inside macros, pay for the errors; a conditional is lazy.
-    """
-    return f"({condition} ? {then} : {otherwise})"
-
-
 def _longest(items: str) -> str:
     """The largest of a list of ints, 0 for an empty list (Kubernetes' lists library `max`)."""
     return f"({items} + [0]).max()"
@@ -112,16 +70,16 @@ def _root_rules() -> list[Rule]:
     # each iteration stays small (celpy interprets every node; the apiserver's cost is lower).
     job_suffix = "size(r.name) + size(string(r.replicas - 1))"
     spec = "r.template.spec"
-    indexed = _when(
+    indexed = when(
         f"has(r.template.spec) && has({spec}.completionMode) && has({spec}.completions)",
         f"{spec}.completionMode == '{c.COMPLETION_MODE_INDEXED}'",
         "false",
     )
     pod_suffix = f"{job_suffix} + size(string({spec}.completions - 1))"
     coord = "self.spec.coordinator"
-    subdomain = _when(
+    subdomain = when(
         "has(self.spec.network) && has(self.spec.network.subdomain)",
-        _when("size(self.spec.network.subdomain) > 0", "self.spec.network.subdomain", _NAME),
+        when("size(self.spec.network.subdomain) > 0", "self.spec.network.subdomain", _NAME),
         _NAME,
     )
     coordinator = (
@@ -129,7 +87,7 @@ def _root_rules() -> list[Rule]:
         f"size(string(has({coord}.jobIndex) ? {coord}.jobIndex : 0)) + "
         f"size(string(has({coord}.podIndex) ? {coord}.podIndex : 0)) + 4 + size({subdomain})"
     )
-    pvc = _when("has(t.metadata) && has(t.metadata.name)", "size(t.metadata.name)", "0")
+    pvc = when("has(t.metadata) && has(t.metadata.name)", "size(t.metadata.name)", "0")
     return [
         Rule(
             "every Job name fits in 63 characters",
@@ -151,19 +109,19 @@ def _root_rules() -> list[Rule]:
             "",
             "spec will lead to an invalid coordinator label value longer than 63 characters "
             "(long JobSet / ReplicatedJob / SubDomain name?)",
-            cel=_when(f"has(self.spec) && has({coord})", f"{coordinator} <= 63"),
+            cel=when(f"has(self.spec) && has({coord})", f"{coordinator} <= 63"),
             children=True,
         ),
         Rule(
             "every PVC name <template>-<jobset> fits in 63 characters",
             "",
             "PVC names <template>-<jobset> must be no more than 63 characters",
-            cel=_when(
+            cel=when(
                 "has(self.spec) && has(self.spec.volumeClaimPolicies)",
                 f"size({_NAME}) + 1 + "
                 + _longest(
                     "self.spec.volumeClaimPolicies.map(p, "
-                    + _when("has(p.templates)", _longest(f"p.templates.map(t, {pvc})"), "0")
+                    + when("has(p.templates)", _longest(f"p.templates.map(t, {pvc})"), "0")
                     + ")"
                 )
                 + " <= 63",
@@ -176,6 +134,7 @@ def _root_rules() -> list[Rule]:
 def _spec_rules() -> list[Rule]:
     rjobs = "(has(self.replicatedJobs) ? self.replicatedJobs : [])"
     old_rjobs = "(has(oldSelf.replicatedJobs) ? oldSelf.replicatedJobs : [])"
+    suspended = f"{_SUSPENDED.format('self')} || {_SUSPENDED.format('oldSelf')}"
     coord = "self.coordinator"
     job_index = f"(has({coord}.jobIndex) ? {coord}.jobIndex : 0)"
     return [
@@ -183,13 +142,13 @@ def _spec_rules() -> list[Rule]:
             "the first replicated job depends on nothing",
             "spec",
             c.FIRST_RJOB_DEPENDS_ON_MESSAGE,
-            cel=_when(f"size({rjobs}) > 0", f"!has({rjobs}[0].dependsOn)"),
+            cel=when(f"size({rjobs}) > 0", f"!has({rjobs}[0].dependsOn)"),
         ),
         Rule(
             "the coordinator names a replicated job and a job index it has",
             "spec",
             "coordinator must name an existing replicatedJob and a jobIndex below its replicas",
-            cel=_when(
+            cel=when(
                 f"has({coord})",
                 f"{rjobs}.exists(r, r.name == {coord}.replicatedJob && {job_index} < r.replicas)",
             ),
@@ -199,7 +158,7 @@ def _spec_rules() -> list[Rule]:
             "spec",
             c.FIELD_IMMUTABLE_MESSAGE,
             cel="has(self.managedBy) == has(oldSelf.managedBy) && "
-            + _when("has(self.managedBy)", "self.managedBy == oldSelf.managedBy"),
+            + when("has(self.managedBy)", "self.managedBy == oldSelf.managedBy"),
             field_path=".managedBy",
         ),
         Rule(
@@ -215,9 +174,21 @@ def _spec_rules() -> list[Rule]:
             c.FIELD_IMMUTABLE_MESSAGE
             + ": replicatedJobs can only change (pod template labels, annotations, "
             "nodeSelector, tolerations, schedulingGates) while the JobSet is suspended",
-            cel=f"{_SUSPENDED.format('self')} || {_SUSPENDED.format('oldSelf')} || "
-            f"{rjobs} == {old_rjobs}",
+            cel=f"{suspended} || {rjobs} == {old_rjobs}",
             field_path=".replicatedJobs",
+            gate=Feature.ELASTIC_JOBSET,
+            gate_on=False,
+        ),
+        Rule(
+            "replicated jobs change only while suspended, but for scaling (ElasticJobSet)",
+            "spec",
+            c.FIELD_IMMUTABLE_MESSAGE
+            + ": replicatedJobs can only change (pod template labels, annotations, "
+            "nodeSelector, tolerations, schedulingGates) while the JobSet is suspended, and "
+            "parallelism and completions of Indexed jobs at any time (ElasticJobSet)",
+            cel=f"{suspended} || {all_but_sizes_unchanged(rjobs, old_rjobs)}",
+            field_path=".replicatedJobs",
+            gate=Feature.ELASTIC_JOBSET,
         ),
     ]
 
@@ -241,7 +212,7 @@ def _field_rules() -> list[Rule]:
             "replicas x parallelism fits in an int32",
             "spec.replicatedJobs.[]",
             f"replicas x parallelism must not exceed {c.MAX_INT32}",
-            cel=_when(
+            cel=when(
                 "has(self.template.spec) && has(self.template.spec.parallelism)",
                 "(has(self.replicas) ? self.replicas : 1) * self.template.spec.parallelism "
                 f"<= {c.MAX_INT32}",
@@ -251,10 +222,10 @@ def _field_rules() -> list[Rule]:
             "volume claim policy templates set no namespace",
             "spec.volumeClaimPolicies.[]",
             c.VCP_NAMESPACE_MESSAGE,
-            cel=_when(
+            cel=when(
                 "has(self.templates)",
                 "self.templates.all(t, "
-                + _when(
+                + when(
                     "has(t.metadata) && has(t.metadata.namespace)",
                     "size(t.metadata.namespace) == 0",
                 )
@@ -343,17 +314,20 @@ def _old(ctx: Context) -> JobSet:
 RULES: Final[tuple[Rule, ...]] = (
     *_root_rules(),
     *_spec_rules(),
+    *replicated_job_update_rules(),
     *_field_rules(),
     *_python_rules(),
 )
 """Every webhook rule, once."""
 
 
-def crd_rules() -> dict[str, list[dict[str, Any]]]:
-    """Schema path -> the CEL rules to put there (`[]` steps into list items), in order."""
+def crd_rules(gates: FeatureGates | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Schema path -> the CEL rules to put there (`[]` steps into list items), in order, for an
+    install with `gates` (the registry's defaults when None)."""
+    gates = gates or FeatureGates()
     out: dict[str, list[dict[str, Any]]] = {}
     for rule in RULES:
-        if rule.cel is not None:
+        if rule.cel is not None and rule.applies(gates):
             out.setdefault(rule.path, []).append(rule.crd_entry())
     return out
 

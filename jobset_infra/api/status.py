@@ -87,6 +87,9 @@ class JobSetStatus(ApiModel):
     """InPlaceRestart: attempt lagging pods must restart from."""
     current_in_place_restart_attempt: int | None = Field(default=None, ge=0)
     """InPlaceRestart: attempt all pods agreed on (barrier lifted)."""
+    execution_attempts: int | None = Field(default=None, ge=0)
+    """Executions so far, counting restarts and resumes (KEP-1282, gate
+    ExecutionAttemptsTracking): None never ran, 0 the first run."""
 
     @model_validator(mode="after")
     def _always_restarts(self) -> JobSetStatus:

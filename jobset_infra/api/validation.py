@@ -74,7 +74,7 @@ def validate(
     from jobset_infra.api.rules import Context, webhook_problems
 
     context = Context(check_name(js), feature_gates or FeatureGates(), existing_pvcs or {}, old)
-    return [*crd_problems(js, old), *webhook_problems(js, context)]
+    return [*crd_problems(js, old, context.gates), *webhook_problems(js, context)]
 
 
 def children_refused(js: JobSet, feature_gates: FeatureGates | None = None
@@ -85,30 +85,39 @@ def children_refused(js: JobSet, feature_gates: FeatureGates | None = None
     from jobset_infra.api.rules import children_refused as refused
 
     context = Context(check_name(js), feature_gates or FeatureGates())
-    return refused(js, context, crd_problems(js))
+    return refused(js, context, crd_problems(js, gates=context.gates))
 
 
-def crd_problems(js: JobSet, old: JobSet | None = None) -> list[FieldError]:
-    """What the generated CRD's schema and CEL rules say about the spec of `js` (an update of
-    `old`). Memoized by content: the same spec gets the same verdict without a second run."""
+def crd_problems(
+    js: JobSet, old: JobSet | None = None, gates: FeatureGates | None = None
+) -> list[FieldError]:
+    """What the CRD generated for `gates` says about the spec of `js` (an update of `old`): its
+    schema and CEL rules. Memoized by content: the same spec gets the same verdict at once."""
+    from jobset_infra.api.crd.generate import crd_gates
+
     new_key = _spec_key(with_generated_name(js.to_dict()))
-    return list(_crd_verdict(new_key, _spec_key(old.to_dict()) if old is not None else ""))
+    old_key = _spec_key(old.to_dict()) if old is not None else ""
+    return list(_crd_verdict(new_key, old_key, crd_gates(gates)))
 
 
 def _spec_key(manifest: dict[str, Any]) -> str:
-    # What the rules read: the spec and the name. Status is the controller's, and the rest of
-    # metadata (resourceVersion, labels, ...) changes without changing the verdict.
+    # What the rules read: the spec, the name and whether it finished. The rest of the status is
+    # the controller's, and the rest of metadata (resourceVersion, labels, ...) changes without
+    # changing the verdict.
     meta = manifest.get("metadata") or {}
     named = {k: meta[k] for k in ("name", "generateName") if k in meta}
+    status = manifest.get("status") or {}
     kept = {k: v for k, v in manifest.items() if k not in ("status", "metadata")}
+    if "terminalState" in status:
+        kept["status"] = {"terminalState": status["terminalState"]}
     return json.dumps({**kept, "metadata": named}, sort_keys=True)
 
 
 @functools.lru_cache(maxsize=256)
-def _crd_verdict(new: str, old: str) -> tuple[FieldError, ...]:
+def _crd_verdict(new: str, old: str, gates: FeatureGates) -> tuple[FieldError, ...]:
     from jobset_infra.api.crd.generate import jobset_crd_schema
 
-    schema = jobset_crd_schema()
+    schema = jobset_crd_schema(gates)
     return tuple(schema.validate(json.loads(new), json.loads(old) if old else None))
 
 

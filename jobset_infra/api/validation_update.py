@@ -6,8 +6,10 @@ volumeClaimPolicies and dependsOn immutable) cover the rest. The replicated jobs
 except that
 - while the old or the new JobSet is suspended, each pod template's labels, annotations,
   nodeSelector, tolerations and schedulingGates may change (what Kueue writes on admission);
-- with the ElasticJobSet gate, parallelism/completions of Indexed jobs may change (P == C >= 1)
-  unless the JobSet already finished.
+- with the ElasticJobSet gate, parallelism/completions of Indexed jobs may change (the CRD
+  rendered with the gate checks P == C >= 1, and not once the JobSet finished);
+- with the MutablePodResourcesForSuspendedJobSets gate (KEP-1150), while suspended, containers'
+  and init containers' resource requests and limits may change too (not their claims).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.errors import FieldError, invalid
+from jobset_infra.api.errors import FieldError
 from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import JobSet
 
@@ -32,6 +34,7 @@ SUSPENDED_MUTABLE_POD_FIELDS: Final = (
     ("spec", "schedulingGates"),
 )
 _ELASTIC_FIELDS: Final = ("parallelism", "completions")
+_RESOURCE_FIELDS: Final = (("resources", "requests"), ("resources", "limits"))
 
 
 def replicated_jobs_problems(
@@ -43,53 +46,27 @@ def replicated_jobs_problems(
     munged = [r.to_dict() for r in new.spec.replicated_jobs]
     old_rjobs = [r.to_dict() for r in old.spec.replicated_jobs]
     old_by_name = {r["name"]: r for r in old_rjobs}
-    # 2. ElasticJobSet: validate P/C changes, then treat them as unchanged.
+    # 2. ElasticJobSet: P/C changes of Indexed jobs are the CRD's rules (rendered with the
+    #    gate: P == C >= 1, not once finished); here they count as unchanged.
     if gates.enabled(Feature.ELASTIC_JOBSET):
-        for i, rjob in enumerate(munged):
+        for rjob in munged:
             before = old_by_name.get(rjob["name"])
             if before is not None and _indexed(rjob) and _indexed(before):
-                yield from _elastic(i, rjob, before, _finished(old))
                 _copy_fields(before, rjob, [("spec", f) for f in _ELASTIC_FIELDS])
     # 3. Not suspended, or the names changed: the CRD's transition rules decide.
     suspended = bool(old.spec.suspend or new.spec.suspend)
     if not suspended or [r["name"] for r in munged] != [r["name"] for r in old_rjobs]:
         return
-    # 4. Suspended (before or after): scheduling directives of the pod template may change.
+    # 4. Suspended (before or after): scheduling directives of the pod template may change,
+    #    and with MutablePodResourcesForSuspendedJobSets containers' requests and limits.
+    resources = gates.enabled(Feature.MUTABLE_POD_RESOURCES)
     for rjob in munged:
         _copy_pod_fields(old_by_name[rjob["name"]], rjob)
+        if resources:
+            _copy_container_resources(old_by_name[rjob["name"]], rjob)
     # 5. Everything else is immutable.
     if munged != old_rjobs:
         yield FieldError("spec.replicatedJobs", c.RJOBS_SUSPENDED_CHANGES_MESSAGE)
-
-
-def _elastic(
-    i: int, rjob: Mapping[str, Any], before: Mapping[str, Any], finished: bool
-) -> Iterator[FieldError]:
-    spec, old_spec = _job_spec(rjob), _job_spec(before)
-    if all(spec.get(f) == old_spec.get(f) for f in _ELASTIC_FIELDS):
-        return
-    path = f"spec.replicatedJobs[{i}].template.spec"
-    if finished:
-        yield FieldError(path, c.ELASTIC_TERMINAL_MESSAGE)
-        return
-    parallelism, completions = spec.get("parallelism"), spec.get("completions")
-    for name, value in (("parallelism", parallelism), ("completions", completions)):
-        if isinstance(value, int) and value < 1:
-            yield invalid(f"{path}.{name}", value, c.ELASTIC_MIN_MESSAGE)
-    if parallelism is not None and completions is not None and parallelism != completions:
-        yield invalid(f"{path}.completions", completions, c.ELASTIC_EQUAL_MESSAGE)
-
-
-def _finished(js: JobSet) -> bool:
-    status = js.status
-    if status is None:
-        return False
-    if status.terminal_state in (c.CONDITION_COMPLETED, c.CONDITION_FAILED):
-        return True
-    return any(
-        cond.type in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and cond.status == "True"
-        for cond in status.conditions
-    )
 
 
 def _job_spec(rjob: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,6 +83,19 @@ def _copy_pod_fields(source: Mapping[str, Any], target: dict[str, Any]) -> None:
     pod_target = _job_spec(target).get("template")
     if isinstance(pod_source, dict) and isinstance(pod_target, dict):
         _copy_fields(pod_source, pod_target, SUSPENDED_MUTABLE_POD_FIELDS, wrapped=False)
+
+
+def _copy_container_resources(source: Mapping[str, Any], target: dict[str, Any]) -> None:
+    """KEP-1150: each container's requests and limits as the old one had them (matched by name);
+    everything else of a container, its resource claims included, stays compared."""
+    old_pod = (_job_spec(source).get("template") or {}).get("spec") or {}
+    new_pod = (_job_spec(target).get("template") or {}).get("spec") or {}
+    for key in ("containers", "initContainers"):
+        before = {x.get("name"): x for x in old_pod.get(key) or () if isinstance(x, dict)}
+        for container in new_pod.get(key) or ():
+            old = before.get(container.get("name")) if isinstance(container, dict) else None
+            if old is not None:
+                _copy_fields(old, container, _RESOURCE_FIELDS, wrapped=False)
 
 
 def _copy_fields(

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from jobset_infra.api.features import FeatureGates
 from jobset_infra.manifests.meta import Manifest
 
 __all__ = ["CRD_FILE", "jobset_crd"]
@@ -38,6 +39,14 @@ def _parsed() -> dict[str, Any]:
     return crd
 
 
-def jobset_crd() -> Manifest:
-    """Return the generated JobSet CRD (a fresh copy: callers may change it)."""
-    return copy.deepcopy(_parsed())
+def jobset_crd(gates: FeatureGates | None = None) -> Manifest:
+    """Return the generated JobSet CRD (a fresh copy: callers may change it), for a controller
+    running with `gates`: the committed file for the default gates, else the CRD rendered with
+    the rules of those gates (ElasticJobSet's scaling is admitted only by the CRD that has it)."""
+    if gates is None or gates == FeatureGates():
+        return copy.deepcopy(_parsed())
+    from jobset_infra.api.crd.generate import crd_gates, generate_crd  # the generator is big
+
+    if crd_gates(gates) == crd_gates(None):
+        return copy.deepcopy(_parsed())
+    return generate_crd(gates)

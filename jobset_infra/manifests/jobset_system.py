@@ -87,7 +87,7 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
     ns = install.namespace
     watched = install.config.controller.watch_namespace or None
     return SystemObjects(
-        crd=jobset_crd(),
+        crd=jobset_crd(install.config.gates()),
         defaulting=(
             (defaulting_policy(), defaulting_policy_binding()) if install.defaulting_policy else ()
         ),

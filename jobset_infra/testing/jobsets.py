@@ -296,6 +296,16 @@ class JobSetBuilder:
             self._status()["restartsCountTowardsMax"] = counting
         return self
 
+    def in_place_restart_attempts(
+        self, current: int | None = None, previous: int | None = None
+    ) -> Self:
+        """Set status.current/previousInPlaceRestartAttempt (omitted when None)."""
+        if current is not None:
+            self._status()["currentInPlaceRestartAttempt"] = current
+        if previous is not None:
+            self._status()["previousInPlaceRestartAttempt"] = previous
+        return self
+
     # -- results ----------------------------------------------------------------------------
 
     def obj(self) -> dict[str, Any]:

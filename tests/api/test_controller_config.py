@@ -93,7 +93,8 @@ def test_yaml_round_trip_keeps_every_field() -> None:
         ),
         pytest.param(
             "featureGates: {Nope: true}",
-            "featureGates: unknown feature gate 'Nope'; known: ElasticJobSet",
+            "featureGates: unknown feature gate 'Nope'; known: CreateChildrenOnFirstResume, "
+            "ElasticJobSet",
             id="unknown feature gate lists the known ones",
         ),
         pytest.param(

@@ -51,6 +51,7 @@ UPSTREAM_FIELDS: dict[type[BaseModel], set[str]] = {
         "replicatedJobsStatus",
         "previousInPlaceRestartAttempt",
         "currentInPlaceRestartAttempt",
+        "executionAttempts",  # upstream's main branch (KEP-1282), not v0.12
     },
     models.ReplicatedJobStatus: {
         "name",

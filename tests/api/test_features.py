@@ -37,12 +37,17 @@ def test_the_docs_table_is_the_registry() -> None:
 
 
 def test_upstream_gates_with_their_defaults_and_stages() -> None:
-    # reference/jobset-upstream.md section 1.2 (pkg/features/features.go).
+    # reference/jobset-upstream.md section 1.2 (pkg/features/features.go), and the KEPs.
     assert {f.value: (f.default, f.stage, f.locked) for f in Feature} == {
         "InPlaceRestart": (False, Stage.ALPHA, False),
         "TLSOptions": (True, Stage.GA, True),
         "RestartJob": (False, Stage.ALPHA, False),
         "ElasticJobSet": (False, Stage.ALPHA, False),
+        # upstream's main branch: KEP-1150 and KEP-1282 (alpha, off, v0.13)
+        "MutablePodResourcesForSuspendedJobSets": (False, Stage.ALPHA, False),
+        "ExecutionAttemptsTracking": (False, Stage.ALPHA, False),
+        # ours (upstream #535 has no gate): off, as upstream behaves
+        "CreateChildrenOnFirstResume": (False, Stage.ALPHA, False),
     }
 
 
@@ -55,7 +60,9 @@ def test_defaults_come_from_the_registry() -> None:
 @pytest.mark.parametrize(
     "text, want_error",
     [
-        pytest.param("Nope=true", "unknown feature gate 'Nope'; known: ElasticJobSet",
+        pytest.param("Nope=true",
+                     "unknown feature gate 'Nope'; known: CreateChildrenOnFirstResume, "
+                     "ElasticJobSet",
                      id="an unknown gate lists the known ones"),
         pytest.param("RestartJob", "'RestartJob' must look like Name=true or Name=false",
                      id="a gate without a value"),

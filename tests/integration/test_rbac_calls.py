@@ -4,8 +4,9 @@ The rules are declared once (`jobset_infra.api.rbac`); the Role is rendered from
 client refuses any call they do not grant. What is left to show is the other direction: that the
 controller uses every grant. So the controller is driven through every behaviour that needs one
 (leader election, child Jobs and their restart, suspend and resume, the headless Service, PVCs,
-exclusive placement's Node informer, repeated events in both Event APIs, TTL after finished,
-a scrape of the secure /metrics by a bound ServiceAccount),
+exclusive placement's Node informer, in-place restart's Pod informer (its gate on), repeated
+events in both Event APIs, TTL after finished, a scrape of the secure /metrics by a bound
+ServiceAccount),
 and the calls its client made (`KubeClient.used`) are compared with the rules.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import ALL_RULES, NAMESPACE_RULES, called_permissions
 from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
@@ -60,6 +62,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
 async def start(cluster: Cluster) -> RunningController:
     config = fast_config(
         controller={"watchNamespace": NS},
+        featureGates={Feature.IN_PLACE_RESTART.value: True},
         metrics={"bindAddress": "127.0.0.1:0", "secureServing": True},
         leaderElection={
             "leaderElect": True,

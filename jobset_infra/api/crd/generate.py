@@ -20,6 +20,7 @@ import yaml
 from jobset_infra.api import constants as c
 from jobset_infra.api import k8s_openapi
 from jobset_infra.api.crd.schema import CrdSchema
+from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import CRD_DEFAULT, EMBEDDED_DEFAULTS, K8S_DEFINITION, JobSet
 from jobset_infra.api.rules import crd_rules
 
@@ -53,6 +54,9 @@ _LIST_MAP_KEY_DEFAULTS: Final = {"protocol": "TCP", "name": ""}
 # What controller-gen (generateEmbeddedObjectMeta) keeps of an embedded ObjectMeta.
 _EMBEDDED_META_FIELDS: Final = ("annotations", "finalizers", "labels", "name", "namespace")
 
+# The gates some CRD rule depends on (rules.Rule.gate).
+_CRD_FEATURES: Final = frozenset({Feature.ELASTIC_JOBSET})
+
 PRINTER_COLUMNS: Final = [
     {"jsonPath": ".status.terminalState", "name": "TerminalState", "type": "string"},
     {"jsonPath": ".status.restarts", "name": "Restarts", "type": "string"},
@@ -66,13 +70,21 @@ PRINTER_COLUMNS: Final = [
 ]
 
 
-def generate_crd() -> dict[str, Any]:
-    """The JobSet CRD as a dict (a fresh copy each call)."""
-    return copy.deepcopy(_generated())
+def generate_crd(gates: FeatureGates | None = None) -> dict[str, Any]:
+    """The JobSet CRD as a dict (a fresh copy each call), for an install whose controller runs
+    with `gates` (the registry's defaults when None: the committed file). Gates change only the
+    rules that upstream's webhook applies per gate (ElasticJobSet's scaling)."""
+    return copy.deepcopy(_generated(crd_gates(gates)))
+
+
+def crd_gates(gates: FeatureGates | None) -> FeatureGates:
+    """The part of `gates` the CRD depends on (so equal CRDs share one cache entry)."""
+    gates = gates or FeatureGates()
+    return FeatureGates(frozenset(f for f in gates.on if f in _CRD_FEATURES))
 
 
 @functools.cache
-def _generated() -> dict[str, Any]:
+def _generated(gates: FeatureGates) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -92,7 +104,7 @@ def _generated() -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "additionalPrinterColumns": PRINTER_COLUMNS,
-                    "schema": {"openAPIV3Schema": jobset_schema()},
+                    "schema": {"openAPIV3Schema": jobset_schema(gates)},
                     "subresources": {"status": {}},
                 }
             ],
@@ -103,15 +115,24 @@ def _generated() -> dict[str, Any]:
 @functools.cache
 def _rendered() -> str:
     body = yaml.dump(
-        _generated(), Dumper=yaml.CSafeDumper, sort_keys=True, width=1_000_000, allow_unicode=True
+        _generated(crd_gates(None)),
+        Dumper=yaml.CSafeDumper,
+        sort_keys=True,
+        width=1_000_000,
+        allow_unicode=True,
     )
     return HEADER + body
 
 
+def jobset_crd_schema(gates: FeatureGates | None = None) -> CrdSchema:
+    """The schema of the generated JobSet CRD for `gates`, compiled once (its CEL rules
+    included)."""
+    return _compiled(crd_gates(gates))
+
+
 @functools.cache
-def jobset_crd_schema() -> CrdSchema:
-    """The schema of the generated JobSet CRD, compiled once (its CEL rules included)."""
-    return CrdSchema.from_crd(generate_crd(), c.VERSION, strict=True)
+def _compiled(gates: FeatureGates) -> CrdSchema:
+    return CrdSchema.from_crd(generate_crd(gates), c.VERSION, strict=True)
 
 
 def render_crd() -> str:
@@ -119,15 +140,18 @@ def render_crd() -> str:
     return _rendered()
 
 
-def jobset_schema() -> dict[str, Any]:
-    """The structural openAPIV3Schema of a JobSet."""
+def jobset_schema(gates: FeatureGates | None = None) -> dict[str, Any]:
+    """The structural openAPIV3Schema of a JobSet (with the CEL rules of `gates`)."""
     raw = JobSet.model_json_schema(by_alias=True, mode="validation")
     schema = _from_model(raw, raw.get("$defs", {}))
     schema["properties"]["metadata"] = {"type": "object"}
     schema["properties"]["apiVersion"] = {"type": "string"}
     schema["properties"]["kind"] = {"type": "string"}
     schema.pop("required", None)
-    for path, rules in crd_rules().items():
+    if gates is not None and gates.enabled(Feature.ELASTIC_JOBSET):
+        rjobs = schema["properties"]["spec"]["properties"]["replicatedJobs"]
+        rjobs["maxItems"] = c.MAX_REPLICATED_JOBS_WITH_ELASTIC  # the scaling rule's cost
+    for path, rules in crd_rules(gates).items():
         node = _at(schema, path)
         node.setdefault("x-kubernetes-validations", []).extend(rules)
     return schema

@@ -123,6 +123,7 @@ def _construct_job(
     *,
     indexes: JobIndexes,
     job_attempt: int | None,
+    execution_attempt: str | None,
 ) -> Manifest:
     """Return one child Job manifest: labels and annotations, DNS, placement, suspend."""
     name = child_job_name(js.name, rjob.name, index)
@@ -130,6 +131,8 @@ def _construct_job(
     if job_attempt is not None:
         keys[c.JOB_RESTART_ATTEMPT_KEY] = str(job_attempt)
     exclusive = _exclusive_annotations(js, rjob)
+    if execution_attempt is not None:  # an annotation only (KEP-1282)
+        exclusive = {**exclusive, c.EXECUTION_ATTEMPT_KEY: execution_attempt}
     meta = _job_meta(rjob)
     spec: dict[str, Any] = _copy(rjob.template.get("spec") or {})
     pod_template = spec.setdefault("template", {})
@@ -165,6 +168,7 @@ def construct_jobs(
     job_restarts: Sequence[int] | None = None,
     *,
     limit: int | None = None,
+    execution_attempt: str | None = None,
 ) -> tuple[Manifest, ...]:
     """Return the Jobs of `rjob` that do not exist yet (upstream constructJobsFromTemplate), the
     first `limit` of them when given: a pass never holds more manifests than it may create.
@@ -172,7 +176,8 @@ def construct_jobs(
     `existing_names` holds every Job of this JobSet still present, previous attempts included: a
     Job still terminating blocks recreation of its name, which is how Recreate waits per Job.
     `job_restarts` (RestartJob gate) gives each index's job-restart-attempt; None means the gate
-    is off and the label is not set. Pure.
+    is off and the label is not set. `execution_attempt` (ExecutionAttemptsTracking gate) is
+    the execution-attempt annotation's value; None leaves it out. Pure.
     """
     names = existing_names if isinstance(existing_names, set) else set(existing_names)
     indexes = JobIndexes.of(js.spec.replicated_jobs)
@@ -186,5 +191,6 @@ def construct_jobs(
         attempt = None
         if job_restarts is not None:
             attempt = job_restarts[index] if index < len(job_restarts) else 0
-        jobs.append(_construct_job(js, rjob, index, common, indexes=indexes, job_attempt=attempt))
+        jobs.append(_construct_job(js, rjob, index, common, indexes=indexes, job_attempt=attempt,
+                                   execution_attempt=execution_attempt))
     return tuple(jobs)

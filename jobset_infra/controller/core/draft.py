@@ -14,11 +14,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.features import Feature
 from jobset_infra.api.models import JobSet
 from jobset_infra.api.status import Condition, JobSetStatus, ReplicatedJobStatus
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
 from jobset_infra.controller.core.exclusive_placement import placement_stopped
+from jobset_infra.controller.core.execution_attempts import annotation_value
 from jobset_infra.controller.core.failure_policy import RestartCounters
 from jobset_infra.controller.core.types import (
     Action,
@@ -141,6 +143,10 @@ class Draft:
         """Queue an event about the JobSet, emitted after the status write."""
         self.events.append(EmitEvent(type_, reason, message, self._ref()))
 
+    def warning(self, reason: str, message: str) -> EmitEvent:
+        """A Warning about the JobSet, for an action to emit itself (not queued here)."""
+        return EmitEvent("Warning", reason, message, self._ref())
+
     def set_counters(self, counters: RestartCounters) -> None:
         """Write restart accounting into the draft status."""
         update: dict[str, Any] = {"restarts": counters.restarts}
@@ -150,6 +156,28 @@ class Draft:
             _with_job_restarts(entry, counters) for entry in self.status.replicated_jobs_status
         ]
         self._update(**update)
+
+    def set_in_place_restart_attempts(self, current: int | None, previous: int | None) -> None:
+        """Set current/previousInPlaceRestartAttempt (None leaves a field as it is)."""
+        update = {}
+        if current is not None:
+            update["current_in_place_restart_attempt"] = current
+        if previous is not None:
+            update["previous_in_place_restart_attempt"] = previous
+        if update:
+            self._update(**update)
+
+    def set_execution_attempts(self, value: int | None) -> None:
+        """Set status.executionAttempts (None leaves it unset)."""
+        if value is not None and value != self.status.execution_attempts:
+            self._update(execution_attempts=value)
+
+    @property
+    def execution_attempt(self) -> str | None:
+        """The execution-attempt annotation new and resumed Jobs get; None with the gate off."""
+        if not self.config.enabled(Feature.EXECUTION_ATTEMPTS):
+            return None
+        return annotation_value(self.status.execution_attempts)
 
     def set_replicated_jobs_status(self, entries: Sequence[ReplicatedJobStatus]) -> None:
         """Replace status.replicatedJobsStatus."""

@@ -37,6 +37,7 @@ from jobset_infra.controller.core.types import (
     Observed,
     PlacementInputs,
     Plan,
+    PodView,
     UpdateStatus,
 )
 
@@ -60,6 +61,7 @@ def observe(
     *,
     check_templates: bool = False,
     taken_names: Mapping[str, NameHolder] = NO_NAMES_TAKEN,
+    pods: tuple[PodView, ...] | None = None,
 ) -> Observed[JobSet]:
     """Return the observed state; raise MalformedJobSetError if the JobSet does not parse,
     names two replicated jobs alike or needs more pods than any cluster holds.
@@ -80,7 +82,7 @@ def observe(
     if check_templates and (refused := child_job_errors(raw_jobset) or children_refused(js)):
         raise MalformedJobSetError(refused)
     return Observed(js, tuple(jobs), service_exists, placement, pvc_names,
-                    taken_names=taken_names)
+                    taken_names=taken_names, pods=pods)
 
 
 def _check_depth(raw_jobset: Mapping[str, Any]) -> None:

@@ -19,8 +19,10 @@ from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
 from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
 from jobset_infra.controller.core.exclusive_placement import placement_stopped
+from jobset_infra.controller.core.execution_attempts import after_restart, execution_attempts
 from jobset_infra.controller.core.failure_policy import execute_failure_policy
 from jobset_infra.controller.core.headless_service import service_to_create
+from jobset_infra.controller.core.in_place_restart import in_place_restart, uses_in_place_restart
 from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs, select_resumes
 from jobset_infra.controller.core.replicated_jobs_status import (
     RJobCounts,
@@ -45,6 +47,7 @@ from jobset_infra.controller.core.volume_claim_policy import pvcs_to_create
 __all__ = [
     "apply_failure_policy",
     "apply_ttl_after_finished",
+    "children_deferred",
     "classify",
     "create_headless_service",
     "create_volume_claims",
@@ -52,8 +55,10 @@ __all__ = [
     "is_managed_here",
     "mark_jobs_ready",
     "reconcile",
+    "restart_in_place",
     "suspend",
     "sync_job_scaling",
+    "track_execution_attempts",
     "update_replicated_jobs_status",
 ]
 
@@ -88,21 +93,28 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
     if jobs.successful and success_policy_met(draft.js, jobs.successful):
         draft.complete()
         return draft.plan()
+    # a JobSet created suspended gets no Jobs and no Service until it is first resumed
+    deferred = children_deferred(draft, jobs)
     # 12. headless Service for pod DNS hostnames
-    create_headless_service(draft)
+    if not deferred:
+        create_headless_service(draft)
     # 13. PVCs of VolumeClaimPolicies
     create_volume_claims(draft)
     # 14. elastic JobSets: propagate parallelism/completions (gate ElasticJobSet)
     sync_job_scaling(draft, jobs)
+    # count a first run or a resume before new and resumed Jobs carry the count
+    track_execution_attempts(draft, jobs)
     # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement);
     #     the Jobs to resume are chosen first so placement sees both in one pass
     resumes = None if draft.suspended else select_resumes(draft, jobs, counts)
-    creates_held = create_jobs(draft, jobs, counts, resumes)
+    creates_held = False if deferred else create_jobs(draft, jobs, counts, resumes)
     # 16. suspend or resume
     if resumes is None:
         suspend(draft, jobs)
     else:
         resume_jobs(draft, resumes, creates_held)
+    # 17. in-place restart: move the attempts the Pods' agents wait on (gate InPlaceRestart)
+    restart_in_place(draft)
     return draft.plan()
 
 
@@ -165,16 +177,45 @@ def mark_jobs_ready(draft: Draft, counts: dict[str, RJobCounts]) -> None:
 
 def apply_failure_policy(draft: Draft, jobs: ChildJobs) -> None:
     """Step 10: fail the JobSet or count a restart, as the failure policy says."""
+    before = draft.counters.restarts
     outcome = execute_failure_policy(draft.js, jobs.failed, draft.counters, draft.config)
     if outcome is None:
         return
     draft.set_counters(outcome.counters)
+    if outcome.counters.restarts > before and draft.config.enabled(Feature.EXECUTION_ATTEMPTS):
+        draft.set_execution_attempts(after_restart(draft.status.execution_attempts, before))
     if outcome.failed is not None:
         draft.fail(outcome.failed)
     if outcome.restarting is not None:
         draft.set_condition(outcome.restarting)
     for reason, message in outcome.events:
         draft.event("Warning", reason, message)
+
+
+def children_deferred(draft: Draft, jobs: ChildJobs) -> bool:
+    """Gate CreateChildrenOnFirstResume: a suspended JobSet that never ran (no Job of any
+    attempt, no restart, never resumed) gets no Jobs and no headless Service yet."""
+    if not draft.config.enabled(Feature.CREATE_CHILDREN_ON_FIRST_RESUME) or not draft.suspended:
+        return False
+    ran = any(True for _ in jobs.all()) or draft.counters.restarts > 0
+    resumed = any(
+        x.type == c.CONDITION_SUSPENDED and x.status == "False" for x in draft.conditions
+    )
+    return not (ran or resumed)
+
+
+def track_execution_attempts(draft: Draft, jobs: ChildJobs) -> None:
+    """Gate ExecutionAttemptsTracking: start counting, or count the resume starting now."""
+    if draft.config.enabled(Feature.EXECUTION_ATTEMPTS):
+        draft.set_execution_attempts(
+            execution_attempts(
+                draft.status.execution_attempts,
+                restarts=draft.counters.restarts,
+                suspended=draft.suspended,
+                jobs=jobs,
+                conditions=draft.conditions,
+            )
+        )
 
 
 def create_headless_service(draft: Draft) -> None:
@@ -194,6 +235,21 @@ def sync_job_scaling(draft: Draft, jobs: ChildJobs) -> None:
     """Step 14: patch parallelism/completions of live Jobs (ElasticJobSet gate only)."""
     if draft.config.enabled(Feature.ELASTIC_JOBSET):
         draft.add(*scaling_updates(draft.js.spec.replicated_jobs, jobs.active))
+
+
+def restart_in_place(draft: Draft) -> None:
+    """Step 17: set current/previousInPlaceRestartAttempt from the Pods' attempts, or fail the
+    JobSet past maxRestarts (restartStrategy InPlaceRestart, gate on, Pods watched)."""
+    pods = draft.observed.pods
+    if pods is None or not draft.config.enabled(Feature.IN_PLACE_RESTART):
+        return
+    if not uses_in_place_restart(draft.js):
+        return
+    decision = in_place_restart(draft.js, pods)
+    if decision.fail:
+        draft.fail(cond.failed(c.REACHED_MAX_RESTARTS_REASON, c.REACHED_MAX_RESTARTS_MESSAGE))
+    else:
+        draft.set_in_place_restart_attempts(decision.current, decision.previous)
 
 
 def suspend(draft: Draft, jobs: ChildJobs) -> None:

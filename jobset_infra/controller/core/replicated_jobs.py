@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobset_infra.api import constants as c
 from jobset_infra.api.features import Feature
 from jobset_infra.api.models import ReplicatedJob, RestartStrategy
 from jobset_infra.controller.core import conditions as cond
@@ -24,7 +25,7 @@ from jobset_infra.controller.core.exclusive_placement import (
 from jobset_infra.controller.core.name_conflicts import free_to_create, name_conflict
 from jobset_infra.controller.core.replicated_jobs_status import RJobCounts
 from jobset_infra.controller.core.startup_policy import all_replicas_started, in_order
-from jobset_infra.controller.core.suspend_resume import resume_job
+from jobset_infra.controller.core.suspend_resume import ResumeCarries, resume_job
 from jobset_infra.controller.core.types import ChildJob, CreateJob, Manifest
 from jobset_infra.placement.strategy import placed_by_controller
 
@@ -72,7 +73,13 @@ def create_jobs(
         budget = draft.config.max_creates_per_pass - len(pending)
         if not blocked and budget > 0:
             pending += construct_jobs(
-                js, rjob, existing, restarts, _job_restarts(draft, rjob), limit=budget
+                js,
+                rjob,
+                existing,
+                restarts,
+                _job_restarts(draft, rjob),
+                limit=budget,
+                execution_attempt=draft.execution_attempt,
             )
         if ordered:
             # wait for this replicated job to start before the next one
@@ -161,9 +168,17 @@ def resume_jobs(draft: Draft, resumes: Resumes, creates_held: bool = False) -> N
     elif placement is not None:
         _apply_placement(draft, placement)
         placed, held = placement.node_selectors, set(placement.hold)
+    refused = draft.warning(
+        c.FAILED_RESOURCE_PROPAGATION_EVENT, c.FAILED_RESOURCE_PROPAGATION_MESSAGE
+    )
+    carried = ResumeCarries(
+        execution_attempt=draft.execution_attempt,
+        resources=draft.config.enabled(Feature.MUTABLE_POD_RESOURCES),
+        on_refusal=refused,
+    )
     for job, template in resumes.jobs:
         if job.name not in held:
-            draft.add(resume_job(job, template, placed.get(job.name)))
+            draft.add(resume_job(job, template, placed.get(job.name), carried))
     if resumes.in_progress:
         draft.set_condition(cond.in_order_in_progress())
     elif not held:

@@ -18,13 +18,15 @@ Deliberate differences from upstream, each tested and in docs/controller-core.md
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
-from jobset_infra.controller.core.types import ChildJob, Manifest, UpdateJob
+from jobset_infra.controller.core.types import ChildJob, EmitEvent, Manifest, UpdateJob
 from jobset_infra.placement.strategy import node_selector_strategy
 
 __all__ = [
+    "ResumeCarries",
     "controller_node_selector",
     "resume_job",
     "suspend_jobs",
@@ -108,8 +110,49 @@ def _pod_template_patch(
     return patch
 
 
+@dataclass(frozen=True, slots=True)
+class ResumeCarries:
+    """What a resume carries to the Job besides upstream's five pod-template fields."""
+
+    execution_attempt: str | None = None
+    """The execution-attempt annotation for the Job and its Pods (ExecutionAttemptsTracking)."""
+    resources: bool = False
+    """Container and init-container resources (MutablePodResourcesForSuspendedJobSets)."""
+    on_refusal: EmitEvent | None = None
+    """The Warning to emit when the API server refuses the resume (KEP-1150's mitigation)."""
+
+
+def _with_execution_attempt(job: ChildJob, patch: Manifest, value: str) -> None:
+    key = c.EXECUTION_ATTEMPT_KEY
+    if job.annotations.get(key) != value:
+        patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+    if job.template_annotations.get(key) != value:
+        template = patch["spec"].setdefault("template", {})
+        template.setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+
+
+def _with_resources(patch: Manifest, pod_template: Mapping[str, Any]) -> None:
+    """Each container's resources, replaced whole from the template (KEP-1150). A strategic
+    merge patch: containers merge by name, `$patch: replace` makes the resources exactly the
+    template's (its claims included, which cannot have changed)."""
+    spec = pod_template.get("spec") or {}
+    target = patch["spec"].setdefault("template", {}).setdefault("spec", {})
+    for key in ("initContainers", "containers"):
+        entries = [
+            {"name": item["name"], "resources": {"$patch": "replace", **(item.get("resources")
+                                                                       or {})}}
+            for item in spec.get(key) or ()
+            if isinstance(item, Mapping) and isinstance(item.get("name"), str)
+        ]
+        if entries:
+            target[key] = entries
+
+
 def resume_job(
-    job: ChildJob, job_template: Mapping[str, Any], placed: Mapping[str, str] | None = None
+    job: ChildJob,
+    job_template: Mapping[str, Any],
+    placed: Mapping[str, str] | None = None,
+    carries: ResumeCarries = ResumeCarries(),
 ) -> UpdateJob:
     """Return the update that resumes `job` from its replicated job's current `job_template`.
 
@@ -122,6 +165,10 @@ def resume_job(
     template_patch = _pod_template_patch(job, pod_template, owned)
     if template_patch:
         patch["spec"]["template"] = template_patch
+    if carries.execution_attempt is not None:
+        _with_execution_attempt(job, patch, carries.execution_attempt)
+    if carries.resources:
+        _with_resources(patch, pod_template)
     return UpdateJob(
         job.namespace,
         job.name,
@@ -129,4 +176,6 @@ def resume_job(
         patch,
         clear_start_time=job.start_time is not None,
         why="jobset resumed",
+        strategic=carries.resources,
+        on_refusal=carries.on_refusal if carries.resources else None,
     )

@@ -31,6 +31,7 @@ from jobset_infra.controller.core.job_view import (
     format_time,
     parse_time,
 )
+from jobset_infra.controller.core.pod_view import PodView
 from jobset_infra.placement.inputs import PlacementInputs  # placement's inputs
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Observed",
     "PlacementInputs",
     "Plan",
+    "PodView",
     "RequeueAfter",
     "UpdateJob",
     "UpdateStatus",
@@ -107,6 +109,9 @@ class Observed(Generic[_J]):
     taken_names: Mapping[str, NameHolder] = field(default_factory=lambda: NO_NAMES_TAKEN)
     """Jobs in the JobSet's namespace that are not its children, by name (the core looks up
     only the names it would create; the runtime answers from its Job cache)."""
+    pods: tuple[PodView, ...] | None = None
+    """The JobSet's Pods (jobset-name label), watched only with the InPlaceRestart gate on;
+    None: not watched, so in-place restart leaves the status alone."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -164,6 +169,12 @@ class UpdateJob:
     patch: Manifest
     clear_start_time: bool = False
     why: str = ""
+    strategic: bool = False
+    """Send `patch` as a strategic merge patch: list entries merge by key (containers by name),
+    maps as in a JSON merge patch; a resume that carries container resources needs it."""
+    on_refusal: EmitEvent | None = None
+    """Emit this at once when the API server refuses the update (`{error}` in its message is
+    the refusal), before the error requeues the JobSet."""
 
 
 @dataclass(frozen=True, slots=True)

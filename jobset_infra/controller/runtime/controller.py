@@ -46,6 +46,7 @@ from jobset_infra.controller.runtime.informer import Informer, object_key
 from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeClient
 from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
+from jobset_infra.controller.runtime.pod_watch import jobset_pods, pod_handler, pod_informer
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
 from jobset_infra.controller.runtime.spec_cache import SpecCache
@@ -83,7 +84,7 @@ def core_decider(config: CoreConfig, specs: SpecCache | None = None) -> Decide:
         def observed(check_templates: bool) -> Observed[JobSet]:
             return observe(seen.jobset, seen.jobs, seen.service_exists, seen.placement,
                            seen.pvc_names, check_templates=check_templates,
-                           taken_names=seen.taken_names)
+                           taken_names=seen.taken_names, pods=seen.pods)
 
         return cache.decide(seen.jobset, observed, lambda found: reconcile(found, now, config),
                             now)
@@ -175,6 +176,7 @@ class JobSetController:
             degrades="volumeClaimPolicies' claims are created without knowing which exist",
             clock=clock,
         )
+        self.pods = pod_informer(client, namespace, clock, self.config.gates())
         self.nodes: Informer[SlimNode] | None = None
         if self.config.placement.mode is not PlacementMode.OFF:
             self.nodes = Informer(
@@ -190,7 +192,7 @@ class JobSetController:
     @property
     def informers(self) -> list[Informer[Any]]:
         found: list[Informer[Any]] = [self.jobsets, self.jobs, self.services, self.pvcs]
-        return found + ([self.nodes] if self.nodes is not None else [])
+        return found + [i for i in (self.pods, self.nodes) if i is not None]
 
     def cache_states(self) -> list[CacheState]:
         return [informer.state() for informer in self.informers]
@@ -211,6 +213,8 @@ class JobSetController:
         self.services.add_handler(self._on_service)
         if self.nodes is not None:
             self.nodes.add_handler(self._on_node)
+        if self.pods is not None:
+            self.pods.add_handler(pod_handler(self.queue, self._batch_period))
 
     def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
         if kind == "delete" and old is not None:
@@ -390,6 +394,7 @@ class JobSetController:
             placement=placement,
             pvc_names=pvc_names,
             taken_names=TakenNames(self.jobs.store, namespace, uid),
+            pods=jobset_pods(self.pods, object_key(jobset)),
         )
 
     def _exclusive(self, jobset: dict[str, Any]) -> bool:

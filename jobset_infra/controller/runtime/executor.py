@@ -47,9 +47,11 @@ from jobset_infra.controller.runtime.events import Event, EventRecorder
 from jobset_infra.controller.runtime.expectations import Expectations
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
     AlreadyExistsError,
     ApiError,
     ConflictError,
+    InvalidError,
     KubeClient,
     NotFoundError,
 )
@@ -257,9 +259,17 @@ class PlanExecutor:
             outcome.writes += 1
         patch = copy.deepcopy(action.patch)
         patch.setdefault("metadata", {})["resourceVersion"] = action.resource_version
-        updated = await self.client.patch(
-            JOBS, action.name, patch, namespace=action.namespace, content_type=MERGE_PATCH
-        )
+        kind = STRATEGIC_MERGE_PATCH if action.strategic else MERGE_PATCH
+        try:
+            updated = await self.client.patch(
+                JOBS, action.name, patch, namespace=action.namespace, content_type=kind
+            )
+        except InvalidError as err:
+            if action.on_refusal is not None:
+                event = action.on_refusal
+                note = event.message.format(error=err.message or err)
+                self.recorder.emit(Event(event.regarding, event.type, event.reason, note))
+            raise
         outcome.writes += 1
         if self._on_job_written:
             self._on_job_written(updated)

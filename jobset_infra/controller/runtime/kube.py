@@ -42,6 +42,7 @@ __all__ = [
     "JSON_PATCH",
     "KEEPALIVE_SECONDS",
     "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
     "AlreadyExistsError",
     "ApiError",
     "ConflictError",
@@ -58,6 +59,7 @@ __all__ = [
 
 FIELD_MANAGER = "jobset-controller"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 # kube-apiserver closes a connection idle for 90 s (its http.Server IdleTimeout). aiohttp's
 # default keep-alive of 15 s closed ours first, so a burst of creates or deletes after a quiet

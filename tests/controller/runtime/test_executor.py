@@ -25,6 +25,7 @@ from jobset_infra.controller.core.types import (
     ObjectRef,
     Plan,
     RequeueAfter,
+    UpdateJob,
     UpdateStatus,
 )
 from jobset_infra.controller.runtime.auth import for_url
@@ -46,6 +47,7 @@ class FakeApi:
     fail: dict[str, int] = field(default_factory=dict)  # job name -> HTTP status
     status_code: int = 200
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    content_types: list[str] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
     arrivals: list[int] = field(default_factory=list)  # requests in flight as each arrived
@@ -53,12 +55,15 @@ class FakeApi:
     async def handle(self, request: web.Request) -> web.Response:
         body = json.loads(await request.text() or "null")
         self.requests.append((request.method, request.path, body))
+        self.content_types.append(request.content_type)
         self.in_flight += 1
         self.arrivals.append(self.in_flight)
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             await asyncio.sleep(0.001)
             name = (body or {}).get("metadata", {}).get("name", "")
+            if request.method == "PATCH":  # a patch names its object in the path
+                name = request.path.rsplit("/", 1)[-1]
             code = self.fail.get(name) or (self.status_code if "/status" in request.path else 0)
             if code and code >= 400:
                 reason = {409: "Conflict", 422: "Invalid"}.get(code, "Error")
@@ -324,4 +329,45 @@ async def test_a_deleted_jobset_is_forgotten_and_its_successor_slow_starts(api: 
     with pytest.raises(ApiError):
         await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
     assert len(fake.methods("POST", "/jobs")) == 1
+    await run.client.close()
+
+
+def _resume(strategic: bool) -> UpdateJob:
+    refusal = EmitEvent("Warning", c.FAILED_RESOURCE_PROPAGATION_EVENT,
+                        c.FAILED_RESOURCE_PROPAGATION_MESSAGE, REF)
+    return UpdateJob("ns", "js-w-0", "7", {"spec": {"suspend": False}}, strategic=strategic,
+                     on_refusal=refusal if strategic else None)
+
+
+@pytest.mark.parametrize(
+    ("strategic", "want"),
+    [
+        pytest.param(False, "application/merge-patch+json", id="a resume is a JSON merge patch"),
+        pytest.param(True, "application/strategic-merge-patch+json",
+                     id="a resume carrying container resources is a strategic merge patch"),
+    ],
+)
+async def test_job_updates_are_sent_as_their_patch_type(
+    api: Any, *, strategic: bool, want: str
+) -> None:
+    fake, url = api
+    run, _ = executor(url)
+    await run.execute(KEY, JOBSET, Plan((_resume(strategic),)))
+    assert fake.content_types == [want]
+    await run.client.close()
+
+
+async def test_a_refused_resume_with_resources_emits_failed_resource_propagation(api: Any) -> None:
+    fake, url = api
+    fake.fail["js-w-0"] = 422
+    run, _ = executor(url)
+    with pytest.raises(InvalidError):
+        await run.execute(KEY, JOBSET, Plan((_resume(True), status())))
+    await flushed(run.recorder)
+    [event] = fake.methods("POST", "/events")
+    assert (event["type"], event["reason"]) == ("Warning", c.FAILED_RESOURCE_PROPAGATION_EVENT)
+    assert event["note"] == (
+        "Failed to propagate mutated resources to child Job: no. Ensure "
+        "MutablePodResourcesForSuspendedJobs is enabled on the API server.")
+    assert fake.methods("PUT") == [], "no status write after a refused update"
     await run.client.close()

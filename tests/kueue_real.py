@@ -34,6 +34,12 @@ from jobset_infra.cluster.processes import free_port
 from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
 from jobset_infra.manifests.kueue_loopback import loopback_documents
+from jobset_infra.manifests.kueue_queues import queue_objects
+from jobset_infra.manifests.kueue_spec import QueueSpec
+from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
+from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.placer import Placer
+from jobset_infra.tpu.pools import SlicePoolsPlan
 from tests.go_modules import ModuleZip, binary_or_skip
 
 JsonObj = dict[str, Any]
@@ -207,3 +213,41 @@ async def create_all(api: KubeClient, manifests: Sequence[Mapping[str, Any]]) ->
     """Apply Kueue objects in order (their webhooks serve: the manager is ready)."""
     for manifest in manifests:
         await apply(api, manifest)
+
+
+def group_queue_manifests(plan: SlicePoolsPlan, placer: Placer) -> list[JsonObj]:
+    """The Kueue component's objects for the pools of one slice group, its flavor kept to them.
+
+    Two groups of the same shape in one cluster (one per placement mode) carry the same GKE
+    labels; the flavor also selects the group's `jobset-infra/slice-group` label, and is named
+    after the group, as is the ClusterQueue (admitting from the namespace named after it).
+    """
+    group = plan.name
+    spec = QueueSpec(cluster_queue_name=f"{group}-cq", namespaces=(group,),
+                     priority_classes={}, topology_name=f"{group}-slices")
+    objects = queue_objects(spec, [plan], placer)
+    renamed = {}
+    for flavor in objects.resource_flavors:
+        old = flavor["metadata"]["name"]
+        flavor["metadata"]["name"] = renamed[old] = f"{group}-{old}"
+        flavor["spec"]["nodeLabels"][tpu.SLICE_GROUP_LABEL] = group
+    for resource_group in objects.cluster_queue["spec"]["resourceGroups"]:
+        for flavor_quota in resource_group["flavors"]:
+            flavor_quota["name"] = renamed[flavor_quota["name"]]
+    return [dict(m) for m in objects.in_apply_order()]
+
+
+def group_jobset(plan: SlicePoolsPlan, placer: Placer, name: str, slices: int,
+                 max_restarts: int = 3) -> JsonObj:
+    """The JobSet component's JobSet: `slices` slices of the group's pools through `tpu-queue`,
+    in the group's namespace."""
+    container = {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}
+    job = TpuJob("slice", container, TpuTarget.from_plan(plan), slices=slices)
+    spec = WorkloadSpec(name=name, namespace=plan.name, replicated_jobs=[job],
+                        queue="tpu-queue", failure_policy={"maxRestarts": max_restarts},
+                        placement=placer)
+    return dict(plan_workload(spec).manifest)
+
+
+async def namespace(api: KubeClient, name: str) -> None:
+    await apply(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})

@@ -33,14 +33,19 @@ from jobset_infra.api import kueue_tas as tas
 from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import JOBSETS, Resource
-from jobset_infra.manifests.kueue_queues import queue_objects
-from jobset_infra.manifests.kueue_spec import QueueSpec
-from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
-from tests.kueue_real import WORKLOADS, KueueManager, apply, create_all, start_kueue
+from tests.kueue_real import (
+    WORKLOADS,
+    KueueManager,
+    create_all,
+    group_jobset,
+    group_queue_manifests,
+    namespace,
+    start_kueue,
+)
 
 pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(900)]
 
@@ -85,29 +90,9 @@ def _group_plan(mode: Placer) -> SlicePoolsPlan:
     return PLANS[GROUP[mode]]
 
 
-def queue_manifests(mode: Placer) -> list[dict[str, Any]]:
-    """The Kueue component's objects for one group, its flavor kept to that group's pools."""
-    group = GROUP[mode]
-    spec = QueueSpec(cluster_queue_name=f"{group}-cq", namespaces=(group,),
-                     priority_classes={} if mode is Placer.CONTROLLER else {"low": 100})
-    objects = queue_objects(spec, [_group_plan(mode)], mode)
-    renamed = {}
-    for flavor in objects.resource_flavors:
-        old = flavor["metadata"]["name"]
-        flavor["metadata"]["name"] = renamed[old] = f"{group}-{old}"
-        flavor["spec"]["nodeLabels"][tpu.SLICE_GROUP_LABEL] = group
-    for group_spec in objects.cluster_queue["spec"]["resourceGroups"]:
-        for flavor_quota in group_spec["flavors"]:
-            flavor_quota["name"] = renamed[flavor_quota["name"]]
-    return objects.in_apply_order()
-
-
 def jobset(mode: Placer, name: str, slices: int) -> dict[str, Any]:
     """The JobSet the JobSet component renders: `slices` v5e 2x4 slices through `tpu-queue`."""
-    job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(_group_plan(mode)), slices=slices)
-    spec = WorkloadSpec(name=name, namespace=GROUP[mode], replicated_jobs=[job],
-                        queue="tpu-queue", failure_policy={"maxRestarts": 3}, placement=mode)
-    return dict(plan_workload(spec).manifest)
+    return group_jobset(_group_plan(mode), mode, name, slices)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -129,9 +114,8 @@ async def world() -> AsyncIterator[World]:
             kueue = await start_kueue(api, cluster, folder)
             try:
                 for mode in (Placer.KUEUE_TAS, Placer.CONTROLLER):
-                    await apply(api, {"apiVersion": "v1", "kind": "Namespace",
-                                      "metadata": {"name": GROUP[mode]}})
-                    await create_all(api, queue_manifests(mode))
+                    await namespace(api, GROUP[mode])
+                    await create_all(api, group_queue_manifests(_group_plan(mode), mode))
                 yield World(api, kueue)
             finally:
                 kueue.stop()
@@ -279,7 +263,7 @@ async def test_a_slice_no_free_pool_can_hold_waits_and_says_why(
                     else ""
 
             message = await world.until(pending, "TAS refusing `one`")
-            assert "topology" in message and "tpu-slices" in message, message
+            assert "topology" in message and "tas-slices" in message, message
         else:
             # Kueue admits on quota; the controller holds the Job back, saying why.
             async def placement_pending() -> str:

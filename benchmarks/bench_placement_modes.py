@@ -1,0 +1,168 @@
+"""Placement time of the two modes on the real control plane with the real Kueue manager.
+
+    JOBSET_INFRA_TOOLS=... .venv/bin/python -m benchmarks.bench_placement_modes [--rounds 3]
+
+One real local cluster (`jobset-infra cluster up`'s control plane, kwok Nodes) with two groups of
+64 TPU v5e 2x4 slice pools (2 hosts each, 256 Nodes), our controller as its Deployment and Kueue's
+manager from its pinned module (`tests.kueue_real`, as the e2e tier runs it): group `tas` is
+queued through a flavor naming a Topology (Kueue TAS places the slices), group `ctl` through a
+plain one (our controller does). For S = 16 and 64 slices, in rounds that alternate which mode
+goes first, one JobSet of S slices is created in a mode's namespace and timed until Kueue admits
+its Workload and until all 2*S pods run; then it is deleted (foreground) and its pods are gone
+before the next. Wall clock on a shared machine: compare the two modes within a round.
+Results go to benchmarks/runs/<UTC time>-placement-modes.jsonl and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jobset_infra.api import constants as k
+from jobset_infra.cluster.install import install_jobset_system, local_install
+from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
+from jobset_infra.controller.runtime.resources import JOBSETS, Resource
+from jobset_infra.manifests.crd import jobset_crd
+from jobset_infra.tpu.placer import Placer
+from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
+from tests.integration.conftest import fast_config
+from tests.kueue_real import (
+    WORKLOADS,
+    create_all,
+    group_jobset,
+    group_queue_manifests,
+    namespace,
+    start_kueue,
+)
+from tests.realcluster import real_cluster
+
+POOLS_PER_GROUP = 64
+NODES = (f"tas=v5e-2x4@ct5lp-hightpu-4t:{POOLS_PER_GROUP},"
+         f"ctl=v5e-2x4@ct5lp-hightpu-4t:{POOLS_PER_GROUP}")
+PLANS = {plan.name: plan for plan in tpu_plans(parse_pools_text(NODES))}
+GROUP = {Placer.KUEUE_TAS: "tas", Placer.CONTROLLER: "ctl"}
+PODS = Resource("", "v1", "pods", "Pod")
+RUNS = Path(__file__).resolve().parent / "runs"
+
+
+async def _admitted(api: KubeClient, ns: str, uid: str) -> bool:
+    for wl in (await api.list(WORKLOADS, namespace=ns))["items"]:
+        if any(o.get("uid") == uid for o in wl["metadata"].get("ownerReferences") or []):
+            return any(c.get("type") == "Admitted" and c.get("status") == "True"
+                       for c in (wl.get("status") or {}).get("conditions") or [])
+    return False
+
+
+async def _running(api: KubeClient, ns: str, name: str) -> int:
+    return sum(1 for p in (await api.list(PODS, namespace=ns))["items"]
+               if (p["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == name
+               and (p.get("status") or {}).get("phase") == "Running")
+
+
+async def one_run(api: KubeClient, placer: Placer, slices: int, name: str,
+                  timeout: float = 600.0) -> dict[str, Any]:
+    """Create the JobSet; return seconds to admission and to all pods running."""
+    ns = GROUP[placer]
+    manifest = group_jobset(PLANS[ns], placer, name, slices)
+    started = time.monotonic()
+    created = await api.create(JOBSETS, manifest, ns)
+    uid = created["metadata"]["uid"]
+    admitted = running = None
+    while time.monotonic() - started < timeout:
+        now = time.monotonic() - started
+        if admitted is None and await _admitted(api, ns, uid):
+            admitted = now
+        if admitted is not None and await _running(api, ns, name) == 2 * slices:
+            running = time.monotonic() - started
+            break
+        await asyncio.sleep(0.1)
+    await _delete(api, ns, name)
+    return {"mode": placer.value, "slices": slices, "pods": 2 * slices,
+            "admitted_s": admitted, "running_s": running}
+
+
+async def _delete(api: KubeClient, ns: str, name: str) -> None:
+    with contextlib.suppress(NotFoundError):
+        await api.delete(JOBSETS, name, namespace=ns, propagation="Foreground")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        left = [p for p in (await api.list(PODS, namespace=ns))["items"]
+                if (p["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == name]
+        try:
+            await api.get(JOBSETS, name, ns)
+        except NotFoundError:
+            if not left:
+                return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"{ns}/{name} not gone within 300 s")
+
+
+async def main(rounds: int, sizes: list[int]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    with real_cluster(NODES, crds=(jobset_crd(),)) as cluster:
+        async with cluster.client() as api:
+            config = fast_config(controller={"workers": 4})
+            install = local_install(replicas=1, config=config.model_copy(update={
+                "metrics": config.metrics.model_copy(update={"bind_address": ":8443"}),
+                "health": config.health.model_copy(
+                    update={"health_probe_bind_address": ":8081"})}))
+            await install_jobset_system(api, install)
+            folder = Path(tempfile.mkdtemp(prefix="kueue-", dir=cluster.layout.folder))
+            kueue = await start_kueue(api, cluster, folder)
+            try:
+                for placer, group in GROUP.items():
+                    await namespace(api, group)
+                    await create_all(api, group_queue_manifests(PLANS[group], placer))
+                for slices in sizes:
+                    for round_ in range(rounds):
+                        order = list(GROUP) if round_ % 2 == 0 else list(reversed(GROUP))
+                        for placer in order:
+                            run = await one_run(api, placer, slices, f"s{slices}-r{round_}")
+                            run["round"] = round_
+                            results.append(run)
+                            print(json.dumps(run), flush=True)
+            finally:
+                kueue.stop()
+    return results
+
+
+def _table(results: list[dict[str, Any]]) -> str:
+    lines = ["| slices (pods) | mode | admitted (s, median) | all pods running (s, median) | "
+             "runs |", "|---|---|---:|---:|---:|"]
+    for slices in sorted({r["slices"] for r in results}):
+        for mode in ("kueue-tas", "controller"):
+            mine = [r for r in results if r["slices"] == slices and r["mode"] == mode]
+            admitted = [r["admitted_s"] for r in mine if r["admitted_s"] is not None]
+            running = [r["running_s"] for r in mine if r["running_s"] is not None]
+            lines.append(
+                f"| {slices} ({2 * slices}) | {mode} | "
+                f"{statistics.median(admitted):.2f} | {statistics.median(running):.2f} | "
+                f"{len(running)}/{len(mine)} |" if running and admitted else
+                f"| {slices} ({2 * slices}) | {mode} | - | - | 0/{len(mine)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sizes", default="16,64")
+    args = parser.parse_args()
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M")
+    print(f"# {stamp} UTC, {platform.python_implementation()} {platform.python_version()}, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True)
+    found = asyncio.run(main(args.rounds, [int(s) for s in args.sizes.split(",")]))
+    RUNS.mkdir(exist_ok=True)
+    out = RUNS / f"{stamp}-placement-modes.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in found))
+    print(_table(found))
+    print(f"load at the end {os.getloadavg()[0]:.1f}; runs in {out}")

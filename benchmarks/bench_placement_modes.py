@@ -8,9 +8,10 @@ manager from its pinned module (`tests.kueue_real`, as the e2e tier runs it): gr
 queued through a flavor naming a Topology (Kueue TAS places the slices), group `ctl` through a
 plain one (our controller does). For S = 16 and 64 slices, in rounds that alternate which mode
 goes first, one JobSet of S slices is created in a mode's namespace and timed until Kueue admits
-its Workload and until all 2*S pods run; then it is deleted (foreground) and its pods are gone
-before the next. Wall clock on a shared machine: compare the two modes within a round.
-Results go to benchmarks/runs/<UTC time>-placement-modes.jsonl and a table on stdout.
+its Workload, and until all 2*S pods exist, are bound to a node and run; then it is deleted
+(foreground) and its pods are gone before the next. Wall clock on a shared machine: compare the
+two modes within a round. Results go to benchmarks/runs/<UTC time>-placement-modes.jsonl and a
+table on stdout.
 """
 
 from __future__ import annotations
@@ -63,32 +64,55 @@ async def _admitted(api: KubeClient, ns: str, uid: str) -> bool:
     return False
 
 
-async def _running(api: KubeClient, ns: str, name: str) -> int:
-    return sum(1 for p in (await api.list(PODS, namespace=ns))["items"]
-               if (p["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == name
-               and (p.get("status") or {}).get("phase") == "Running")
+async def _pods(api: KubeClient, ns: str, name: str) -> tuple[int, int, int]:
+    """(pods created, pods bound to a node, pods running) of the JobSet."""
+    pods = [p for p in (await api.list(PODS, namespace=ns))["items"]
+            if (p["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == name]
+    bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+    running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+    return len(pods), bound, running
 
 
 async def one_run(api: KubeClient, placer: Placer, slices: int, name: str,
                   timeout: float = 600.0) -> dict[str, Any]:
-    """Create the JobSet; return seconds to admission and to all pods running."""
+    """Create the JobSet; return seconds to admission, to all pods created, bound and running."""
     ns = GROUP[placer]
     manifest = group_jobset(PLANS[ns], placer, name, slices)
     started = time.monotonic()
     created = await api.create(JOBSETS, manifest, ns)
     uid = created["metadata"]["uid"]
-    admitted = running = None
-    while time.monotonic() - started < timeout:
-        now = time.monotonic() - started
-        if admitted is None and await _admitted(api, ns, uid):
-            admitted = now
-        if admitted is not None and await _running(api, ns, name) == 2 * slices:
-            running = time.monotonic() - started
-            break
+    marks: dict[str, float | None] = dict.fromkeys(
+        ("admitted_s", "created_s", "bound_s", "running_s"))
+    want = 2 * slices
+    while time.monotonic() - started < timeout and marks["running_s"] is None:
+        if marks["admitted_s"] is None and await _admitted(api, ns, uid):
+            marks["admitted_s"] = time.monotonic() - started
+        if marks["admitted_s"] is not None:
+            counts = await _pods(api, ns, name)
+            now = time.monotonic() - started
+            for key, count in zip(("created_s", "bound_s", "running_s"), counts, strict=True):
+                if marks[key] is None and count == want:
+                    marks[key] = now
         await asyncio.sleep(0.1)
+    stuck = await _diagnosis(api, ns, name) if marks["running_s"] is None else None
     await _delete(api, ns, name)
-    return {"mode": placer.value, "slices": slices, "pods": 2 * slices,
-            "admitted_s": admitted, "running_s": running}
+    return {"mode": placer.value, "slices": slices, "pods": want, **marks,
+            **({"stuck": stuck} if stuck else {})}
+
+
+async def _diagnosis(api: KubeClient, ns: str, name: str) -> dict[str, Any]:
+    """What the pods of a run that timed out were waiting on (for the results file)."""
+    pods = [p for p in (await api.list(PODS, namespace=ns))["items"]
+            if (p["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == name]
+    waiting: dict[str, int] = {}
+    for pod in pods:
+        gates = [g["name"] for g in (pod["spec"].get("schedulingGates") or [])]
+        scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                          if c.get("type") == "PodScheduled"), {})
+        key = (f"gated {gates}" if gates else
+               f"{pod.get('status', {}).get('phase')}: {scheduled.get('message', '')[:160]}")
+        waiting[key] = waiting.get(key, 0) + 1
+    return {"pods": len(pods), "by_state": waiting}
 
 
 async def _delete(api: KubeClient, ns: str, name: str) -> None:
@@ -137,18 +161,17 @@ async def main(rounds: int, sizes: list[int]) -> list[dict[str, Any]]:
 
 
 def _table(results: list[dict[str, Any]]) -> str:
-    lines = ["| slices (pods) | mode | admitted (s, median) | all pods running (s, median) | "
-             "runs |", "|---|---|---:|---:|---:|"]
+    keys = ("admitted_s", "created_s", "bound_s", "running_s")
+    lines = ["| slices (pods) | mode | admitted | all pods created | all bound | all running | "
+             "runs |", "|---|---|---:|---:|---:|---:|---:|"]
     for slices in sorted({r["slices"] for r in results}):
         for mode in ("kueue-tas", "controller"):
             mine = [r for r in results if r["slices"] == slices and r["mode"] == mode]
-            admitted = [r["admitted_s"] for r in mine if r["admitted_s"] is not None]
-            running = [r["running_s"] for r in mine if r["running_s"] is not None]
-            lines.append(
-                f"| {slices} ({2 * slices}) | {mode} | "
-                f"{statistics.median(admitted):.2f} | {statistics.median(running):.2f} | "
-                f"{len(running)}/{len(mine)} |" if running and admitted else
-                f"| {slices} ({2 * slices}) | {mode} | - | - | 0/{len(mine)} |")
+            done = [r for r in mine if all(r.get(key) is not None for key in keys)]
+            cells = " | ".join(f"{statistics.median(r[key] for r in done):.1f} s" if done else "-"
+                               for key in keys)
+            lines.append(f"| {slices} ({2 * slices}) | {mode} | {cells} | "
+                         f"{len(done)}/{len(mine)} |")
     return "\n".join(lines)
 
 

@@ -197,6 +197,11 @@ class PlacementDomain(_Section):
 class Placement(_Section):
     mode: PlacementMode = PlacementMode.AUTO
     domains: tuple[PlacementDomain, ...] = ()
+    # Slice health (docs/resilience.md): a node pool whose slice failed for an infrastructure
+    # cause is kept out of assignments while its failures' decayed score exceeds the threshold:
+    # one NotReady node keeps it out for one half-life, two failures for two. "0s": never.
+    keep_out_half_life: SecondsOrZero = 600.0
+    keep_out_threshold: float = Field(default=0.5, gt=0, le=16)
 
     @model_validator(mode="after")
     def _unique_domains(self) -> Self:
@@ -329,6 +334,7 @@ _DURATION_FIELDS: dict[str, tuple[str, ...]] = {
         "backoffMax",
         "childEventBatchPeriod",
     ),
+    "placement": ("keepOutHalfLife",),
 }
 
 
@@ -387,6 +393,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max-parallelism", ("controller", "maxParallelism"), "parallel creates/deletes (50)"),
     Flag("watch-namespace", ("controller", "watchNamespace"), "namespace to watch ('' = all)"),
     Flag("placement-mode", ("placement", "mode"), "auto | exclusive | affinity | off"),
+    Flag("placement-keep-out-half-life", ("placement", "keepOutHalfLife"),
+         "half-life of a failed pool's keep-out (10m; 0s = never)"),
+    Flag("placement-keep-out-threshold", ("placement", "keepOutThreshold"),
+         "decayed failures above which a pool is kept out (0.5)"),
     Flag("log-level", ("logging", "level"), "debug | info | warning | error"),
     Flag("log-format", ("logging", "format"), "json | text"),
 )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jobset_infra.api.constants import GROUP, LEADER_ELECTION_ID
+from jobset_infra.api.resilience import LEDGER_CONFIGMAP
 
 __all__ = [
     "ALL_RULES",
@@ -32,6 +33,7 @@ __all__ = [
     "IN_PLACE_RESTART_AGENT_RULES",
     "METRICS_READER_RULES",
     "NAMESPACE_RULES",
+    "SLICE_HEALTH_RULES",
     "WORKLOAD_RULES",
     "PolicyRule",
     "called_permissions",
@@ -132,7 +134,16 @@ def leader_election_rules(lease_name: str = LEADER_ELECTION_ID) -> tuple[PolicyR
     )
 
 
-NAMESPACE_RULES: tuple[PolicyRule, ...] = leader_election_rules()
+SLICE_HEALTH_RULES: tuple[PolicyRule, ...] = (
+    # The slice-health ledger: failures recorded against node pools, kept by the leader in one
+    # ConfigMap of its namespace so a restarted controller or a new leader still knows them.
+    PolicyRule((_CORE_GROUP,), ("configmaps",), ("get", "update"),
+               resource_names=(LEDGER_CONFIGMAP,)),
+    PolicyRule((_CORE_GROUP,), ("configmaps",), ("create",)),
+)
+"""The slice-health ledger's ConfigMap, in the controller's namespace (beside its Lease)."""
+
+NAMESPACE_RULES: tuple[PolicyRule, ...] = leader_election_rules() + SLICE_HEALTH_RULES
 """Rules granted only in the controller's namespace, for the default Lease name."""
 
 METRICS_READER_RULES: tuple[PolicyRule, ...] = (

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from jobset_infra.api.rbac import (
     CLUSTER_RULES,
     METRICS_READER_RULES,
+    SLICE_HEALTH_RULES,
     WORKLOAD_RULES,
     PolicyRule,
     leader_election_rules,
@@ -104,12 +105,13 @@ def cluster_role_binding(
 def leader_election_role(
     name: str, namespace: str, labels: dict[str, str], lease_name: str
 ) -> Manifest:
-    """Return the Role holding `api.rbac.leader_election_rules` for the Lease `lease_name`."""
+    """Return the Role of the controller's namespace: `api.rbac.leader_election_rules` for the
+    Lease `lease_name` and the slice-health ledger's ConfigMap (`SLICE_HEALTH_RULES`)."""
     return {
         "apiVersion": RBAC_API,
         "kind": "Role",
         "metadata": object_meta(name, labels, namespace),
-        "rules": _rules(leader_election_rules(lease_name)),
+        "rules": _rules(leader_election_rules(lease_name) + SLICE_HEALTH_RULES),
     }
 
 

@@ -17,6 +17,7 @@ from jobset_infra.placement.domains import DeclaredDomain, Domain, domains_from_
 from jobset_infra.placement.jobs import JobPlacementView
 from jobset_infra.placement.nodes import SlimNode
 from jobset_infra.placement.occupancy import Occupancy
+from jobset_infra.placement.pool_health import KeptOut
 from jobset_infra.placement.strategy import child_job_annotations, exclusive_topology
 
 __all__ = [
@@ -40,6 +41,9 @@ class PlacementInputs:
     occupancy: Occupancy = field(default_factory=Occupancy)
     mode: PlacementMode = PlacementMode.AUTO
     retry_seconds: float = DEFAULT_RETRY_SECONDS
+    kept_out: Mapping[tuple[str, str], KeptOut] = field(default_factory=dict)
+    """Domains that failed recently for an infrastructure cause, by (topology key, domain):
+    an assignment uses them only when no healthy domain fits (`pool_health.kept_out`)."""
 
     @property
     def domains_known(self) -> bool:
@@ -56,6 +60,7 @@ def placement_inputs(
     declared: Iterable[DeclaredDomain],
     views: Iterable[JobPlacementView],
     mode: PlacementMode | str = PlacementMode.AUTO,
+    kept_out: Mapping[tuple[str, str], KeptOut] | None = None,
 ) -> PlacementInputs:
     """Return placement inputs; `views` are the cache's views followed by in-flight ones."""
     return PlacementInputs(
@@ -63,6 +68,7 @@ def placement_inputs(
         declared=tuple(declared),
         occupancy=Occupancy.from_views(views),
         mode=PlacementMode(mode),
+        kept_out=dict(kept_out or {}),
     )
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "matches_node_selector",
+    "node_problems",
     "pods_that_fit",
     "slim_node_from_manifest",
     "tolerates",
@@ -27,6 +28,11 @@ __all__ = [
 
 # Only these effects keep a pod off a node; PreferNoSchedule is a hint the scheduler may ignore.
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# The kubelet's own node conditions; any other condition that is True is a problem report
+# (node-problem-detector and GKE's node problem detector use True for "the problem is there").
+_KUBELET_CONDITIONS = frozenset(
+    {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +77,8 @@ class SlimNode:
     ready: bool = True
     unschedulable: bool = False
     placeholder: bool = False  # stands for a Node of a declared pool that does not exist yet
+    problems: tuple[str, ...] = ()
+    """Device or hardware problems the Node reports (see `node_problems`)."""
 
     @property
     def usable(self) -> bool:
@@ -106,7 +114,40 @@ def slim_node_from_manifest(node: Mapping[str, Any]) -> SlimNode:
         allocatable=allocatable,
         ready=ready,
         unschedulable=bool(spec.get("unschedulable", False)),
+        problems=node_problems(status),
     )
+
+
+def node_problems(status: Mapping[str, Any]) -> tuple[str, ...]:
+    """Return the problems a Node's status reports, in words.
+
+    Unhealthy devices: a device plugin (GKE's TPU plugin, a GPU one) takes a device it finds
+    unhealthy out of the Node's allocatable, so an extended resource (`vendor/name`) with less
+    allocatable than capacity means devices went bad. And any condition the kubelet does not
+    own whose status is True (a node problem detector's report).
+    """
+    problems = [*_lost_devices(status)]
+    for cond in status.get("conditions") or ():
+        if not isinstance(cond, Mapping) or cond.get("status") != "True":
+            continue
+        kind = str(cond.get("type", ""))
+        if kind and kind not in _KUBELET_CONDITIONS:
+            reason = cond.get("reason")
+            problems.append(f"condition {kind}" + (f" ({reason})" if reason else ""))
+    return tuple(problems)
+
+
+def _lost_devices(status: Mapping[str, Any]) -> list[str]:
+    try:
+        have = parse_resources(status.get("capacity"), "status.capacity")
+        usable = parse_resources(status.get("allocatable"), "status.allocatable")
+    except QuantityError:
+        return []
+    return [
+        f"{(count - usable[name]) // 1000} of its {count // 1000} {name} devices are unhealthy"
+        for name, count in sorted(have.items())
+        if "/" in name and name in usable and usable[name] < count
+    ]
 
 
 def tolerations_from_spec(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -21,11 +22,13 @@ import pytest
 
 from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import ALL_RULES, NAMESPACE_RULES, called_permissions
+from jobset_infra.api.resilience import Cause
 from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBSETS, LEASES, PVCS, Resource
 from jobset_infra.manifests import rbac as manifests_rbac
+from jobset_infra.placement.pool_health import DomainFailure
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.command import register_crd
@@ -139,6 +142,14 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
 
     await eventually(deleted_by_ttl, what="ttlSecondsAfterFinished deleted the JobSet")
     await ctl.recorder.flush()
+    # The slice-health ledger: a first failure creates its ConfigMap, a second updates it.
+    for uid in ("u1", "u2"):
+        await ctl.controller.health.record([DomainFailure(
+            "cloud.google.com/gke-nodepool", "pool-0", Cause.NODE_NOT_READY,
+            datetime.now(UTC), f"{NS}/js-a-0", uid)])
+    assert [f.job_uid for f in ctl.controller.health.failures] == ["u1", "u2"]
+    failures = {"cause": Cause.NODE_NOT_READY.value}
+    assert ctl.metrics.sample("jobset_topology_domain_failures_total", failures) == 2
     # A scrape of the secure /metrics: the scraper's token is reviewed and its access checked.
     assert await scrape(cluster, ctl) == 200
     events_group = "" if cluster.sim.store.registry.get(EVENTS_V1) is None else "events.k8s.io"

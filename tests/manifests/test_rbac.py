@@ -10,6 +10,7 @@ from jobset_infra.api.rbac import (
     CLUSTER_RULES,
     METRICS_READER_RULES,
     NAMESPACE_RULES,
+    SLICE_HEALTH_RULES,
     leader_election_rules,
 )
 from jobset_infra.manifests import rbac
@@ -24,18 +25,22 @@ def test_cluster_role_renders_the_declared_cluster_rules() -> None:
     assert role["rules"] == [rule.to_dict() for rule in CLUSTER_RULES]
 
 
-def test_leader_election_role_grants_its_own_lease_in_its_namespace_only() -> None:
+def test_the_namespace_role_grants_its_own_lease_and_ledger_in_its_namespace_only() -> None:
     role = rbac.leader_election_role(
         "jobset-controller-leader-election", "jobset-system", LABELS, "my-lease"
     )
     assert role["kind"] == "Role"
     assert role["metadata"]["namespace"] == "jobset-system"
-    assert role["rules"] == [rule.to_dict() for rule in leader_election_rules("my-lease")]
+    expected = (*leader_election_rules("my-lease"), *SLICE_HEALTH_RULES)
+    assert role["rules"] == [rule.to_dict() for rule in expected]
     named = [r for r in role["rules"] if r.get("resourceNames")]
-    # get and update reach the one Lease only; RBAC cannot limit a create by name (the name is
-    # in the body, not the URL), so create alone is unnamed.
-    assert [(r["verbs"], r["resourceNames"]) for r in named] == [(["get", "update"], ["my-lease"])]
-    assert [r["verbs"] for r in role["rules"] if not r.get("resourceNames")] == [["create"]]
+    # get and update reach the one Lease and the one ledger ConfigMap only; RBAC cannot limit a
+    # create by name (the name is in the body, not the URL), so create alone is unnamed.
+    assert [(r["resources"], r["verbs"], r["resourceNames"]) for r in named] == [
+        (["leases"], ["get", "update"], ["my-lease"]),
+        (["configmaps"], ["get", "update"], ["jobset-slice-health"]),
+    ]
+    assert [r["verbs"] for r in role["rules"] if not r.get("resourceNames")] == [["create"]] * 2
 
 
 def test_the_metrics_reader_role_grants_get_on_metrics_only() -> None:

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from jobset_infra.api import constants as c
+from jobset_infra.api import resilience as res
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.conditions import ConditionSpec
+from jobset_infra.controller.core.slice_health import allocate_healthy_first, unchanged_quiet
 from jobset_infra.controller.core.suspend_resume import controller_node_selector
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, Manifest, Observed
 from jobset_infra.placement import (
@@ -30,9 +32,9 @@ from jobset_infra.placement import (
     Domain,
     JobPlacementView,
     NoFit,
+    Occupancy,
     PlacementRequest,
     QuantityError,
-    allocate,
     job_view_from_manifest,
     placed_views,
     request_from_job_manifest,
@@ -81,7 +83,7 @@ def place_new_jobs(
     inputs = _inputs(observed)
     groups = _by_strategy(jobs, inputs, config, _annotations)
     decisions = [_NEW_JOBS[s](tuple(group), inputs, earlier) for s, group in groups.items()]
-    return _merged(jobs, decisions)
+    return _quiet(_merged(jobs, decisions), observed)
 
 
 def place_resumed_jobs(
@@ -105,14 +107,16 @@ def place_resumed_jobs(
     except QuantityError as err:
         return _invalid(tuple(job.name for job in domain_jobs), err)
     occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
-    result = allocate(requests, _domains_for(requests, inputs), occupancy)
+    result, health = _allocate(requests, inputs, occupancy)
     if isinstance(result, NoFit):
-        return _held(tuple(job.name for job in domain_jobs), result, inputs)
+        return _quiet(_held(tuple(job.name for job in domain_jobs), result, inputs, health),
+                      observed)
     selectors = {
         job.name: {req.topology_key: result.domains[req.key]}
         for job, req in zip(domain_jobs, requests, strict=True)
     }
-    return PlacementDecision(node_selectors=selectors, conditions=(_assigned(),))
+    decision = PlacementDecision(node_selectors=selectors, conditions=(_assigned(), health))
+    return _quiet(decision, observed)
 
 
 # --------------------------------------------------------------------------- strategies
@@ -134,11 +138,11 @@ def _assign_domains(
     except QuantityError as err:
         return replace(_invalid(_names(running), err), create=waiting)
     occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
-    result = allocate(requests, _domains_for(requests, inputs), occupancy)
+    result, health = _allocate(requests, inputs, occupancy)
     if isinstance(result, NoFit):
-        return replace(_held(_names(running), result, inputs), create=waiting)
+        return replace(_held(_names(running), result, inputs, health), create=waiting)
     placed = tuple(_pinned(j, r, result) for j, r in zip(running, requests, strict=True))
-    return PlacementDecision(create=waiting + placed, conditions=(_assigned(),))
+    return PlacementDecision(create=waiting + placed, conditions=(_assigned(), health))
 
 
 def _add_affinity(
@@ -201,6 +205,22 @@ def _by_strategy(
             strategy = strategy_for(annotations_of(job), inputs.mode, inputs.domains_known)
         groups.setdefault(strategy, []).append(job)
     return groups
+
+
+def _allocate(
+    requests: Sequence[PlacementRequest],
+    inputs: PlacementInputs,
+    occupancy: Occupancy,
+) -> tuple[Assignment | NoFit, ConditionSpec]:
+    return allocate_healthy_first(
+        requests, _domains_for(requests, inputs), occupancy, inputs.kept_out
+    )
+
+
+def _quiet(decision: PlacementDecision, observed: Observed[JobSet]) -> PlacementDecision:
+    status = observed.jobset.status
+    shown = status is not None and cond.is_true(status.conditions, res.CONDITION_DOMAINS_KEPT_OUT)
+    return replace(decision, conditions=unchanged_quiet(decision.conditions, shown))
 
 
 def _domains_for(
@@ -299,7 +319,12 @@ def placement_stopped(reason: str) -> ConditionSpec:
     return replace(cond.restarting_stopped(reason), type=c.CONDITION_PLACEMENT_PENDING)
 
 
-def _held(names: tuple[str, ...], result: NoFit, inputs: PlacementInputs) -> PlacementDecision:
+def _held(
+    names: tuple[str, ...],
+    result: NoFit,
+    inputs: PlacementInputs,
+    health: ConditionSpec,
+) -> PlacementDecision:
     condition = ConditionSpec(
         type=c.CONDITION_PLACEMENT_PENDING,
         status="True",
@@ -308,7 +333,7 @@ def _held(names: tuple[str, ...], result: NoFit, inputs: PlacementInputs) -> Pla
         event_type="Warning",
     )
     return PlacementDecision(
-        hold=names, conditions=(condition,), requeue_after=inputs.retry_seconds
+        hold=names, conditions=(condition, health), requeue_after=inputs.retry_seconds
     )
 
 

@@ -29,6 +29,7 @@ from jobset_infra.controller.core.replicated_jobs_status import (
     count_replicated_jobs,
     replicated_jobs_status,
 )
+from jobset_infra.controller.core.slice_health import domain_failures
 from jobset_infra.controller.core.success_policy import success_policy_met
 from jobset_infra.controller.core.suspend_resume import suspend_jobs
 from jobset_infra.controller.core.ttl_after_finished import ttl_after_finished
@@ -41,6 +42,7 @@ from jobset_infra.controller.core.types import (
     DeleteJobSet,
     Observed,
     Plan,
+    RecordDomainFailure,
 )
 from jobset_infra.controller.core.volume_claim_policy import pvcs_to_create
 
@@ -55,6 +57,7 @@ __all__ = [
     "is_managed_here",
     "mark_jobs_ready",
     "reconcile",
+    "record_domain_failures",
     "restart_in_place",
     "suspend",
     "sync_job_scaling",
@@ -85,8 +88,10 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
     delete_jobs(draft, jobs.previous, why="previous restart attempt")
     # 9. RestartingJobSet=False once every Job is ready again
     mark_jobs_ready(draft, counts)
-    # 10. failed Jobs: the failure policy decides, and nothing else happens this pass
+    # 10. failed Jobs: each is recorded against the pool it held (slice health), the failure
+    #     policy decides, and nothing else happens this pass
     if jobs.failed:
+        record_domain_failures(draft, jobs)
         apply_failure_policy(draft, jobs)
         return draft.plan()
     # 11. successful Jobs: the success policy may complete the JobSet
@@ -173,6 +178,12 @@ def mark_jobs_ready(draft: Draft, counts: dict[str, RJobCounts]) -> None:
     done = sum(n.ready + n.succeeded for n in counts.values())
     if done == wanted:
         draft.set_condition(cond.restarting_stopped(c.JOBS_READY_REASON))
+
+
+def record_domain_failures(draft: Draft, jobs: ChildJobs) -> None:
+    """Step 10: record each failing Job that held a node pool against it, with its cause."""
+    failures = domain_failures(jobs.failed, draft.observed.placement, draft.now)
+    draft.add(*(RecordDomainFailure(failure) for failure in failures))
 
 
 def apply_failure_policy(draft: Draft, jobs: ChildJobs) -> None:

@@ -33,6 +33,7 @@ from jobset_infra.controller.core.job_view import (
 )
 from jobset_infra.controller.core.pod_view import PodView
 from jobset_infra.placement.inputs import PlacementInputs  # placement's inputs
+from jobset_infra.placement.pool_health import DomainFailure
 
 __all__ = [
     "NO_NAMES_TAKEN",
@@ -54,6 +55,7 @@ __all__ = [
     "PlacementInputs",
     "Plan",
     "PodView",
+    "RecordDomainFailure",
     "RequeueAfter",
     "UpdateJob",
     "UpdateStatus",
@@ -231,6 +233,15 @@ class DeleteJobSet:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordDomainFailure:
+    """Record a child Job's failure against the topology domain it held, in the slice-health
+    ledger (before the status write: a failed write stops the pass, and the retried pass
+    records it again; a failure is recorded once per Job UID and domain)."""
+
+    failure: DomainFailure
+
+
+@dataclass(frozen=True, slots=True)
 class RequeueAfter:
     """Reconcile this JobSet again after `seconds` (not a write)."""
 
@@ -247,6 +258,7 @@ Action: TypeAlias = (
     | EmitEvent
     | IncrementMetric
     | DeleteJobSet
+    | RecordDomainFailure
     | RequeueAfter
 )
 

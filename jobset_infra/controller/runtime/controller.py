@@ -49,6 +49,7 @@ from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.pod_watch import jobset_pods, pod_handler, pod_informer
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
+from jobset_infra.controller.runtime.slice_health import SliceHealthLedger, health_policy
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
@@ -124,6 +125,8 @@ class JobSetController:
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
         self._make_informers(client, tuning.watch_namespace or None)
+        self.health = SliceHealthLedger(client, config.leader_election.resource_namespace,
+                                        health_policy(config), metrics, wall)
         self.queue = WorkQueue(
             CONTROLLER_NAME, metrics, ItemBackoff(tuning.backoff_base, tuning.backoff_max)
         )
@@ -141,6 +144,7 @@ class JobSetController:
             on_jobset_written=self.jobsets.write_through,
             on_job_written=self.jobs.write_through,
             on_job_created=self._record_inflight,
+            on_domain_failures=self.health.record,
         )
         self.reconciles = 0
         metrics.initialise()
@@ -288,7 +292,9 @@ class JobSetController:
     # --- workers ---------------------------------------------------------------------------------
 
     async def run_workers(self, workers: int) -> None:
-        """Reconcile until cancelled; every cached JobSet is queued first (leader start)."""
+        """Reconcile until cancelled; the slice-health ledger is read and every cached JobSet
+        queued first (leader start)."""
+        await self.health.load()
         for key in list(self.jobsets.store):
             self.queue.add(key)
         self.metrics.max_concurrent.labels(controller=CONTROLLER_NAME).set(workers)
@@ -406,7 +412,8 @@ class JobSetController:
             nodes = tuple(self.nodes.store.values())
         views = [*self._views.values(), *self._inflight.values()]
         return placement_inputs(
-            nodes, self.config.placement.domains, views, self.config.placement.mode
+            nodes, self.config.placement.domains, views, self.config.placement.mode,
+            kept_out=self.health.kept_out(),
         )
 
     def _record_inflight(self, created: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from jobset_infra.controller.core.types import (
     IncrementMetric,
     ObjectRef,
     Plan,
+    RecordDomainFailure,
     RequeueAfter,
     UpdateJob,
     UpdateStatus,
@@ -58,6 +59,7 @@ from jobset_infra.controller.runtime.kube import (
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVICES
+from jobset_infra.placement.pool_health import DomainFailure
 
 log = logging.getLogger(__name__)
 A = TypeVar("A")
@@ -86,6 +88,7 @@ class PlanExecutor:
         on_jobset_written: Callable[[dict[str, Any]], None] | None = None,
         on_job_written: Callable[[dict[str, Any]], None] | None = None,
         on_job_created: Callable[[dict[str, Any]], None] | None = None,
+        on_domain_failures: Callable[[list[DomainFailure]], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.expectations = expectations
@@ -96,6 +99,7 @@ class PlanExecutor:
         self._on_jobset_written = on_jobset_written
         self._on_job_written = on_job_written
         self._on_job_created = on_job_created
+        self._on_domain_failures = on_domain_failures
         # JobSets whose last Job create succeeded: their next creates open at the bound.
         # Bounded; a key forgotten early only slow-starts again.
         self._proven: OrderedDict[Hashable, None] = OrderedDict()
@@ -141,6 +145,10 @@ class PlanExecutor:
         elif kind is CreatePVC:
             for pvc in (a for a in actions if isinstance(a, CreatePVC)):
                 await self._create_pvc(pvc, outcome)
+        elif kind is RecordDomainFailure:
+            if self._on_domain_failures is not None:
+                failures = [a.failure for a in actions if isinstance(a, RecordDomainFailure)]
+                await self._on_domain_failures(failures)
         elif kind is DeleteJobSet:
             for delete in (a for a in actions if isinstance(a, DeleteJobSet)):
                 await self._delete_jobset(delete, outcome)

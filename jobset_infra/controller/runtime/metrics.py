@@ -21,6 +21,7 @@ from prometheus_client import (
 )
 
 from jobset_infra.api import constants as c
+from jobset_infra.api import resilience as res
 
 CONTROLLER_NAME = c.CONTROLLER_NAME  # the `controller` label value upstream uses
 
@@ -53,6 +54,7 @@ class Metrics:
         self._workqueue_families()
         self._client_families()
         self._jobset_families()
+        self._slice_health_families()
         self._rest_children: dict[tuple[str, str, str], Any] = {}
         self._children: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 
@@ -189,6 +191,23 @@ class Metrics:
         self.expectations_expired = Counter(
             c.METRIC_EXPECTATIONS_EXPIRED_TOTAL,
             "Reconciles that proceeded because create/delete expectations timed out",
+            registry=r,
+        )
+
+    def _slice_health_families(self) -> None:
+        r = self.registry
+        self.domain_failures = Counter(
+            res.METRIC_DOMAIN_FAILURES_TOTAL,
+            "Child Job failures recorded against the topology domain (node pool) they held, "
+            "by cause",
+            [res.METRIC_LABEL_CAUSE],
+            registry=r,
+        )
+        for cause in res.Cause:  # the label set is bounded: every series exists from the start
+            self.domain_failures.labels(cause=cause.value)
+        self.domains_kept_out = Gauge(
+            res.METRIC_DOMAINS_KEPT_OUT,
+            "Topology domains (node pools) kept out of assignments after recent failures",
             registry=r,
         )
 

@@ -1,0 +1,130 @@
+"""Slice health in placement: record failed slices against their pool, assign healthy pools first.
+
+Pure; no I/O, no clock. Two decisions of one reconcile pass:
+
+* `domain_failures`: when child Jobs fail, each Job that held a topology domain (a node pool,
+  through the nodeSelector exclusive placement gave it) is recorded against that domain with
+  its cause (`placement.failure_cause.diagnose` over the Job's failure condition and the Nodes
+  of the pool). The runtime merges the records into the slice-health ledger it keeps in the
+  cluster; `placement.pool_health` decides from the ledger which domains are kept out, and
+  for how long.
+* `allocate_healthy_first`: an assignment leaves the kept-out domains aside, and waits for busy
+  healthy ones; only when the healthy domains could not hold the Jobs even if all were free
+  does it use kept-out ones (a restart on a recently failed pool beats no restart at all).
+  The `TopologyDomainsKeptOut` condition (and its event) names each domain left aside and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from jobset_infra.api import resilience as r
+from jobset_infra.api.resilience import Cause
+from jobset_infra.controller.core.classify import job_failure
+from jobset_infra.controller.core.conditions import ConditionSpec
+from jobset_infra.controller.core.types import ChildJob
+from jobset_infra.placement import (
+    Assignment,
+    Domain,
+    NoFit,
+    Occupancy,
+    PlacementRequest,
+    SlimNode,
+    allocate,
+)
+from jobset_infra.placement.failure_cause import Diagnosis, diagnose
+from jobset_infra.placement.inputs import PlacementInputs
+from jobset_infra.placement.pool_health import DomainFailure, KeptOut
+from jobset_infra.placement.strategy import exclusive_topology
+
+__all__ = ["allocate_healthy_first", "domain_failures", "kept_out_condition", "unchanged_quiet"]
+
+
+def domain_failures(
+    failed: Sequence[ChildJob], inputs: PlacementInputs | None, now: datetime
+) -> tuple[DomainFailure, ...]:
+    """Return a record for each failing Job that held a domain, with the cause of its failure."""
+    out = []
+    for job in failed:
+        key = exclusive_topology(job.annotations)
+        domain = job.node_selector.get(key) if key else None
+        failure = job_failure(job)
+        if key is None or not domain or failure is None:
+            continue
+        found = _diagnosis(failure.reason, failure.message, key, domain, inputs)
+        out.append(DomainFailure(
+            topology_key=key,
+            domain=domain,
+            cause=found.cause,
+            at=failure.since or now,
+            job=f"{job.namespace}/{job.name}",
+            job_uid=job.uid,
+            detail=found.detail,
+        ))
+    return tuple(out)
+
+
+def _diagnosis(
+    reason: str, message: str, key: str, domain: str, inputs: PlacementInputs | None
+) -> Diagnosis:
+    nodes = () if inputs is None else _real_nodes(inputs, key, domain)
+    if inputs is not None and inputs.nodes is not None and not nodes:
+        return Diagnosis(Cause.NODE_DELETED, f"pool {domain} has no nodes left")
+    return diagnose(reason, message, None, nodes, domain)
+
+
+def _real_nodes(inputs: PlacementInputs, key: str, domain: str) -> tuple[SlimNode, ...]:
+    for found in inputs.domains(key):
+        if found.name == domain:
+            return tuple(n for n in found.nodes if not n.placeholder)
+    return ()
+
+
+def allocate_healthy_first(
+    requests: Sequence[PlacementRequest],
+    domains: Sequence[Domain],
+    occupancy: Occupancy,
+    kept_out: Mapping[tuple[str, str], KeptOut],
+) -> tuple[Assignment | NoFit, ConditionSpec]:
+    """Return the assignment over the healthy domains (NoFit while healthy ones that could hold
+    the requests are busy), else over all; and the condition naming the domains kept out
+    (False: none of these requests' domains was)."""
+    aside = [kept_out[(d.topology_key, d.name)] for d in domains
+             if (d.topology_key, d.name) in kept_out]
+    if not aside:
+        return allocate(requests, domains, occupancy), kept_out_condition(())
+    healthy = [d for d in domains if (d.topology_key, d.name) not in kept_out]
+    result = allocate(requests, healthy, occupancy)
+    if isinstance(result, Assignment) or isinstance(
+        allocate(requests, healthy, Occupancy()), Assignment
+    ):
+        # Healthy pools hold it, or will once those busy now are free (a restart's own earlier
+        # Jobs are still being deleted, say): wait for them rather than take a failed one.
+        return result, kept_out_condition(aside)
+    return allocate(requests, domains, occupancy), kept_out_condition(aside, used=True)
+
+
+def kept_out_condition(aside: Sequence[KeptOut], used: bool = False) -> ConditionSpec:
+    """Return TopologyDomainsKeptOut: True naming each domain set aside (and whether no healthy
+    domain fitted, so they were used anyway), else False (which only flips a True one)."""
+    if not aside:
+        return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "False", r.NO_DOMAIN_KEPT_OUT_REASON,
+                             "no topology domain is kept out")
+    names = "; ".join(k.describe() for k in sorted(aside, key=lambda k: k.domain))
+    if used:
+        message = f"no healthy pool fits, so pools that failed recently may be used: {names}"
+        return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "True", r.KEPT_OUT_USED_REASON,
+                             message, event_type="Warning")
+    message = f"kept out of the assignment after recent infrastructure failures: {names}"
+    return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "True", r.DOMAINS_KEPT_OUT_REASON,
+                         message, event_type="Warning")
+
+
+def unchanged_quiet(conditions: Sequence[ConditionSpec], shown: bool) -> tuple[ConditionSpec, ...]:
+    """Return `conditions` without a False TopologyDomainsKeptOut unless the JobSet `shown` it
+    True (a False one only flips a True one; leaving it out keeps the decision lean)."""
+    return tuple(
+        spec for spec in conditions
+        if shown or spec.type != r.CONDITION_DOMAINS_KEPT_OUT or spec.status == "True"
+    )

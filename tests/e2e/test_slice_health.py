@@ -1,0 +1,184 @@
+"""Slice health on the real control plane: a pool whose slice failed for an infrastructure cause
+is kept out of the next assignments, across a controller restart (marker real).
+
+One cluster holds three GKE-shaped TPU v5e 2x4 slice pools (kwok Nodes) and our controller as its
+Deployment. A 2-slice JobSet lands on two pools. A chip of the first pool goes bad (the device
+plugin's sign: allocatable below capacity) and its slice fails: the controller records
+`tpu_device_error` against the pool in its ledger ConfigMap and the restart lands elsewhere,
+the JobSet saying which pool it kept out and why. Then the chip is repaired (the pool fits
+again), the controller's pod is deleted (a new process, a new leader, reads the ledger back) and
+another slice fails for the program's own reason: the restart still leaves the repaired pool
+aside, where without the history the first pools in order (that one among them) would be chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+import pytest_asyncio
+
+from jobset_infra.api import constants as k
+from jobset_infra.api import resilience as res
+from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION
+from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient, NotFoundError
+from jobset_infra.controller.runtime.resources import CONFIGMAPS, JOBSETS, NODES, Resource
+from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
+from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
+
+pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
+
+T = TypeVar("T")
+NODES_TEXT = "hp=v5e-2x4@ct5lp-hightpu-4t:3"
+[PLAN] = tpu_plans(parse_pools_text(NODES_TEXT))
+NS = "train"
+PODS = Resource("", "v1", "pods", "Pod")
+CONTAINER = {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}
+WAIT = 120.0
+
+
+async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float = WAIT) -> T:
+    deadline = time.monotonic() + timeout
+    last: T = await check()
+    while not last:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+        await asyncio.sleep(0.2)
+        last = await check()
+    return last
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def api() -> AsyncIterator[tuple[KubeClient, Any]]:
+    from jobset_infra.cluster.install import install_jobset_system, local_install
+    from jobset_infra.manifests.crd import jobset_crd
+    from tests.integration.conftest import fast_config
+    from tests.realcluster import real_cluster
+
+    with real_cluster(NODES_TEXT, crds=(jobset_crd(),)) as cluster:
+        async with cluster.client() as client:
+            config = fast_config(metrics={"bindAddress": ":8443"},
+                                 health={"healthProbeBindAddress": ":8081"})
+            install = local_install(replicas=1, config=config)
+            await install_jobset_system(client, install)
+            await client.create(Resource("", "v1", "namespaces", "Namespace", namespaced=False),
+                                {"metadata": {"name": NS}})
+            yield client, install
+
+
+def two_slices(name: str) -> dict[str, Any]:
+    job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(PLAN), slices=2)
+    spec = WorkloadSpec(name=name, namespace=NS, replicated_jobs=[job],
+                        failure_policy={"maxRestarts": 5})
+    return dict(plan_workload(spec).manifest)
+
+
+async def running_by_pool(api: KubeClient, attempt: int) -> dict[str, list[dict[str, Any]]]:
+    """The JobSet's running pods of `attempt`, by the pool of their node."""
+    pools = {n["metadata"]["name"]: n["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL]
+             for n in (await api.list(NODES))["items"]}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for pod in (await api.list(PODS, namespace=NS))["items"]:
+        labels = pod["metadata"].get("labels") or {}
+        if (labels.get(k.RESTARTS_KEY) == str(attempt)
+                and not pod["metadata"].get("deletionTimestamp")
+                and (pod.get("status") or {}).get("phase") == "Running"):
+            found.setdefault(pools[pod["spec"]["nodeName"]], []).append(pod)
+    return found
+
+
+async def both_slices_running(api: KubeClient, attempt: int) -> dict[str, list[dict[str, Any]]]:
+    async def check() -> dict[str, list[dict[str, Any]]] | None:
+        found = await running_by_pool(api, attempt)
+        return found if sum(len(p) for p in found.values()) == 4 else None
+
+    running: dict[str, list[dict[str, Any]]] = await until(check, f"attempt {attempt} running")
+    assert all(len(pods) == 2 for pods in running.values()), running  # a slice per pool
+    return running
+
+
+async def fail(api: KubeClient, pod: dict[str, Any], code: str) -> None:
+    await api.patch(PODS, pod["metadata"]["name"],
+                    {"metadata": {"annotations": {EXIT_CODE_ANNOTATION: code}}},
+                    namespace=NS, content_type=MERGE_PATCH)
+
+
+async def set_chips(api: KubeClient, node: str, chips: int) -> None:
+    await api.patch(NODES, node, {"status": {"allocatable": {tpu.TPU_RESOURCE: str(chips)}}},
+                    subresource="status", content_type=MERGE_PATCH)
+
+
+async def ledger(api: KubeClient, namespace: str) -> list[dict[str, Any]]:
+    try:
+        found = await api.get(CONFIGMAPS, res.LEDGER_CONFIGMAP, namespace)
+    except NotFoundError:
+        return []
+    failures: list[dict[str, Any]] = json.loads(found["data"][res.LEDGER_KEY])["failures"]
+    return failures
+
+
+def condition(js: dict[str, Any], kind: str) -> dict[str, Any]:
+    for cond in (js.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            found: dict[str, Any] = cond
+            return found
+    return {}
+
+
+async def restart_controller(api: KubeClient, namespace: str, name: str) -> None:
+    from jobset_infra.cluster.install import wait_available
+
+    [old] = [p for p in (await api.list(PODS, namespace=namespace))["items"]
+             if not p["metadata"].get("deletionTimestamp")]
+    await api.delete(PODS, old["metadata"]["name"], namespace=namespace)
+
+    async def replaced() -> bool:
+        pods = (await api.list(PODS, namespace=namespace))["items"]
+        return any(p["metadata"]["uid"] != old["metadata"]["uid"]
+                   and (p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+    await until(replaced, "a new controller pod running")
+    await wait_available(api, namespace, name, WAIT)
+
+
+async def test_a_pool_that_failed_is_kept_out_of_restarts_across_a_controller_restart(
+    api: tuple[KubeClient, Any],
+) -> None:
+    client, install = api
+    system = install.namespace
+    await client.create(JOBSETS, two_slices("hs"), NS)
+    first = await both_slices_running(client, 0)
+    sick = min(first)  # the first pool in order: chosen again unless kept out
+    [victim, *_] = first[sick]
+    node = victim["spec"]["nodeName"]
+    await set_chips(client, node, 2)  # two of its four chips went bad
+    await fail(client, victim, "137")
+
+    async def recorded() -> list[dict[str, Any]]:
+        return [f for f in await ledger(client, system) if f["domain"] == sick]
+
+    [entry] = await until(recorded, f"the failure recorded against {sick}")
+    assert entry["cause"] == res.Cause.TPU_DEVICE_ERROR.value, entry
+    assert "2 of its 4 google.com/tpu devices are unhealthy" in entry["detail"], entry
+    second = await both_slices_running(client, 1)
+    assert sick not in second, second
+    js = await client.get(JOBSETS, "hs", NS)
+    kept = condition(js, res.CONDITION_DOMAINS_KEPT_OUT)
+    assert kept.get("status") == "True" and f"{sick} (tpu_device_error" in kept["message"], kept
+
+    # The chip is repaired and the controller restarted; the history is read back.
+    await set_chips(client, node, 4)
+    await restart_controller(client, system, install.name)
+    [again, *_] = next(iter(second.values()))
+    await fail(client, again, "1")
+    third = await both_slices_running(client, 2)
+    assert sick not in third, (sick, third)
+    js = await client.get(JOBSETS, "hs", NS)
+    assert js["status"]["restarts"] == 2
+    kept = condition(js, res.CONDITION_DOMAINS_KEPT_OUT)
+    assert kept.get("status") == "True" and sick in kept["message"], kept

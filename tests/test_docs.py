@@ -7,12 +7,14 @@ import tomllib
 from pathlib import Path
 
 from jobset_infra.api import constants as c
+from jobset_infra.api import resilience as res
 from jobset_infra.api.k8s_openapi import K8S_VERSION
 from jobset_infra.manifests.kueue_spec import KueueInstall
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 ROOT = DOCS.parent
-OURS = {value for name, value in vars(c).items() if name.isupper() and isinstance(value, str)}
+OURS = {value for module in (c, res) for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, str)}
 # Strings of Kubernetes, Kueue and the cluster autoscaler the troubleshooting page quotes, and
 # failure-policy action names (enum values of the API, not reasons).
 THEIRS = {

@@ -49,7 +49,7 @@ from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.pod_watch import jobset_pods, pod_handler, pod_informer
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
-from jobset_infra.controller.runtime.slice_health import SliceHealthLedger, health_policy
+from jobset_infra.controller.runtime.slice_health import SliceHealthLedger
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
@@ -125,8 +125,7 @@ class JobSetController:
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
         self._make_informers(client, tuning.watch_namespace or None)
-        self.health = SliceHealthLedger(client, config.leader_election.resource_namespace,
-                                        health_policy(config), metrics, wall)
+        self.health = SliceHealthLedger.for_config(client, config, metrics, wall)
         self.queue = WorkQueue(
             CONTROLLER_NAME, metrics, ItemBackoff(tuning.backoff_base, tuning.backoff_max)
         )
@@ -292,8 +291,7 @@ class JobSetController:
     # --- workers ---------------------------------------------------------------------------------
 
     async def run_workers(self, workers: int) -> None:
-        """Reconcile until cancelled; the slice-health ledger is read and every cached JobSet
-        queued first (leader start)."""
+        """Reconcile until cancelled; the pool-failure ledger read, every JobSet queued first."""
         await self.health.load()
         for key in list(self.jobsets.store):
             self.queue.add(key)

@@ -69,6 +69,18 @@ class SliceHealthLedger:
         self._wall = wall
         self.failures: tuple[DomainFailure, ...] = ()
 
+    @classmethod
+    def for_config(
+        cls,
+        client: KubeClient,
+        config: ControllerConfig,
+        metrics: Metrics,
+        wall: Callable[[], datetime.datetime],
+    ) -> SliceHealthLedger:
+        """The ledger in the controller's (leader election) namespace, with its config's policy."""
+        namespace = config.leader_election.resource_namespace
+        return cls(client, namespace, health_policy(config), metrics, wall)
+
     async def load(self) -> None:
         """Read the ledger from the cluster (a new leader's first step); a ledger that cannot
         be read is logged and left empty: placement goes on, only without the history."""

@@ -98,6 +98,28 @@ def stack_config(stack_file: Path, project: str = PROJECT) -> dict[str, str]:
     return {_qualified(str(k), project): _as_config_string(v) for k, v in config.items()}
 
 
+def project_config(project_file: Path, project: str = PROJECT) -> dict[str, str]:
+    """The config Pulumi.yaml gives every stack, as Pulumi does: a key's `value`, else its
+    declared `default` (a stack file's own value wins; `pulumi new` templates keep structured
+    values here, since it prompts for strings only). Nothing when the file has no `config:`."""
+    from jobset_infra.api.yaml_io import YamlError, load_documents
+
+    try:
+        documents = load_documents(project_file.read_bytes())
+    except OSError as exc:
+        raise PlanError(f"{project_file}: cannot read: {exc.strerror or exc}") from None
+    except YamlError as exc:
+        raise PlanError(f"{project_file}: {exc}") from None
+    document = documents[0] if documents else {}
+    declared = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(declared, dict):
+        return {}
+    given = {key: entry.get("value", entry.get("default")) for key, entry in declared.items()
+             if isinstance(entry, dict)}
+    return {_qualified(str(k), project): _as_config_string(v) for k, v in given.items()
+            if v is not None and not str(k).startswith("pulumi:")}
+
+
 def _qualified(key: str, project: str) -> str:
     return key if ":" in key else f"{project}:{key}"
 
@@ -130,7 +152,8 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
 
     project_dir = args.project_dir or find_project_dir(Path.cwd())
     stack_dir = project_dir / "stacks"
-    config = stack_config(stack_file(project_dir, args.stack))
+    config = {**project_config(project_dir / "Pulumi.yaml"),
+              **stack_config(stack_file(project_dir, args.stack))}
     try:
         if args.out is not None:
             check_out(args.out)

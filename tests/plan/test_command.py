@@ -346,3 +346,30 @@ def test_a_local_chart_with_a_post_renderer_gets_the_helm_command_that_runs_it(
     assert "charts/kueue --namespace kueue-system" in note  # a folder: no --version
     assert " --post-renderer " in note and "jobset-infra --post-renderer-args kueue-postrender" \
         " --post-renderer-args --port=19443 --post-renderer-args --ca-bundle=" in note
+
+
+@pytest.mark.parametrize(("project_config", "stack_config", "namespace"), [
+    pytest.param("    value: {name: from-project}\n", "config: {}\n", "from-project",
+                 id="a project-level value reaches every stack"),
+    pytest.param("    default: {name: declared}\n", "config: {}\n", "declared",
+                 id="a declared default is used when the stack sets none"),
+    pytest.param("    value: {name: from-project}\n",
+                 "config:\n  jobset-infra:settings:\n    name: from-stack\n", "from-stack",
+                 id="the stack file's own value wins"),
+])
+def test_plan_reads_pulumi_yaml_config_as_pulumi_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], project_config: str,
+    stack_config: str, namespace: str
+) -> None:
+    """Project-level `config:` in Pulumi.yaml (what the `pulumi new` template keeps its
+    structured values in) applies to every stack under the stack file's own values."""
+    project = _project(tmp_path, stack_config)
+    (project / "Pulumi.yaml").write_text(
+        "name: jobset-infra\nmain: stacks\nconfig:\n  pulumi:tags:\n    value: {a: b}\n"
+        "  jobset-infra:settings:\n" + project_config)
+    code = main(["plan", "--stack", "demo", "--project-dir", str(project), "-o", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["errors"]
+    [namespace_object] = [r for r in report["resources"] if r["type"] ==
+                          "kubernetes:core/v1:Namespace"]
+    assert namespace_object["keyInputs"] == f"name={namespace}"

@@ -12,11 +12,14 @@ venv: ## create .venv: the locked runtime and Pulumi SDKs, then the package with
 	$(BIN)/pip install -q --require-hashes -r locks/test.txt
 	$(BIN)/pip install -q -e '.[test,platform,bench,lock]'
 
-tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi) into the cache
+tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi, pause) into the cache
 	python3 tools/build.py
 
+image: ## build the controller image without a Docker daemon (OCI layout and archive; prints the digest)
+	$(BIN)/jobset-infra image build controller
+
 ##@ Real local cluster
-.PHONY: tools up down cluster-up cluster-down test-real test-chaos
+.PHONY: tools image up down cluster-up cluster-down test-real test-chaos
 up: tools ## the real path: the local cluster, `pulumi up -s local` with the real engine, the JobSet watched to Completed
 	$(BIN)/jobset-infra deploy up
 

@@ -1,4 +1,4 @@
-"""`jobset-infra`: validate | crd | plan | sim | cluster | deploy | kueue-postrender.
+"""`jobset-infra`: validate | crd | plan | sim | cluster | deploy | image | kueue-postrender.
 
 Each subcommand lives in the module that owns its logic; this file only wires them to argparse.
 A subcommand module exposes `add_arguments(parser)` and `run(args) -> int`; its one-line help is
@@ -56,6 +56,10 @@ COMMANDS: dict[str, Command] = {
         "jobset_infra.cluster.deploy_command",
         "the real path: the local cluster and `pulumi up` with the Pulumi engine built from "
         "source: up | down | env"),
+    "image": Command(
+        "jobset_infra.cluster.images.command",
+        "build the controller and workload images without a Docker daemon, reproducibly "
+        "(OCI layout and archive, digest printed): build"),
     "kueue-postrender": Command(
         "jobset_infra.kueue_postrender_command",
         "Helm post-renderer: Kueue's webhooks on 127.0.0.1 (used by the Kueue component)"),

@@ -47,6 +47,7 @@ TIERS: dict[str, str] = {
     "tests/benchmarks": "e2e",
     "tests/e2e": "e2e",
     "tests/chaos": "chaos",  # faults on the real control plane (each test also marked `real`)
+    "tests/realnode": "e2e",  # the shipped images, built daemonless (and run on real nodes)
 }
 
 

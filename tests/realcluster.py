@@ -33,6 +33,19 @@ def tools_or_skip(apiserver_only: bool = False) -> Tools:
         pytest.skip(f"real-cluster tier: {err}")
 
 
+def image_tools_or_skip() -> None:
+    """What a daemonless image build needs: root (extraction and a chroot compile) and Debian's
+    mmdebstrap (.ci/run installs it)."""
+    missing = ("image builds need root" if os.geteuid() != 0 else
+               "mmdebstrap not found: apt-get install -y mmdebstrap"
+               if shutil.which("mmdebstrap") is None else None)
+    if missing is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {missing}")
+    pytest.skip(f"image tier: {missing}")
+
+
 @contextmanager
 def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
                  auto_complete_seconds: float | None = None,

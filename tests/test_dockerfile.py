@@ -4,6 +4,7 @@ lock of exactly the controller's closure, slim runtime; the platform lock agrees
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import subprocess
 import sys
@@ -209,3 +210,53 @@ def test_every_file_the_dockerfile_copies_is_in_the_build_context() -> None:
     assert sources
     missing = [s for s in sources if f"!{s.rstrip('/')}" not in lines and f"!{s}/" not in lines]
     assert missing == [], f"add !<path> to .dockerignore for {missing}"
+
+
+# --- one declaration: the Dockerfile builds what jobset_infra/cluster/images/spec.py declares ----
+
+
+def _final_stage() -> list[tuple[str, str]]:
+    steps = instructions()
+    last_from = max(i for i, (kw, _) in enumerate(steps) if kw == "FROM")
+    return steps[last_from:]
+
+
+def _env(stage: list[tuple[str, str]]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for keyword, rest in stage:
+        if keyword == "ENV":
+            pairs.update(item.split("=", 1) for item in rest.split())
+    return pairs
+
+
+def test_the_dockerfile_runs_what_the_daemonless_image_declares() -> None:
+    from jobset_infra.cluster.images.spec import CONTROLLER
+
+    stage = _final_stage()
+    last = {keyword: rest for keyword, rest in stage}
+    assert _env(stage) == dict(CONTROLLER.env)
+    assert last["USER"] == CONTROLLER.user
+    assert last["WORKDIR"] == CONTROLLER.workdir
+    assert sorted(int(p) for p in last["EXPOSE"].split()) == sorted(CONTROLLER.exposed_ports)
+    assert last["ENTRYPOINT"] == json.dumps(list(CONTROLLER.entrypoint))
+
+
+def test_the_dockerfile_installs_what_the_daemonless_image_declares() -> None:
+    from jobset_infra.cluster.images.spec import CONTROLLER
+
+    assert CONTROLLER.app is not None
+    copies = [rest.split() for kw, rest in instructions() if kw == "COPY"]
+    copied = {source for words in copies if words[0] != "--from=build" for source in words[:-1]}
+    assert CONTROLLER.app.lock in copied
+    assert set(CONTROLLER.app.project_files) == copied - {CONTROLLER.app.lock}
+
+
+def test_neither_image_keeps_the_build_tools() -> None:
+    from jobset_infra.cluster.images.spec import CONTROLLER
+
+    assert CONTROLLER.app is not None
+    assert CONTROLLER.app.exclude == TOOLING
+    uninstalls = [rest for kw, rest in instructions() if kw == "RUN" and "pip uninstall" in rest]
+    assert uninstalls
+    removed = set(uninstalls[-1].split("pip uninstall", 1)[1].split()) - {"--yes", "--quiet"}
+    assert removed == TOOLING

@@ -139,6 +139,9 @@ GROUPS: tuple[Group, ...] = (
                (("github.com/pulumi/pulumi-yaml/pkg/version.Version",
                  "{github.com/pulumi/pulumi-yaml}"),)),
     )),
+    # The pod sandbox's process (tools/pause/cmd/pause): the pause image holds only it. A group of
+    # its own, so the groups above keep their keys and warm caches.
+    Group("pause", (Binary("pause", "./cmd/pause"),)),
 )
 
 

@@ -1,9 +1,11 @@
 """Where the API server is and how to authenticate: in-cluster service account or a kubeconfig.
 
-Credential resolution is delegated to kubernetes_asyncio's config loaders (a maintained library
-that runs exec plugins such as gke-gcloud-auth-plugin, handles tokens, token files, client
-certificates and CA data); we keep only the result and ask the loader again when a token expires.
-Requests themselves go through our lean aiohttp client (`kube.py`).
+A kubeconfig with static credentials (a server, a CA, a token, token file or client
+certificate) is read directly (`kubeconfig.read_static`); any other is delegated to
+kubernetes_asyncio's config loaders (a maintained library that runs exec plugins such as
+gke-gcloud-auth-plugin and auth providers), whose import costs 60 MiB for the process's life, so
+only a kubeconfig that needs it pays it. We keep only the result and ask the loader again when a
+token expires. Requests themselves go through our lean aiohttp client (`kube.py`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from __future__ import annotations
 import datetime
 import os
 import ssl
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from jobset_infra.controller.runtime.kubeconfig import StaticKubeconfig, read_static
 
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
@@ -76,6 +82,15 @@ def in_cluster(
         )
     if ":" in host:
         host = f"[{host}]"
+    return ClusterAccess(
+        host=f"https://{host}:{port}",
+        ssl_context=ssl.create_default_context(cafile=ca_file),
+        token_source=_token_file_source(token_file, clock),
+    )
+
+
+def _token_file_source(token_file: str, clock: Callable[[], float]) -> TokenSource:
+    """The token in a file, read again every TOKEN_FILE_REFRESH seconds (it rotates)."""
     cache: dict[str, Any] = {"token": None, "read_at": -1e18}
 
     async def token(force: bool) -> str | None:
@@ -85,14 +100,65 @@ def in_cluster(
             cache["read_at"] = clock()
         return f"Bearer {cache['token']}"
 
-    return ClusterAccess(
-        host=f"https://{host}:{port}",
-        ssl_context=ssl.create_default_context(cafile=ca_file),
-        token_source=token,
-    )
+    return token
 
 
 async def from_kubeconfig(path: str, context: str | None = None) -> ClusterAccess:
+    """A kubeconfig's access: read directly when its credentials are static, else resolved
+    with kubernetes_asyncio (exec plugins, auth providers)."""
+    static = read_static(path, context)
+    if static is not None:
+        try:
+            return from_static(static)
+        except (OSError, ssl.SSLError) as err:
+            raise AuthError(f"cannot load kubeconfig {path}: {err}") from None
+    return await _from_library(path, context)
+
+
+def from_static(config: StaticKubeconfig, clock: Callable[[], float] = time.monotonic
+                ) -> ClusterAccess:
+    """Access from a kubeconfig's static credentials."""
+    if config.token_file is not None:
+        token_source: TokenSource | None = _token_file_source(config.token_file, clock)
+    elif config.token is not None:
+        bearer = f"Bearer {config.token}"
+
+        async def static(_: bool) -> str | None:
+            return bearer
+
+        token_source = static
+    else:
+        token_source = None
+    https = config.server.startswith("https://")
+    return ClusterAccess(host=config.server, token_source=token_source,
+                         ssl_context=_static_ssl_context(config) if https else None)
+
+
+def _static_ssl_context(config: StaticKubeconfig) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=config.ca_file, cadata=config.ca_data)
+    if config.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if config.cert_data is not None or config.key_data is not None:
+        with tempfile.TemporaryDirectory(prefix="jobset-kubeconfig-") as folder:
+            cert = _written(Path(folder) / "client.crt", config.cert_data, config.cert_file)
+            key = _written(Path(folder) / "client.key", config.key_data, config.key_file)
+            context.load_cert_chain(cert, key)
+    elif config.cert_file is not None:
+        context.load_cert_chain(config.cert_file, config.key_file)
+    return context
+
+
+def _written(path: Path, data: bytes | None, fallback: str | None) -> str:
+    """`data` in a private file at `path` (ssl loads certificates from files only)."""
+    if data is None:
+        return fallback or ""
+    path.touch(mode=0o600)
+    path.write_bytes(data)
+    return str(path)
+
+
+async def _from_library(path: str, context: str | None) -> ClusterAccess:
     """Resolve a kubeconfig with kubernetes_asyncio (exec plugins included)."""
     from kubernetes_asyncio.client import Configuration
     from kubernetes_asyncio.config import kube_config

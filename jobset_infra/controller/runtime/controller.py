@@ -368,6 +368,7 @@ class JobSetController:
             self.expectations.forget(key)
             self.executor.forget(key)
             return Outcome()
+        await self.specs.loaded()  # the spec check's machinery, loaded off the loop once
         now = self._clock()
         if self.expectations.expired(key, now):
             self.metrics.expectations_expired.inc()

@@ -36,7 +36,7 @@ from jobset_infra.controller.runtime.cache_health import (
     readiness,
     settled,
 )
-from jobset_infra.controller.runtime.controller import Decide, JobSetController, core_config
+from jobset_infra.controller.runtime.controller import Decide, JobSetController
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.health import Endpoints, split_address
 from jobset_infra.controller.runtime.kube import KubeClient
@@ -44,7 +44,6 @@ from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
 from jobset_infra.controller.runtime.serving_cert import serving_context
-from jobset_infra.controller.runtime.spec_cache import prepare_spec_check
 
 log = logging.getLogger(__name__)
 _POLL = 0.1  # how often leadership and start-up look at the caches' states (cheap)
@@ -203,7 +202,6 @@ async def start_controller(
     ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
     try:
         await _start_endpoints(endpoints, config, client)
-        prepare_spec_check(core_config(config))  # before the first JobSet needs it
         await _wait_synced(controller, config.controller.cache_sync_timeout)
         if freeze_gc:
             gc.freeze()

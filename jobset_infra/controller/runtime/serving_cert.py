@@ -4,7 +4,10 @@ self-signed one made at start, as controller-runtime's metrics server does witho
 Scrapers verify the certificate when one is provided (`tls.crt`/`tls.key` in the directory);
 a self-signed certificate (ECDSA P-256, one year, the pod IP and hostname as names) still
 encrypts the scrape and hides the bearer token, and is what Prometheus' `insecureSkipVerify`
-scrape configs of controller-runtime projects expect.
+scrape configs of controller-runtime projects expect. It is made by a short-lived child process
+(this module run as a program): the cryptography library then never enters the controller's own
+memory, where it stayed mapped for the process's life (7 MiB of the idle controller's RSS,
+measured 2026-12-02) for one signature at start.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import ipaddress
 import os
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,7 +36,7 @@ def serving_context(cert_dir: str, host: str) -> ssl.SSLContext:
         folder = Path(cert_dir)
         context.load_cert_chain(folder / "tls.crt", folder / "tls.key")
         return context
-    cert, key = _self_signed(host)
+    cert, key = _self_signed_by_child(host)
     with tempfile.TemporaryDirectory(prefix="jobset-metrics-tls-") as scratch:
         cert_file, key_file = Path(scratch) / "tls.crt", Path(scratch) / "tls.key"
         cert_file.write_bytes(cert)
@@ -40,6 +45,22 @@ def serving_context(cert_dir: str, host: str) -> ssl.SSLContext:
             handle.write(key)
         context.load_cert_chain(cert_file, key_file)  # read now; the files go with the folder
     return context
+
+
+_KEY_BEGINS = b"-----BEGIN PRIVATE KEY-----"
+
+
+def _self_signed_by_child(host: str) -> tuple[bytes, bytes]:
+    """(certificate, key) as PEM, made by `python -m` this module."""
+    done = subprocess.run([sys.executable, "-m", __name__, host], capture_output=True,
+                          timeout=120, check=False)
+    cert, found, key = done.stdout.partition(_KEY_BEGINS)
+    if done.returncode != 0 or not found:
+        words = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        raise RuntimeError(f"cannot make the metrics server's self-signed certificate "
+                           f"({words[0] if words else f'exit {done.returncode}'}); "
+                           "give metrics.certDir a tls.crt and tls.key")
+    return cert, found + key
 
 
 def _names(host: str) -> list[Any]:
@@ -78,3 +99,8 @@ def _self_signed(host: str) -> tuple[bytes, bytes]:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+if __name__ == "__main__":
+    _cert, _key = _self_signed(sys.argv[1] if len(sys.argv) > 1 else "")
+    sys.stdout.buffer.write(_cert + _key)

@@ -128,18 +128,26 @@ def test_a_deleted_jobset_is_forgotten() -> None:
     assert len(cache) == 0
 
 
-def test_preparing_loads_the_crd_rules_and_counts_no_check() -> None:
+def test_the_crd_rules_load_when_first_awaited_in_a_thread_and_count_no_check() -> None:
     # In a fresh interpreter, as the controller starts: the CEL machinery is not loaded until
-    # prepared, and preparing it runs no check of any JobSet of the cluster.
+    # the first pass awaits it, it loads on another thread than the loop's, and loading it
+    # runs no check of any JobSet of the cluster.
     probe = (
-        "import sys\n"
+        "import asyncio, sys, threading\n"
         "from jobset_infra.controller.core.types import CoreConfig\n"
-        "from jobset_infra.controller.runtime.spec_cache import SpecCache, prepare_spec_check\n"
+        "from jobset_infra.controller.runtime import spec_cache\n"
         "before = 'jobset_infra.api.crd.cel' in sys.modules\n"
-        "cache = SpecCache(CoreConfig())\n"
-        "prepare_spec_check(CoreConfig())\n"
-        "print(before, 'jobset_infra.api.crd.cel' in sys.modules, cache.checks)\n"
+        "cache = spec_cache.SpecCache(CoreConfig())\n"
+        "threads = []\n"
+        "load = spec_cache._load\n"
+        "spec_cache._load = lambda c: (threads.append(threading.current_thread()), load(c))\n"
+        "async def twice():\n"
+        "    await asyncio.gather(cache.loaded(), cache.loaded())\n"
+        "    await cache.loaded()\n"
+        "asyncio.run(twice())\n"
+        "print(before, 'jobset_infra.api.crd.cel' in sys.modules, cache.checks, len(threads),\n"
+        "      threads[0] is not threading.main_thread())\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
-    assert out == ["False", "True", "0"]
+    assert out == ["False", "True", "0", "1", "True"]

@@ -3,11 +3,12 @@ wording of argument problems (`field.path: message`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
+
+from jobset_infra.api.names import dns1123_label, dns1123_subdomain
 
 __all__ = [
     "Manifest",
@@ -22,9 +23,6 @@ Manifest = dict[str, Any]
 """A Kubernetes object as plain JSON-like data (camelCase keys, as the API server takes it)."""
 
 PART_OF = "jobset-infra"
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def common_labels(name: str, component: str) -> dict[str, str]:
@@ -54,7 +52,7 @@ def object_meta(
 
 def require_dns_label(value: str, field: str) -> str:
     """Return `value` if it is a valid RFC 1123 label (namespace, Service name), else raise."""
-    if len(value) > 63 or not _DNS_LABEL.match(value):
+    if dns1123_label(value):
         raise ValueError(
             f"{field}: {value!r} is not a valid name: use at most 63 lowercase letters, digits "
             "and '-', starting and ending with a letter or digit"
@@ -64,7 +62,7 @@ def require_dns_label(value: str, field: str) -> str:
 
 def require_dns_subdomain(value: str, field: str) -> str:
     """Return `value` if it is a valid RFC 1123 subdomain (most object names), else raise."""
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if dns1123_subdomain(value):
         raise ValueError(
             f"{field}: {value!r} is not a valid name: use at most 253 lowercase letters, digits, "
             "'-' and '.', each dot-separated part starting and ending with a letter or digit"

@@ -20,7 +20,7 @@ from jobset_infra.api.features import (
     parse_gates,
 )
 from jobset_infra.controller.core.types import CoreConfig
-from jobset_infra.controller.runtime.controller import core_config
+from jobset_infra.controller.runtime.decider import core_config
 from jobset_infra.validate_command import parse_feature_gates
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"

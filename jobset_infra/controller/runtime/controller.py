@@ -18,10 +18,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
-from jobset_infra.api.models import JobSet
-from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.classify import job_failure
-from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
+from jobset_infra.controller.core.types import Manifest, Observed
 from jobset_infra.controller.runtime.cache_health import CacheState, readiness
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
@@ -39,6 +37,7 @@ from jobset_infra.controller.runtime.caches import (
     same_but_bookkeeping,
     service_name,
 )
+from jobset_infra.controller.runtime.decider import Decide, core_config, core_decider
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.executor import Outcome, PlanExecutor
 from jobset_infra.controller.runtime.expectations import Expectations
@@ -63,34 +62,7 @@ from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 log = logging.getLogger(__name__)
 
 
-Decide = Callable[[Observed[Manifest], datetime.datetime], Plan]
-"""The decision for one JobSet as the caches hold it (the core's, unless a test injects one)."""
 WallClock = Callable[[], datetime.datetime]
-
-
-def core_config(config: ControllerConfig) -> CoreConfig:
-    return CoreConfig(
-        gates=config.gates(),
-        exclusive_placement=config.placement.mode is not PlacementMode.OFF,
-    )
-
-
-def core_decider(config: CoreConfig, specs: SpecCache | None = None) -> Decide:
-    """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. `specs`
-    remembers, per spec version, the full parse, the spec check's verdict and a malformed
-    report (the checks cost milliseconds, a pass microseconds)."""
-    cache = specs if specs is not None else SpecCache(config)
-
-    def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
-        def observed(check_templates: bool) -> Observed[JobSet]:
-            return observe(seen.jobset, seen.jobs, seen.service_exists, seen.placement,
-                           seen.pvc_names, check_templates=check_templates,
-                           taken_names=seen.taken_names, pods=seen.pods)
-
-        return cache.decide(seen.jobset, observed, lambda found: reconcile(found, now, config),
-                            now)
-
-    return decide
 
 
 def _utcnow() -> datetime.datetime:

@@ -36,7 +36,8 @@ from jobset_infra.controller.runtime.cache_health import (
     readiness,
     settled,
 )
-from jobset_infra.controller.runtime.controller import Decide, JobSetController
+from jobset_infra.controller.runtime.controller import JobSetController
+from jobset_infra.controller.runtime.decider import Decide
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.health import Endpoints, split_address
 from jobset_infra.controller.runtime.kube import KubeClient

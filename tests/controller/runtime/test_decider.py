@@ -8,7 +8,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.features import Feature
 from jobset_infra.controller.core.types import Observed, UpdateStatus
-from jobset_infra.controller.runtime.controller import core_config, core_decider
+from jobset_infra.controller.runtime.decider import core_config, core_decider
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from typing import Any
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.core.types import CoreConfig, EmitEvent, Observed, Plan
-from jobset_infra.controller.runtime.controller import core_config, core_decider
+from jobset_infra.controller.runtime.decider import core_config, core_decider
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.testing.jobsets import make_jobset
 

@@ -97,11 +97,30 @@ class SliceHealthLedger:
                  extra={"failures": len(self.failures), "configMap": LEDGER_CONFIGMAP})
 
     async def record(self, new: Sequence[DomainFailure]) -> None:
-        """Merge `new` failures into the ConfigMap; raises the API error when it cannot."""
+        """Merge `new` failures into the ConfigMap (in memory only when it cannot be written;
+        a write race lost every time raises)."""
         known = {_identity(f) for f in self.failures}
         fresh = [f for f in new if _identity(f) not in known]
         if not fresh or not self.policy.enabled:
             return
+        try:
+            await self._persist(fresh)
+        except (ConflictError, AlreadyExistsError):
+            raise
+        except ApiError as err:
+            # The ledger's namespace missing (a controller run out of cluster), or no permission:
+            # keep the history in memory and go on; a restart must never wait on its record.
+            self.failures = recorded(self.failures, fresh, self._wall(), self.policy)
+            log.warning("slice-health ledger %s/%s not written (kept in memory only): %s",
+                        self.namespace, LEDGER_CONFIGMAP, err)
+        for failure in fresh:
+            self.metrics.domain_failures.labels(cause=failure.cause.value).inc()
+            log.warning("pool failure recorded", extra={
+                "pool": failure.domain, "cause": failure.cause.value, "job": failure.job,
+                "detail": failure.detail})
+
+    async def _persist(self, fresh: Sequence[DomainFailure]) -> None:
+        """Merge `fresh` into the stored ledger, retrying a lost write race."""
         for attempt in range(_ATTEMPTS):
             stored = await self._read()
             ledger = recorded(ledger_from_text(_text(stored)), fresh, self._wall(), self.policy)
@@ -112,12 +131,7 @@ class SliceHealthLedger:
                     raise
                 continue
             self.failures = ledger
-            break
-        for failure in fresh:
-            self.metrics.domain_failures.labels(cause=failure.cause.value).inc()
-            log.warning("pool failure recorded", extra={
-                "pool": failure.domain, "cause": failure.cause.value, "job": failure.job,
-                "detail": failure.detail})
+            return
 
     def kept_out(self) -> dict[tuple[str, str], KeptOut]:
         """The domains kept out now (and the gauge set to their number)."""

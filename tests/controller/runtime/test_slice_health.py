@@ -126,3 +126,21 @@ async def test_a_half_life_of_zero_keeps_nothing_out_and_writes_nothing() -> Non
     ledger, _ = _ledger(api, config=config)
     await ledger.record([_failure("u1")])
     assert api.stored is None and ledger.kept_out() == {}
+
+
+class NoNamespace(FakeConfigMaps):
+    """The controller run out of cluster: its namespace does not exist, so the create 404s."""
+
+    async def create(self, res: Any, body: dict[str, Any], namespace: str) -> dict[str, Any]:
+        raise NotFoundError(404, "NotFound", f'namespaces "{namespace}" not found')
+
+
+async def test_a_ledger_that_cannot_be_written_keeps_the_failure_in_memory_and_goes_on() -> None:
+    # It raised before, failing every pass of the JobSet: the sim demo's restart never came.
+    api = NoNamespace()
+    ledger, metrics = _ledger(api)
+    await ledger.record([_failure("u1")])
+    assert api.stored is None
+    assert [f.job_uid for f in ledger.failures] == ["u1"]
+    assert list(ledger.kept_out()) == [(KEY, "pool-0")]
+    assert metrics.sample("jobset_topology_domain_failures_total", {"cause": "node_not_ready"}) == 1

@@ -122,8 +122,25 @@ async def _until_established(api: KubeClient, name: str, timeout: float = 30.0) 
             crd = await api.get(KINDS["CustomResourceDefinition"], name)
         except ApiError:
             crd = {}
+        conditions = (crd.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (crd.get("status") or {}).get("conditions") or []):
+               for c in conditions) and await _served(api, crd):
             return
         await asyncio.sleep(0.1)
-    raise TimeoutError(f"CRD {name} not Established within {timeout:g} s")
+    raise TimeoutError(f"CRD {name} not Established and served within {timeout:g} s")
+
+
+async def _served(api: KubeClient, crd: Mapping[str, Any]) -> bool:
+    """Whether the CRD's kind is served: Established comes a moment before the API server's
+    handler for it, and a create in between is answered 503 "Resource kind ... not found"."""
+    spec = crd.get("spec") or {}
+    versions = [v["name"] for v in spec.get("versions") or () if v.get("served")]
+    plural = (spec.get("names") or {}).get("plural")
+    if not versions or not plural:
+        return True
+    try:
+        await api.request("GET", f"/apis/{spec.get('group')}/{versions[0]}/{plural}",
+                          params={"limit": "1"})
+    except ApiError:
+        return False
+    return True

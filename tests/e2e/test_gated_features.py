@@ -255,9 +255,18 @@ async def test_the_agents_account_may_change_only_the_attempt_annotation(gated: 
         name = pod["metadata"]["name"]
         allowed = {"metadata": {"annotations": {k.IN_PLACE_RESTART_ATTEMPT_KEY: "0"}}}
         await agent.patch(PODS, name, allowed, namespace=ns)
-        with pytest.raises(ApiError) as refused:
-            await agent.patch(PODS, name, {"metadata": {"labels": {"x": "y"}}}, namespace=ns)
-        assert refused.value.code == 422 and k.IN_PLACE_RESTART_ATTEMPT_KEY in refused.value.message
+
+        async def refusal() -> ApiError | None:
+            try:
+                await agent.patch(PODS, name, {"metadata": {"labels": {"x": "y"}}}, namespace=ns)
+            except ApiError as err:
+                return err
+            return None
+
+        # An admission policy takes effect a moment after it is created: wait for the refusal
+        # (bounded), then its words.
+        refused = await until(refusal, "the agent's label edit refused by the admission policy")
+        assert refused.code == 422 and k.IN_PLACE_RESTART_ATTEMPT_KEY in refused.message
 
 
 # --- helpers of the other gates' cases ---------------------------------------------------------

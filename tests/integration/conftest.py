@@ -34,6 +34,7 @@ from jobset_infra.controller.runtime.caches import ForeignJob
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
     AlreadyExistsError,
+    ApiError,
     KubeClient,
     NotFoundError,
 )
@@ -304,7 +305,13 @@ async def _install_crd(api: KubeClient) -> None:
     async def established() -> bool:
         got = await api.request("GET", CRDS.path(None, crd["metadata"]["name"]))
         conds = (got.get("status") or {}).get("conditions") or ()
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+        if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            return False
+        try:  # Established comes a moment before the kind is served (a create gets 503)
+            await api.request("GET", JOBSETS.path(None), params={"limit": "1"})
+        except ApiError:
+            return False
+        return True
 
     await envtest.wait_established(established)
     # upstream's webhook defaults the CRD cannot express, as the install has them

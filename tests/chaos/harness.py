@@ -40,6 +40,7 @@ from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient, NotFou
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, Resource
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.jobset_system import SystemObjects
+from tests.chaos.invariants import attempt_of
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,7 +254,7 @@ class Plane:
     async def live_jobs(self, namespace: str, attempt: int) -> list[dict[str, Any]]:
         return [j for j in await self.jobs(namespace)
                 if not j["metadata"].get("deletionTimestamp")
-                and _attempt(j) == attempt]
+                and attempt_of(j) == attempt]
 
     async def running_pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         pods = await self.api.list(PODS, namespace, label_selector=f"{JOB_NAME_LABEL}={job}")
@@ -293,16 +294,6 @@ class Plane:
             return js if (js.get("status") or {}).get("terminalState") else None
 
         return await until(done, f"{namespace}/{name} to finish", timeout)
-
-
-def _attempt(job: Mapping[str, Any]) -> int | None:
-    meta = job.get("metadata") or {}
-    for source in (meta.get("labels") or {}, meta.get("annotations") or {}):
-        try:
-            return int(source[c.RESTARTS_KEY])
-        except (KeyError, ValueError):
-            continue
-    return None
 
 
 def jobset(namespace: str, name: str, replicas: int, max_restarts: int) -> dict[str, Any]:

@@ -22,18 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.controller.core.job_view import key_int_of
 from jobset_infra.controller.runtime.kube import ApiError, GoneError, KubeClient
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, Resource
 
 
 def attempt_of(job: Mapping[str, Any]) -> int | None:
-    meta = job.get("metadata") or {}
-    for source in (meta.get("labels") or {}, meta.get("annotations") or {}):
-        try:
-            return int(source[c.RESTARTS_KEY])
-        except (KeyError, ValueError):
-            continue
-    return None
+    """The Job's restart attempt as the controller reads it (label, else annotation)."""
+    return key_int_of(job.get("metadata") or {}, c.RESTARTS_KEY)
 
 
 def owner_of(job: Mapping[str, Any]) -> str | None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 
-__all__ = ["ChildJob", "JobCondition", "child_job_from_manifest", "format_time", "parse_time"]
+__all__ = ["ChildJob", "JobCondition", "child_job_from_manifest", "format_time", "key_int_of",
+           "parse_time"]
 
 
 # --------------------------------------------------------------------------- time
@@ -113,6 +114,11 @@ def _key(sources: tuple[Mapping[str, str], ...], key: str) -> str | None:
         if value:
             return value
     return None
+
+
+def key_int_of(metadata: Mapping[str, Any], key: str) -> int | None:
+    """`key` of an object's metadata as the controller reads it: label first, then annotation."""
+    return _key_int((metadata.get("labels") or {}, metadata.get("annotations") or {}), key)
 
 
 def _key_int(sources: tuple[Mapping[str, str], ...], key: str) -> int | None:

@@ -23,27 +23,21 @@ import json
 import os
 import platform
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jobset_infra.api import constants as k
-from jobset_infra.cluster.install import install_jobset_system, local_install
 from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import JOBSETS, Resource
 from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
-from tests.integration.conftest import fast_config
 from tests.kueue_real import (
     WORKLOADS,
-    create_all,
+    controller_and_kueue,
     group_jobset,
-    group_queue_manifests,
-    namespace,
-    start_kueue,
 )
 from tests.realcluster import real_cluster
 
@@ -135,18 +129,8 @@ async def main(rounds: int, sizes: list[int]) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     with real_cluster(NODES, crds=(jobset_crd(),)) as cluster:
         async with cluster.client() as api:
-            config = fast_config(controller={"workers": 4})
-            install = local_install(replicas=1, config=config.model_copy(update={
-                "metrics": config.metrics.model_copy(update={"bind_address": ":8443"}),
-                "health": config.health.model_copy(
-                    update={"health_probe_bind_address": ":8081"})}))
-            await install_jobset_system(api, install)
-            folder = Path(tempfile.mkdtemp(prefix="kueue-", dir=cluster.layout.folder))
-            kueue = await start_kueue(api, cluster, folder)
-            try:
-                for placer, group in GROUP.items():
-                    await namespace(api, group)
-                    await create_all(api, group_queue_manifests(PLANS[group], placer))
+            groups = {placer: (group, PLANS[group]) for placer, group in GROUP.items()}
+            async with controller_and_kueue(api, cluster, groups):
                 for slices in sizes:
                     for round_ in range(rounds):
                         order = list(GROUP) if round_ % 2 == 0 else list(reversed(GROUP))
@@ -155,8 +139,6 @@ async def main(rounds: int, sizes: list[int]) -> list[dict[str, Any]]:
                             run["round"] = round_
                             results.append(run)
                             print(json.dumps(run), flush=True)
-            finally:
-                kueue.stop()
     return results
 
 

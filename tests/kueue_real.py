@@ -15,11 +15,13 @@ Configuration of our own: the JobSet integration, Topology-Aware Scheduling as K
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,3 +253,28 @@ def group_jobset(plan: SlicePoolsPlan, placer: Placer, name: str, slices: int,
 
 async def namespace(api: KubeClient, name: str) -> None:
     await apply(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+@contextlib.asynccontextmanager
+async def controller_and_kueue(
+    api: KubeClient, cluster: RunningCluster, groups: Mapping[Placer, tuple[str, SlicePoolsPlan]],
+) -> AsyncIterator[KueueManager]:
+    """Our controller installed (one replica, metrics and probes on their ports), Kueue's manager
+    started, and each placement mode's group namespace and queues created; Kueue stopped after."""
+    from jobset_infra.cluster.install import install_jobset_system, local_install
+    from tests.integration.conftest import fast_config
+
+    config = fast_config(controller={"workers": 4})
+    install = local_install(replicas=1, config=config.model_copy(update={
+        "metrics": config.metrics.model_copy(update={"bind_address": ":8443"}),
+        "health": config.health.model_copy(update={"health_probe_bind_address": ":8081"})}))
+    await install_jobset_system(api, install)
+    folder = Path(tempfile.mkdtemp(prefix="kueue-", dir=cluster.layout.folder))
+    kueue = await start_kueue(api, cluster, folder)
+    try:
+        for placer, (group, plan) in groups.items():
+            await namespace(api, group)
+            await create_all(api, group_queue_manifests(plan, placer))
+        yield kueue
+    finally:
+        kueue.stop()

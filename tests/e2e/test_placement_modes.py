@@ -18,11 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -40,11 +38,8 @@ from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.kueue_real import (
     WORKLOADS,
     KueueManager,
-    create_all,
+    controller_and_kueue,
     group_jobset,
-    group_queue_manifests,
-    namespace,
-    start_kueue,
 )
 
 pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(900)]
@@ -97,28 +92,15 @@ def jobset(mode: Placer, name: str, slices: int) -> dict[str, Any]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world() -> AsyncIterator[World]:
-    from jobset_infra.cluster.install import install_jobset_system, local_install
     from jobset_infra.manifests.crd import jobset_crd
-    from tests.integration.conftest import fast_config
     from tests.realcluster import real_cluster
 
     with real_cluster(NODES, crds=(jobset_crd(),)) as cluster:
         async with cluster.client() as api:
-            config = fast_config(controller={"workers": 4})
-            install = local_install(replicas=1, config=config.model_copy(update={
-                "metrics": config.metrics.model_copy(update={"bind_address": ":8443"}),
-                "health": config.health.model_copy(
-                    update={"health_probe_bind_address": ":8081"})}))
-            await install_jobset_system(api, install)
-            folder = Path(tempfile.mkdtemp(prefix="kueue-", dir=cluster.layout.folder))
-            kueue = await start_kueue(api, cluster, folder)
-            try:
-                for mode in (Placer.KUEUE_TAS, Placer.CONTROLLER):
-                    await namespace(api, GROUP[mode])
-                    await create_all(api, group_queue_manifests(_group_plan(mode), mode))
+            groups = {mode: (GROUP[mode], _group_plan(mode))
+                      for mode in (Placer.KUEUE_TAS, Placer.CONTROLLER)}
+            async with controller_and_kueue(api, cluster, groups) as kueue:
                 yield World(api, kueue)
-            finally:
-                kueue.stop()
 
 
 # --- what the scenarios read -----------------------------------------------------------------

@@ -56,23 +56,37 @@ def start(spec: ProcessSpec, log: Path, env: dict[str, str] | None = None) -> St
     return Started(spec.name, proc.pid, spec.argv[0], log)
 
 
+# How long `alive` waits for a process in the middle of exec to show its arguments.
+_EXEC_SETTLE_S = 1.0
+
+
 def alive(started: Started) -> bool:
     """True while the PID runs the binary we started (not a zombie, not a recycled PID). A
     script runs as its interpreter with the script's path as the first argument."""
     try:
         exe = os.readlink(f"/proc/{started.pid}/exe").removesuffix(" (deleted)")
         stat = Path(f"/proc/{started.pid}/stat").read_text()
-        argv = Path(f"/proc/{started.pid}/cmdline").read_bytes().split(b"\0")[:2]
+        argv = _argv_after_exec(started.pid)
     except OSError:
         return False
     state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
     if state in ("Z", "X"):
         return False
     binary = os.path.realpath(started.binary)
-    if not any(argv):
-        return True  # cmdline reads empty while the kernel maps a new binary in: exec under way
     return exe == binary or any(os.path.realpath(a.decode(errors="replace")) == binary
                                 for a in argv if a)
+
+
+def _argv_after_exec(pid: int) -> list[bytes]:
+    """The first two arguments of `pid`. Popen returns once exec has begun, but the kernel
+    fills the new arguments in a moment later: until then cmdline reads empty, which says
+    nothing about whose PID it is, so wait (bounded) for them instead of guessing."""
+    deadline = time.monotonic() + _EXEC_SETTLE_S
+    while True:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+        if any(argv) or time.monotonic() >= deadline:
+            return argv
+        time.sleep(0.005)
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -46,6 +46,19 @@ def test_a_pid_running_another_binary_is_not_ours(tmp_path: Path) -> None:
         stop([started])
 
 
+def test_a_process_just_started_is_told_apart_from_an_impostor(tmp_path: Path) -> None:
+    """Right after Popen returns, the kernel may not have filled in the new arguments yet
+    (cmdline reads empty): that moment once passed any binary off as ours (a CI failure)."""
+    for attempt in range(20):
+        started = start(ProcessSpec("sleeper", (SLEEP, "60"), ""), tmp_path / f"log{attempt}")
+        try:
+            impostor = Started("etcd", started.pid, "/usr/local/bin/etcd", started.log)
+            assert not alive(impostor), f"attempt {attempt}"
+            assert alive(started), f"attempt {attempt}"
+        finally:
+            stop([started])
+
+
 def test_a_script_is_recognised_by_its_path(tmp_path: Path) -> None:
     """A wrapper script (a user's KUBEBUILDER_ASSETS may hold one) runs as its interpreter."""
     path = script(tmp_path, "server", f"while true; do {SLEEP} 1; done")

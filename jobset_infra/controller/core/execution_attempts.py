@@ -3,18 +3,22 @@
 `status.executionAttempts` counts the JobSet's executions: 0 for the first run, one more for
 every restart that recreates all Jobs and for every resume after a suspension (a Kueue eviction
 and readmission), so log pipelines can tell the runs apart. Jobs and their pod templates carry
-it as the annotation `jobset.sigs.k8s.io/execution-attempt` (0 while it is unset), set when a
-Job is created or resumed, in the same write as the resume, so no Pod starts with a stale one.
+it as the annotation `jobset.sigs.k8s.io/execution-attempt`, set when a Job is created or
+resumed, in the same write as the resume, so no Pod starts with a stale one. A Job created while
+the count is unset (a JobSet created suspended) carries none until its first resume: a Job
+carrying the annotation has run in the execution it names.
 
 As the KEP says: unset while the JobSet never ran; a JobSet already running when tracking starts
 (restarts, or Jobs running) starts from its restart count; one created suspended starts at 0 on
 its first resume. Where the KEP is silent, what we chose:
 * "active child Jobs" of its upgrade rule are Jobs that run (not suspended): a JobSet suspended
   before the upgrade starts at 0 on its resume, as the KEP's own example of such JobSets says;
-* a resume is counted in the pass that resumes the first Job after a suspension (every Job is
-  suspended then), so an InOrder resume that takes several passes counts once; a Job already
-  running again carries the count of its resume, so a pass whose status write failed is
-  counted again with the same value, never twice;
+* the Jobs are the witness, not the JobSet's own status: a resume is a pass where the JobSet is
+  not suspended, no Job runs and suspended Jobs carry the execution they ran in, and it counts
+  one more than that. So a suspension whose status write was lost (the JobSet resumed before the
+  `Suspended` condition was written) is still counted, a resume that takes several passes
+  (InOrder, a refused write, placement holding Jobs) is counted once, and a Job already running
+  again carries the count of its resume, which the status catches up with if its write failed;
 * RestartJob (one Job recreated) and in-place restarts are not counted: the KEP counts restarts
   that recreate all Jobs, and neither changes `status.restarts` either.
 Pure.
@@ -47,16 +51,21 @@ def execution_attempts(
         if restarts > 0 or running:
             return restarts  # tracking starts on a JobSet that already ran
         return None if suspended else 0
-    if suspended or not cond.is_true(conditions, c.CONDITION_SUSPENDED):
+    if suspended:
         return current
-    # A resume: counted in the pass that resumes the first Job. A Job already running again
-    # was resumed by an earlier pass of this resume, with the count it carries (more than
-    # `current` when that pass's status write failed).
-    carried = [_carried(job) for job in running]
-    return max(current, *carried) if carried else current + 1
+    if running:
+        # Running Jobs were created or resumed with the count of their execution: more than
+        # `current` when the status write of that pass failed.
+        return max(current, *(_carried(job) for job in running))
+    ran = [_carried(job) for job in jobs.active if job.suspend and _carried(job) >= 0]
+    if ran:
+        return max(current, max(ran) + 1)  # a resume of Jobs that ran: the next execution
+    # Suspended Jobs that never ran (or none at all): only a recorded suspension counts.
+    return current + 1 if cond.is_true(conditions, c.CONDITION_SUSPENDED) else current
 
 
 def _carried(job: ChildJob) -> int:
+    """The execution the Job runs or ran in; -1 when it carries none (or not a number)."""
     try:
         return int(job.annotations.get(c.EXECUTION_ATTEMPT_KEY, "-1"))
     except ValueError:
@@ -68,6 +77,6 @@ def after_restart(current: int | None, restarts_before: int) -> int:
     return (restarts_before if current is None else current) + 1
 
 
-def annotation_value(current: int | None) -> str:
-    """The annotation's value: the count, 0 while it is unset."""
-    return str(current or 0)
+def annotation_value(current: int | None) -> str | None:
+    """The annotation's value: the count; None (no annotation) while it is unset."""
+    return None if current is None else str(current)

@@ -13,7 +13,7 @@ from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.status import Condition
 from jobset_infra.controller.core.classify import ChildJobs
 from jobset_infra.controller.core.execution_attempts import after_restart, execution_attempts
-from jobset_infra.controller.core.types import CoreConfig, Plan, UpdateJob, UpdateStatus
+from jobset_infra.controller.core.types import ChildJob, CoreConfig, Plan, UpdateJob, UpdateStatus
 from jobset_infra.testing.jobs import make_job
 from jobset_infra.testing.jobsets import JobSetBuilder, make_jobset
 from tests.controller.core.cluster import State, apply_plan, settle, start, step
@@ -84,10 +84,12 @@ def test_a_restart_while_suspended_recreates_the_jobs_of_a_jobset_that_ran() -> 
 # --- ExecutionAttemptsTracking ---------------------------------------------------------------
 
 
-def _jobs(*suspended: bool, attempt: str = "3") -> ChildJobs:
-    return ChildJobs(active=tuple(
-        make_job("js", rjob="w", index=i).suspend(s).annotation(c.EXECUTION_ATTEMPT_KEY, attempt)
-        .view() for i, s in enumerate(suspended)))
+def _jobs(*suspended: bool, attempt: str | None = "3") -> ChildJobs:
+    """Jobs suspended or running, each carrying `attempt` (None: no annotation)."""
+    def one(index: int, suspend: bool) -> ChildJob:
+        job = make_job("js", rjob="w", index=index).suspend(suspend)
+        return (job if attempt is None else job.annotation(c.EXECUTION_ATTEMPT_KEY, attempt)).view()
+    return ChildJobs(active=tuple(one(i, s) for i, s in enumerate(suspended)))
 
 
 SUSPENDED_TRUE = [Condition.model_validate({
@@ -114,6 +116,14 @@ SUSPENDED_TRUE = [Condition.model_validate({
         pytest.param(3, 1, False, _jobs(False, False, attempt="4"), SUSPENDED_TRUE, 4,
                      id="a resume whose status write failed: the count its Jobs carry"),
         pytest.param(3, 1, False, _jobs(False, False), [], 3, id="running: as it was"),
+        pytest.param(0, 0, False, _jobs(True, True, attempt="0"), [], 1,
+                     id="a suspension whose status write was lost, then a resume: one more"),
+        pytest.param(0, 0, False, _jobs(True, True, attempt=None), [], 0,
+                     id="the first run's Jobs not resumed yet (they never ran): no more"),
+        pytest.param(3, 1, False, _jobs(True, True, attempt="3"), [], 4,
+                     id="a resume that takes another pass (a refused write): still one more"),
+        pytest.param(3, 1, False, _jobs(False, False, attempt="4"), [], 4,
+                     id="Jobs running in a later execution than the status says: caught up"),
         pytest.param(3, 1, True, _jobs(True, True), SUSPENDED_TRUE, 3,
                      id="suspended: as it was"),
     ],
@@ -142,10 +152,10 @@ def _without_status_write(state: State, plan: Plan) -> State:
 
 
 def test_every_run_is_counted_once_and_carried_to_jobs_and_pods() -> None:
-    # created suspended (Jobs exist, suspended, annotated 0 while unset)
+    # created suspended (Jobs exist, suspended, not annotated while the count is unset)
     state = settle(start(jobset(suspended=True).obj()), config=ATTEMPTS)
     assert "executionAttempts" not in state.status
-    assert {annotation(j) for j in state.jobs.values()} == {("0", "0")}
+    assert {annotation(j) for j in state.jobs.values()} == {(None, None)}
     # the first resume: the first run, 0
     state = settle(resume(state), config=ATTEMPTS)
     assert state.status["executionAttempts"] == 0
@@ -165,6 +175,21 @@ def test_every_run_is_counted_once_and_carried_to_jobs_and_pods() -> None:
     state = settle(state, config=ATTEMPTS)
     assert (state.status["restarts"], state.status["executionAttempts"]) == (1, 2)
     assert {annotation(j) for j in state.live_jobs()} == {("2", "2")}
+
+
+def test_a_suspension_whose_status_write_failed_still_counts_the_resume() -> None:
+    """Suspended and resumed again before the pass that suspended the Jobs wrote `Suspended`
+    (its status write got a conflict: the JobSet changed meanwhile). A CI run saw it."""
+    state = settle(start(jobset().obj()), config=ATTEMPTS)
+    assert state.status["executionAttempts"] == 0
+    suspending = state.with_spec(suspend=True)
+    _, plan = step(suspending, config=ATTEMPTS)
+    state = _without_status_write(suspending, plan)
+    assert all(j["spec"]["suspend"] is True for j in state.jobs.values())
+    state = settle(resume(state), config=ATTEMPTS)
+    assert state.status["executionAttempts"] == 1
+    assert {annotation(j) for j in state.jobs.values()} == {("1", "1")}
+    assert all(j["spec"]["suspend"] is False for j in state.jobs.values())
 
 
 def test_with_the_gate_off_nothing_is_annotated_and_a_count_stays_as_it_was() -> None:

@@ -25,7 +25,7 @@ from jobset_infra.api.errors import FieldError
 from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.job_template import child_job_errors
 from jobset_infra.api.models import JobSet, field_errors
-from jobset_infra.api.names import dns1123_subdomain
+from jobset_infra.api.names import NAME_REQUIRED_MESSAGE, dns1123_subdomain
 from jobset_infra.api.object_meta import metadata_errors
 from jobset_infra.api.rules import Context, webhook_problems
 from jobset_infra.api.validation import check_name, with_generated_name
@@ -119,7 +119,7 @@ def _object_meta(manifest: Mapping[str, Any], *, creating: bool) -> list[FieldEr
     name = meta.get("name")
     if not name:
         missing = creating and not meta.get("generateName")
-        return [FieldError("metadata.name", c.NAME_REQUIRED_MESSAGE)] if missing else []
+        return [FieldError("metadata.name", NAME_REQUIRED_MESSAGE)] if missing else []
     return [FieldError("metadata.name", f'Invalid value: "{name}": {problem}')
             for problem in dns1123_subdomain(name)]
 

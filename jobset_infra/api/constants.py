@@ -414,36 +414,3 @@ GKE_QUEUED_PROVISIONING_CLASS: Final = "queued-provisioning.gke.io"
 GKE_PROVISIONING_REQUEST_LABEL: Final = "autoscaling.gke.io/provisioning-request"
 # ProvisioningClassDetails key with that request's name (valueFromProvisioningClassDetail).
 GKE_RESIZE_REQUEST_NAME_DETAIL: Final = "ResizeRequestName"
-
-# --- Kubernetes name validation messages (apimachinery `validation` wording) --------------------
-
-# Maximum length of a DNS-1035 / DNS-1123 label and of a label value.
-DNS_LABEL_MAX_LENGTH: Final = 63
-# Maximum length of a DNS-1123 subdomain.
-DNS_SUBDOMAIN_MAX_LENGTH: Final = 253
-DNS1035_LABEL_MESSAGE: Final = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-DNS1123_LABEL_MESSAGE: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-DNS1123_SUBDOMAIN_MESSAGE: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_VALUE_MESSAGE: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-    "'my_value',  or '12345', regex used for validation is "
-    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-DOMAIN_PREFIXED_PATH_MESSAGE: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
-# Length error; format with the limit.
-MAX_LENGTH_MESSAGE: Final = "must be no more than {limit} characters"
-# ObjectMeta on create without a name (apimachinery ValidateObjectMeta).
-NAME_REQUIRED_MESSAGE: Final = "Required value: name or generateName is required"

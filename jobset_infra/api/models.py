@@ -49,6 +49,7 @@ from jobset_infra.api.model_base import (
     map_list,
     raise_k8s_errors,
 )
+from jobset_infra.api.names import DNS_LABEL_MAX_LENGTH
 from jobset_infra.api.status import Condition, JobSetStatus, ReplicatedJobStatus
 
 __all__ = [
@@ -179,7 +180,7 @@ class Coordinator(ApiModel):
 
     # A replicatedJob name, so a DNS label; the bound also keeps the CEL rules that compare it
     # with every replicatedJob's name within the real API server's cost budget.
-    replicated_job: str = Field(json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
+    replicated_job: str = Field(json_schema_extra={"maxLength": DNS_LABEL_MAX_LENGTH})
     """Replicated job of the coordinator pod."""
     job_index: int = Field(default=0, ge=0, le=c.MAX_INT32)
     """Job index within that replicated job."""
@@ -230,11 +231,11 @@ class VolumeClaimPolicy(ApiModel):
 class ReplicatedJob(ApiModel):
     """A group of identical child Jobs made from one template."""
 
-    name: str = Field(min_length=1, json_schema_extra={"maxLength": c.DNS_LABEL_MAX_LENGTH})
+    name: str = Field(min_length=1, json_schema_extra={"maxLength": DNS_LABEL_MAX_LENGTH})
     """Replicated job name; part of every child Job name."""
     group_name: str = Field(
         default=c.DEFAULT_GROUP_NAME,
-        json_schema_extra={CRD_DEFAULT: c.DEFAULT_GROUP_NAME, "maxLength": c.DNS_LABEL_MAX_LENGTH},
+        json_schema_extra={CRD_DEFAULT: c.DEFAULT_GROUP_NAME, "maxLength": DNS_LABEL_MAX_LENGTH},
     )
     """Group for the group-name/group-replicas/job-group-index labels."""
     template: Annotated[

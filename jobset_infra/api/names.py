@@ -1,6 +1,7 @@
 """Kubernetes name checks (apimachinery `validation` semantics), as pure functions.
 
-Each returns the list of problems (apimachinery wording), empty when the value is valid.
+Each returns the list of problems (apimachinery wording), empty when the value is valid. The
+limits and the wording live here, the one home of Kubernetes' own name rules.
 """
 
 from __future__ import annotations
@@ -8,7 +9,40 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from jobset_infra.api import constants as c
+# --- apimachinery's limits and wording --------------------------------------------------------
+
+# Maximum length of a DNS-1035 / DNS-1123 label and of a label value.
+DNS_LABEL_MAX_LENGTH: Final = 63
+# Maximum length of a DNS-1123 subdomain.
+DNS_SUBDOMAIN_MAX_LENGTH: Final = 253
+DNS1035_LABEL_MESSAGE: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_LABEL_MESSAGE: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_SUBDOMAIN_MESSAGE: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_VALUE_MESSAGE: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+DOMAIN_PREFIXED_PATH_MESSAGE: Final = 'must be a domain-prefixed path (such as "acme.io/foo")'
+# Length error; format with the limit.
+MAX_LENGTH_MESSAGE: Final = "must be no more than {limit} characters"
+# ObjectMeta on create without a name (apimachinery ValidateObjectMeta).
+NAME_REQUIRED_MESSAGE: Final = "Required value: name or generateName is required"
+
+# --- the rules -------------------------------------------------------------------------------
 
 _DNS1035_LABEL: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -23,7 +57,7 @@ def _problems(value: str, limit: int, pattern: re.Pattern[str], message: str) ->
     """Problems of `value` against one name rule: a length limit, then a pattern."""
     errors = []
     if len(value) > limit:
-        errors.append(c.MAX_LENGTH_MESSAGE.format(limit=limit))
+        errors.append(MAX_LENGTH_MESSAGE.format(limit=limit))
     if not pattern.fullmatch(value):
         errors.append(message)
     return errors
@@ -31,31 +65,31 @@ def _problems(value: str, limit: int, pattern: re.Pattern[str], message: str) ->
 
 def dns1035_label(value: str) -> list[str]:
     """Problems of `value` as a DNS-1035 label (Service and Job names)."""
-    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _DNS1035_LABEL, c.DNS1035_LABEL_MESSAGE)
+    return _problems(value, DNS_LABEL_MAX_LENGTH, _DNS1035_LABEL, DNS1035_LABEL_MESSAGE)
 
 
 def dns1123_label(value: str) -> list[str]:
     """Problems of `value` as a DNS-1123 label (Namespace names)."""
-    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _DNS1123_LABEL, c.DNS1123_LABEL_MESSAGE)
+    return _problems(value, DNS_LABEL_MAX_LENGTH, _DNS1123_LABEL, DNS1123_LABEL_MESSAGE)
 
 
 def dns1123_subdomain(value: str) -> list[str]:
     """Problems of `value` as a DNS-1123 subdomain (most object names)."""
     return _problems(
-        value, c.DNS_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN, c.DNS1123_SUBDOMAIN_MESSAGE
+        value, DNS_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MESSAGE
     )
 
 
 def label_value(value: str) -> list[str]:
     """Problems of `value` as a label value."""
-    return _problems(value, c.DNS_LABEL_MAX_LENGTH, _LABEL_VALUE, c.LABEL_VALUE_MESSAGE)
+    return _problems(value, DNS_LABEL_MAX_LENGTH, _LABEL_VALUE, LABEL_VALUE_MESSAGE)
 
 
 def domain_prefixed_path(value: str) -> list[str]:
     """Problems of `value` as `<dns-1123-subdomain>/<http path>` (e.g. spec.managedBy)."""
     domain, slash, path = value.partition("/")
     if not slash or not domain or not path:
-        return [c.DOMAIN_PREFIXED_PATH_MESSAGE]
+        return [DOMAIN_PREFIXED_PATH_MESSAGE]
     errors = dns1123_subdomain(domain)
     if not _HTTP_PATH.fullmatch(path):
         errors.append("path must be a valid HTTP path")

@@ -13,9 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError
-from jobset_infra.api.names import dns1123_subdomain, is_too_long
+from jobset_infra.api.names import (
+    DNS_LABEL_MAX_LENGTH,
+    DNS_SUBDOMAIN_MAX_LENGTH,
+    LABEL_VALUE_MESSAGE,
+    dns1123_subdomain,
+    is_too_long,
+)
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
@@ -66,8 +71,8 @@ def qualified_name_problems(value: str) -> list[str]:
     name = parts[-1]
     if not name:
         problems.append("name part must be non-empty")
-    elif _bytes(name) > c.DNS_LABEL_MAX_LENGTH:
-        problems.append(f"name part must be no more than {c.DNS_LABEL_MAX_LENGTH} bytes")
+    elif _bytes(name) > DNS_LABEL_MAX_LENGTH:
+        problems.append(f"name part must be no more than {DNS_LABEL_MAX_LENGTH} bytes")
     if not _NAME_PART.fullmatch(name):
         problems.append(f"name part {_NAME_PART_RULE}")
     return problems
@@ -76,18 +81,18 @@ def qualified_name_problems(value: str) -> list[str]:
 def _prefix_problems(prefix: str) -> list[str]:
     # Go counts bytes: the length rule is checked here, the pattern by the shared name rule.
     problems = [p for p in dns1123_subdomain(prefix) if not is_too_long(p)]
-    if _bytes(prefix) > c.DNS_SUBDOMAIN_MAX_LENGTH:
-        problems.insert(0, f"must be no more than {c.DNS_SUBDOMAIN_MAX_LENGTH} bytes")
+    if _bytes(prefix) > DNS_SUBDOMAIN_MAX_LENGTH:
+        problems.insert(0, f"must be no more than {DNS_SUBDOMAIN_MAX_LENGTH} bytes")
     return problems
 
 
 def label_value_problems(value: str) -> list[str]:
     """Problems of `value` as a label value: at most 63 bytes, empty or alphanumeric ends."""
     problems = []
-    if _bytes(value) > c.DNS_LABEL_MAX_LENGTH:
-        problems.append(f"must be no more than {c.DNS_LABEL_MAX_LENGTH} bytes")
+    if _bytes(value) > DNS_LABEL_MAX_LENGTH:
+        problems.append(f"must be no more than {DNS_LABEL_MAX_LENGTH} bytes")
     if not _LABEL_VALUE.fullmatch(value):
-        problems.append(c.LABEL_VALUE_MESSAGE)
+        problems.append(LABEL_VALUE_MESSAGE)
     return problems
 
 

@@ -32,6 +32,7 @@ from jobset_infra.api import validation_update as update_checks
 from jobset_infra.api.errors import FieldError
 from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.models import JobSet
+from jobset_infra.api.names import DNS1035_LABEL_MESSAGE, DOMAIN_PREFIXED_PATH_MESSAGE
 from jobset_infra.api.rule_base import Check, Context, Rule, when
 from jobset_infra.api.rules_update import all_but_sizes_unchanged, replicated_job_update_rules
 
@@ -205,7 +206,7 @@ def _field_rules() -> list[Rule]:
         Rule(
             "managedBy is a domain-prefixed path",
             "spec.managedBy",
-            c.DOMAIN_PREFIXED_PATH_MESSAGE,
+            DOMAIN_PREFIXED_PATH_MESSAGE,
             cel=f'self.matches(r"{DOMAIN_PREFIXED_PATH_REGEX}")',
         ),
         Rule(
@@ -257,7 +258,7 @@ def _python_rules() -> list[Rule]:
         Rule(
             "replicated job names make valid Job and pod names",
             "spec.replicatedJobs[i].name",
-            c.DNS1035_LABEL_MESSAGE,
+            DNS1035_LABEL_MESSAGE,
             check=_each_rjob_name,
             children=True,
         ),

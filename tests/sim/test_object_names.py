@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.api import constants as c
+from jobset_infra.api.names import (
+    DNS1035_LABEL_MESSAGE,
+    DNS1123_LABEL_MESSAGE,
+    DNS1123_SUBDOMAIN_MESSAGE,
+)
 from jobset_infra.sim.apiserver.errors import InvalidError
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
@@ -22,19 +26,19 @@ def _obj(kind: str, api_version: str, **meta: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("gvr", "kind", "api_version", "meta", "want"), [
     pytest.param(JOBS, "Job", "batch/v1", {"name": "Bad_Name"},
                  'Job.batch "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
-                 + c.DNS1123_SUBDOMAIN_MESSAGE, id="a Job named with capitals and _ is refused"),
+                 + DNS1123_SUBDOMAIN_MESSAGE, id="a Job named with capitals and _ is refused"),
     pytest.param(CONFIGMAPS, "ConfigMap", "v1", {"name": "a" * 254},
                  "must be no more than 253 characters",
                  id="a name longer than a subdomain is refused"),
-    pytest.param(NAMESPACES, "Namespace", "v1", {"name": "team.a"}, c.DNS1123_LABEL_MESSAGE,
+    pytest.param(NAMESPACES, "Namespace", "v1", {"name": "team.a"}, DNS1123_LABEL_MESSAGE,
                  id="a Namespace name must be a label, so a dot is refused"),
-    pytest.param(SERVICES, "Service", "v1", {"name": "1svc"}, c.DNS1035_LABEL_MESSAGE,
+    pytest.param(SERVICES, "Service", "v1", {"name": "1svc"}, DNS1035_LABEL_MESSAGE,
                  id="a Service name must start with a letter"),
     pytest.param(WIDGETS, "Widget", "example.com/v1", {"name": "Big"},
-                 'metadata.name: Invalid value: "Big": ' + c.DNS1123_SUBDOMAIN_MESSAGE,
+                 'metadata.name: Invalid value: "Big": ' + DNS1123_SUBDOMAIN_MESSAGE,
                  id="a custom resource name must be a subdomain"),
     pytest.param(JOBS, "Job", "batch/v1", {"generateName": "Run_"},
-                 'metadata.generateName: Invalid value: "Run_": ' + c.DNS1123_SUBDOMAIN_MESSAGE,
+                 'metadata.generateName: Invalid value: "Run_": ' + DNS1123_SUBDOMAIN_MESSAGE,
                  id="an invalid generateName is refused"),
 ])
 def test_invalid_names_are_422_in_the_api_servers_words(

@@ -209,6 +209,27 @@ def test_every_test_module_has_a_tier() -> None:
     assert [f for f in files if tier_of(f) is None] == [], "add the folder to tests/conftest.TIERS"
 
 
+# Names a test's own polling loop goes by; tests/waiting.py is their one home.
+WAIT_HELPER_NAMES = frozenset({"until", "until_sync", "wait_for", "wait_until", "eventually"})
+
+
+def test_tests_wait_through_one_helper() -> None:
+    """A second polling helper drifts (one of twelve copies never awaited its async checks, so
+    its waits passed at once): every test waits through tests.waiting."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == "tests/waiting.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                    node.name in WAIT_HELPER_NAMES):
+                found.append(f"{rel}:{node.lineno} {node.name}")
+    assert found == [], "wait with tests.waiting.until (explain=, timeouts_scaled) instead"
+
+
 def test_permissions_are_declared_once() -> None:
     modules = [*_everything(), *collect_test_files("tests")]
     violations = checks.permission_declaration_violations(modules)

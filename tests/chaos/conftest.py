@@ -14,6 +14,7 @@ import pytest_asyncio
 from tests.chaos.harness import Plane, chaos_config, chaos_install
 from tests.chaos.invariants import Recorder
 from tests.realcluster import real_cluster
+from tests.waiting import until
 
 NODES = "cpu:3"
 FULL_ENV = "JOBSET_CHAOS"  # "full": also the tests marked chaos_full (test_platform.py)
@@ -66,7 +67,6 @@ async def running(plane: Plane, recorder: Recorder) -> Plane:
     await plane.apply(plane.objects.cluster_role_binding)
     if plane.fleet is None:
         await plane.start_fleet(chaos_config(plane.install))
-    from tests.chaos.harness import until
 
-    await until(plane.leader, "a leader", 120)
+    await until(plane.leader, "a leader", timeout=120)
     return plane

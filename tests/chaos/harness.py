@@ -21,12 +21,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import yaml
 
 from jobset_infra.api import constants as c
@@ -41,6 +40,7 @@ from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, Resource
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.jobset_system import SystemObjects
 from tests.chaos.invariants import attempt_of
+from tests.waiting import until
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,21 +49,6 @@ ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 PODS = Resource("", "v1", "pods", "Pod")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-
-
-async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float,
-                describe: Callable[[], str] | None = None) -> T:
-    """Poll `check` until it returns something truthy (returned); fail naming `what` (and
-    what `describe` says about the state it was left in)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            state = f"\n{describe()}" if describe is not None else ""
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last: {value!r}{state}")
-        await asyncio.sleep(0.1)
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -241,7 +226,7 @@ class Plane:
                 return False
             return True
 
-        await until(account, f"the default ServiceAccount of {name}", 60)
+        await until(account, f"the default ServiceAccount of {name}", timeout=60)
         return name
 
     async def create_jobset(self, namespace: str, name: str, replicas: int,
@@ -269,8 +254,8 @@ class Plane:
                 return False
             return all((j.get("status") or {}).get("ready", 0) >= 1 for j in jobs)
 
-        await until(running, f"{replicas} Jobs of attempt {attempt} running in {namespace}",
-                    timeout)
+        await until(running,
+                    f"{replicas} Jobs of attempt {attempt} running in {namespace}", timeout=timeout)
 
     async def end_pods(self, namespace: str, job: str, code: int) -> None:
         """The Job's running pods exit with `code` (kwok's exit annotation)."""
@@ -293,7 +278,7 @@ class Plane:
             js = await self.jobset(namespace, name)
             return js if (js.get("status") or {}).get("terminalState") else None
 
-        return await until(done, f"{namespace}/{name} to finish", timeout)
+        return await until(done, f"{namespace}/{name} to finish", timeout=timeout)
 
 
 def jobset(namespace: str, name: str, replicas: int, max_restarts: int) -> dict[str, Any]:

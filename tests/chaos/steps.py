@@ -14,8 +14,9 @@ import time
 import aiohttp
 
 from jobset_infra.controller.runtime.resources import Resource
-from tests.chaos.harness import ACCOUNTS, Plane, until
+from tests.chaos.harness import ACCOUNTS, Plane
 from tests.chaos.invariants import Recorder
+from tests.waiting import until
 
 BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
                     "ClusterRoleBinding", namespaced=False)
@@ -41,7 +42,7 @@ async def restart_under_way(plane: Plane, recorder: Recorder, namespace: str, na
     async def counted() -> bool:
         return 1 in recorder.restarts.get((namespace, name), [])
 
-    await until(counted, f"{namespace}/{name} restarting", 60)
+    await until(counted, f"{namespace}/{name} restarting", timeout=60)
 
 
 async def restart_time(plane: Plane, namespace: str, job: str, attempt: int,
@@ -64,7 +65,7 @@ async def converged(plane: Plane, recorder: Recorder, namespace: str, name: str,
     assert js["status"]["restarts"] == restarts
     assert recorder.attempts_match(namespace, name, restarts)
     # The namespace's last writes (the Jobs' deletion by the finished JobSet) settle first.
-    await until(lambda: _quiet(recorder, namespace, 2.0), f"{namespace} quiet for 2 s", 60)
+    await until(lambda: _quiet(recorder, namespace, 2.0), f"{namespace} quiet for 2 s", timeout=60)
     assert not recorder.violations(), recorder.violations()
 
 

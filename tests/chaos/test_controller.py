@@ -20,7 +20,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.controller.runtime.backoff import REFLECTOR
 from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.resources import JOBS
-from tests.chaos.harness import ROOT, Plane, chaos_config, until
+from tests.chaos.harness import ROOT, Plane, chaos_config
 from tests.chaos.invariants import Recorder
 from tests.chaos.steps import (
     BINDINGS,
@@ -32,6 +32,7 @@ from tests.chaos.steps import (
     scrape,
     scraper,
 )
+from tests.waiting import until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.real, pytest.mark.timeout(300)]
 OUTAGE = 20.0  # seconds the ClusterRoleBinding is missing after the controller starts
@@ -58,8 +59,8 @@ async def test_rbac_missing_at_start_then_applied_works_by_itself(
 
     # From the moment both serve (their start-up takes seconds, and a minute and more at a load
     # of 20 on two cores) the binding stays missing for OUTAGE seconds.
-    await until(refused, "both replicas serving, not ready, naming the 403", STARTUP,
-                lambda: f"/readyz answers: {answers}\n{fleet.describe()}")
+    await until(refused, "both replicas serving, not ready, naming the 403", timeout=STARTUP,
+                explain=lambda: f"/readyz answers: {answers}\n{fleet.describe()}")
     started, red = time.monotonic(), 0
     while time.monotonic() - started < OUTAGE:  # the outage's length is the scenario's
         for replica in replicas:
@@ -75,9 +76,10 @@ async def test_rbac_missing_at_start_then_applied_works_by_itself(
     async def ready() -> bool:
         return all([(await asyncio.to_thread(r.readyz))[0] == 200 for r in replicas])
 
-    await until(ready, "both replicas ready", RECOVERY_BOUND)
+    await until(ready, "both replicas ready", timeout=RECOVERY_BOUND)
     figure("RBAC applied -> both replicas ready", time.monotonic() - applied)
-    await until(lambda: plane.live_jobs(namespace, 0), "the early JobSet's Jobs", RECOVERY_BOUND)
+    await until(lambda: plane.live_jobs(namespace, 0),
+                "the early JobSet's Jobs", timeout=RECOVERY_BOUND)
     await plane.all_running(namespace, 2, 0)
     figure("RBAC applied -> the JobSet created meanwhile has its Jobs", time.monotonic() - applied)
     assert time.monotonic() - applied < RECOVERY_BOUND
@@ -105,7 +107,7 @@ async def test_leader_killed_in_the_middle_of_a_restart(
         now = await plane.leader()
         return now if now and now != leader else ""
 
-    await until(successor, "a new leader", 60)
+    await until(successor, "a new leader", timeout=60)
     figure("leader killed -> a new leader", time.monotonic() - killed)
     await plane.all_running(namespace, replicas, 1, timeout=120)
     figure("leader killed -> the restart's 16 Jobs all running", time.monotonic() - killed)
@@ -180,7 +182,7 @@ async def test_the_metrics_port_under_a_flood_of_tokens_and_a_revoked_binding(
     async def refused() -> bool:
         return (await scrape(leader.metrics_port, token))[0] == 403
 
-    await until(refused, "the revoked scraper refused", 30)
+    await until(refused, "the revoked scraper refused", timeout=30)
     figure("binding revoked -> scrapes refused", time.monotonic() - revoked)
     assert time.monotonic() - revoked <= 13.0, "the 10 s verdict cache, and a scrape or two"
     await plane.succeed_all(namespace, 2)

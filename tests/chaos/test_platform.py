@@ -14,7 +14,7 @@ import pytest
 
 from jobset_infra.controller.runtime.kube import NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
-from tests.chaos.harness import NAMESPACES, Plane, until
+from tests.chaos.harness import NAMESPACES, Plane
 from tests.chaos.invariants import Recorder
 from tests.chaos.steps import (
     apiserver_metric,
@@ -25,6 +25,7 @@ from tests.chaos.steps import (
     restart_under_way,
     scraper,
 )
+from tests.waiting import until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.real,
               pytest.mark.chaos_full, pytest.mark.timeout(300)]
@@ -115,7 +116,7 @@ async def test_a_namespace_deleted_in_the_middle_of_a_restart(
             return True
         return False
 
-    await until(gone, f"namespace {doomed} deleted", 180)
+    await until(gone, f"namespace {doomed} deleted", timeout=180)
     await converged(plane, recorder, bystander, "js", replicas=2, restarts=0)
     # No hot loop on what vanished: in 10 s the leader sends what its Lease needs (a GET and a
     # PUT every 2 s) and little else.

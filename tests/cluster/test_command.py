@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.realcluster import tools_or_skip
+from tests.waiting import until_sync
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,13 +131,6 @@ def test_up_stopped_by_sigterm_stops_what_it_started(tmp_path: Path) -> None:
     assert processes_in(folder) == []
 
 
-def wait_for(check: object, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
 @pytest.mark.real
 def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) -> None:
     """README's session: cluster up with TPU pools and our controller, kubectl apply the
@@ -162,7 +155,7 @@ def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) ->
                              "-o=jsonpath={.items[*].status.phase}").split()
             return phases == ["Running"] * 8
 
-        wait_for(all_running, "8 Pods Running")
+        until_sync(all_running, "8 Pods Running", timeout=120)
         pools = kubectl(kubeconfig, "get", "pods", selector, "-o=jsonpath={range .items[*]}"
                         "{.metadata.labels.batch\\.kubernetes\\.io/job-name} "
                         "{.spec.nodeName}{\"\\n\"}{end}")
@@ -178,7 +171,7 @@ def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) ->
             return kubectl(kubeconfig, "get", "jobset", "tpu-multislice",
                            "-o=jsonpath={.status.terminalState}") == "Completed"
 
-        wait_for(completed, "the JobSet Completed")
+        until_sync(completed, "the JobSet Completed", timeout=120)
         # The JobSet CRD was served before the garbage collector started, so it knows JobSets
         # now, not only after its next 30 s discovery: a foreground deletion ends at once.
         kubectl(kubeconfig, "delete", "jobset", "tpu-multislice", "--cascade=foreground",

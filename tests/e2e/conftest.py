@@ -48,6 +48,7 @@ from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.node_pools import PoolSpec, parse_nodes
 from tests.e2e.mirror import Mirror
 from tests.integration.conftest import fast_config
+from tests.waiting import timeouts_scaled, until
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +74,6 @@ _namespaces = itertools.count()
 # How much longer a wait may take on the real cluster: real Job controller syncs, kwok stages
 # and graceful Pod deletion, on a shared 2-core machine.
 _TIMEOUT_SCALE = {"sim": 1.0, "real": 4.0}
-_scale = [1.0]
 
 
 def cpu_pools() -> list[PoolSpec]:
@@ -274,16 +274,6 @@ class World:
         return "\n".join(lines)
 
 
-async def until(check: Callable[[], T], what: str, timeout: float = 10.0, *,
-                explain: Callable[[], str] = str) -> T:
-    """Poll `check` until it is truthy (returned); fail naming `what` (and what `explain` says
-    about the cluster) after `timeout` seconds."""
-    deadline = time.monotonic() + timeout * _scale[0]
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}\n{explain()}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 
@@ -435,10 +425,7 @@ async def real_world() -> AsyncIterator[World]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module",
                         params=["sim", pytest.param("real", marks=pytest.mark.real)])
 async def world(request: pytest.FixtureRequest) -> AsyncIterator[World]:
-    _scale[0] = _TIMEOUT_SCALE[request.param]
     make = sim_world if request.param == "sim" else real_world
-    try:
+    with timeouts_scaled(_TIMEOUT_SCALE[request.param]):
         async with make() as w:
             yield w
-    finally:
-        _scale[0] = 1.0

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import os
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ from jobset_infra.testing.jobsets import make_jobset
 from tests.e2e.in_place_agents import PODS, Agents
 from tests.integration.conftest import NAMESPACES, fast_config
 from tests.realcluster import REQUIRE_ENV, real_cluster
+from tests.waiting import until
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.timeout(240)]
@@ -88,18 +89,6 @@ class Gated:
         selector = f"{k.JOBSET_NAME_KEY}={jobset}"
         items = (await self.api.list(PODS, namespace, label_selector=selector))["items"]
         return sorted(items, key=lambda p: p["metadata"]["name"])
-
-
-async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float = 60.0) -> T:
-    """Poll `check` until it returns something truthy; fail naming `what` and the last value."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    last = await check()
-    while not last:
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last: {last!r}")
-        await asyncio.sleep(0.1)
-        last = await check()
-    return last
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -174,17 +163,17 @@ async def test_a_failed_worker_restarts_in_place_with_upstreams_agent_and_no_pod
             js = await gated.jobset(ns, "ipr")
             return _status(js).get("currentInPlaceRestartAttempt") == attempt
 
-        await until(lambda: synced(0), "currentInPlaceRestartAttempt 0")
+        await until(lambda: synced(0), "currentInPlaceRestartAttempt 0", timeout=60)
         pods = await gated.pods(ns, "ipr")
         names, uids = [p["metadata"]["name"] for p in pods], {p["metadata"]["uid"] for p in pods}
         jobs = {j["metadata"]["uid"] for j in (await gated.api.list(JOBS, ns))["items"]}
         await until(lambda: _async(all(agents.worker_starts(n) == 1 for n in names)),
-                    "both workers started behind the barrier")
+                    "both workers started behind the barrier", timeout=60)
         # one worker fails: its Pod restarts in place, the other is restarted in place to join
         agents.fail_worker(names[0])
         await until(lambda: synced(1), "currentInPlaceRestartAttempt 1", timeout=90)
         await until(lambda: _async(all(agents.worker_starts(n) == 2 for n in names)),
-                    "both workers started again at attempt 1")
+                    "both workers started again at attempt 1", timeout=60)
         js = await gated.jobset(ns, "ipr")
         pods = await gated.pods(ns, "ipr")
         assert {p["metadata"]["uid"] for p in pods} == uids, "no Pod was recreated"
@@ -243,7 +232,7 @@ async def test_the_agents_account_may_change_only_the_attempt_annotation(gated: 
     await _agent_identity(gated, ns)
     await gated.api.create(JOBSETS, {**in_place_jobset("ipr", pods=1, max_restarts=1),
                                      "metadata": {"name": "ipr", "namespace": ns}}, ns)
-    pod = (await until(lambda: gated.pods(ns, "ipr"), "the Pod"))[0]
+    pod = (await until(lambda: gated.pods(ns, "ipr"), "the Pod", timeout=60))[0]
     agents = Agents(gated.cluster, gated.api, binary=Path("/bin/false"),
                     folder=Path(tempfile.mkdtemp()), namespace=ns, jobset="ipr",
                     account=AGENT_ACCOUNT)
@@ -271,7 +260,8 @@ async def test_the_agents_account_may_change_only_the_attempt_annotation(gated: 
 
         # An admission policy takes effect a moment after it is created: wait for the refusal
         # (bounded), then its words.
-        refused = await until(refusal, "the agent's label edit refused by the admission policy")
+        refused = await until(refusal,
+                              "the agent's label edit refused by the admission policy", timeout=60)
         assert refused.code == 422 and k.IN_PLACE_RESTART_ATTEMPT_KEY in refused.message
 
 
@@ -318,7 +308,7 @@ async def test_elastic_scaling_of_a_running_jobset_reaches_its_jobs_and_bad_scal
     js = make_jobset("elastic").replicated_job("w", replicas=1, parallelism=2, completions=2)
     await gated.api.create(JOBSETS, {**js.obj(), "metadata": {"name": "elastic",
                                                               "namespace": ns}}, ns)
-    await until(lambda: _jobs(gated, ns), "the Job")
+    await until(lambda: _jobs(gated, ns), "the Job", timeout=60)
     size = "/spec/replicatedJobs/0/template/spec/"
     # upstream's webhook refuses these with the gate on; so does the CRD rendered with it
     for bad, message in (((3, 4), k.ELASTIC_EQUAL_MESSAGE), ((0, 0), k.ELASTIC_MIN_MESSAGE)):
@@ -341,8 +331,8 @@ async def test_elastic_scaling_of_a_running_jobset_reaches_its_jobs_and_bad_scal
         return bool(jobs) and (jobs[0]["spec"]["parallelism"], jobs[0]["spec"]["completions"]
                                ) == (4, 4)
 
-    await until(scaled, "the Job scaled to 4/4")
-    pods = await until(lambda: _pods_at_least(gated, ns, "elastic", 4), "4 Pods")
+    await until(scaled, "the Job scaled to 4/4", timeout=60)
+    pods = await until(lambda: _pods_at_least(gated, ns, "elastic", 4), "4 Pods", timeout=60)
     assert len(pods) == 4
 
 
@@ -368,7 +358,7 @@ async def test_no_children_before_the_first_resume_and_every_execution_is_counte
         return found if _condition(found, k.CONDITION_SUSPENDED) == "True" else None
 
     # the pass that wrote Suspended=True would have created the Jobs and the Service first
-    found = await until(reconciled_suspended, "Suspended=True")
+    found = await until(reconciled_suspended, "Suspended=True", timeout=60)
     assert await _jobs(gated, ns) == []
     assert (await gated.api.list(SERVICES, ns))["items"] == []
     assert "executionAttempts" not in _status(found), "never ran: unset"
@@ -381,10 +371,11 @@ async def test_no_children_before_the_first_resume_and_every_execution_is_counte
             and _template_annotation(j, k.EXECUTION_ATTEMPT_KEY) == str(n) for j in jobs))
 
     await _patch(gated, ns, "runs", _suspend(False))  # the first resume: the first run, 0
-    await until(lambda: attempts(0), "the first run: executionAttempts 0, Jobs annotated 0")
+    await until(lambda: attempts(0),
+                "the first run: executionAttempts 0, Jobs annotated 0", timeout=60)
     assert [s["metadata"]["name"] for s in (await gated.api.list(SERVICES, ns))["items"]] == [
         "runs"]
-    await until(lambda: _pods_at_least(gated, ns, "runs", 2), "the first run's Pods")
+    await until(lambda: _pods_at_least(gated, ns, "runs", 2), "the first run's Pods", timeout=60)
     # a Kueue eviction and readmission: one more execution, the resumed Jobs carry it
     await _patch(gated, ns, "runs", _suspend(True))
 
@@ -392,9 +383,10 @@ async def test_no_children_before_the_first_resume_and_every_execution_is_counte
         jobs = await _jobs(gated, ns)
         return len(jobs) == 2 and all(j["spec"].get("suspend") for j in jobs)
 
-    await until(suspended, "the Jobs suspended")
+    await until(suspended, "the Jobs suspended", timeout=60)
     await _patch(gated, ns, "runs", _suspend(False))
-    await until(lambda: attempts(1), "the resume: executionAttempts 1, Jobs annotated 1")
+    await until(lambda: attempts(1),
+                "the resume: executionAttempts 1, Jobs annotated 1", timeout=60)
 
     async def annotated_pods(n: int) -> bool:
         pods = await gated.pods(ns, "runs")
@@ -402,13 +394,13 @@ async def test_no_children_before_the_first_resume_and_every_execution_is_counte
         return len(live) == 2 and all(
             _annotation(p, k.EXECUTION_ATTEMPT_KEY) == str(n) for p in live)
 
-    await until(lambda: annotated_pods(1), "the resumed Pods annotated 1")
+    await until(lambda: annotated_pods(1), "the resumed Pods annotated 1", timeout=60)
     # a failure restarts the JobSet (RestartJobSet): one more execution
     pod = (await gated.pods(ns, "runs"))[0]
     await gated.api.patch(PODS, pod["metadata"]["name"], {"metadata": {"annotations": {
         EXIT_CODE_ANNOTATION: "1"}}}, namespace=ns)
-    await until(lambda: attempts(2), "the restart: executionAttempts 2, new Jobs annotated 2",
-                timeout=90)
+    await until(lambda: attempts(2),
+                "the restart: executionAttempts 2, new Jobs annotated 2", timeout=90)
     status = _status(await gated.jobset(ns, "runs"))
     assert status["restarts"] == 1
 
@@ -423,7 +415,7 @@ async def test_resources_changed_while_suspended_reach_the_jobs_on_resume(gated:
               "requests": {"cpu": "100m"}}}]))
     await gated.api.create(JOBSETS, {**js.obj(), "metadata": {"name": "resize",
                                                               "namespace": ns}}, ns)
-    await until(lambda: _pods_at_least(gated, ns, "resize", 1), "the Pod")
+    await until(lambda: _pods_at_least(gated, ns, "resize", 1), "the Pod", timeout=60)
     await _patch(gated, ns, "resize", _suspend(True))
 
     async def job_suspended() -> bool:
@@ -431,7 +423,7 @@ async def test_resources_changed_while_suspended_reach_the_jobs_on_resume(gated:
         conds = (jobs[0].get("status") or {}).get("conditions") or [] if jobs else []
         return any(c["type"] == "Suspended" and c["status"] == "True" for c in conds)
 
-    await until(job_suspended, "the Job suspended (its Suspended condition)")
+    await until(job_suspended, "the Job suspended (its Suspended condition)", timeout=60)
     # what Kueue does to right-size a queued JobSet, then readmit it
     path = "/spec/replicatedJobs/0/template/spec/template/spec/containers/0/resources/requests"
     await _patch(gated, ns, "resize", {"op": "replace", "path": path, "value": {"cpu": "250m"}})

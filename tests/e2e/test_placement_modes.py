@@ -15,10 +15,8 @@ slice fails, the restarted slices are placed again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -41,6 +39,7 @@ from tests.kueue_real import (
     controller_and_kueue,
     group_jobset,
 )
+from tests.waiting import until
 
 pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(900)]
 
@@ -64,17 +63,14 @@ class World:
     kueue: KueueManager
 
     async def until(self, check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-        deadline = time.monotonic() + timeout
-        last: Any = None
-        while time.monotonic() < deadline:
-            last = await check()
-            if last:
-                return last
+        """`tests.waiting.until`, failing at once with Kueue's log if its manager exits."""
+        async def kueue_alive_and_check() -> Any:
             if self.kueue.process.poll() is not None:
                 pytest.fail(f"Kueue exited while waiting for {what}:\n{self.kueue.tail()}")
-            await asyncio.sleep(0.2)
-        pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r}); Kueue's log ends:\n"
-                    f"{self.kueue.tail(25)}")
+            return await check()
+
+        return await until(kueue_alive_and_check, what, timeout, every=0.2,
+                           explain=lambda: f"Kueue's log ends:\n{self.kueue.tail(25)}")
 
     async def items(self, res: Resource, namespace: str | None = None) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = (await self.api.list(res, namespace=namespace))["items"]

@@ -13,10 +13,8 @@ aside, where without the history the first pools in order (that one among them) 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import pytest
@@ -30,6 +28,7 @@ from jobset_infra.controller.runtime.resources import CONFIGMAPS, JOBSETS, NODES
 from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
+from tests.waiting import until
 
 pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
 
@@ -40,17 +39,6 @@ NS = "train"
 PODS = Resource("", "v1", "pods", "Pod")
 CONTAINER = {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}
 WAIT = 120.0
-
-
-async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float = WAIT) -> T:
-    deadline = time.monotonic() + timeout
-    last: T = await check()
-    while not last:
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s (last: {last!r})")
-        await asyncio.sleep(0.2)
-        last = await check()
-    return last
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -97,7 +85,10 @@ async def both_slices_running(api: KubeClient, attempt: int) -> dict[str, list[d
         found = await running_by_pool(api, attempt)
         return found if sum(len(p) for p in found.values()) == 4 else None
 
-    running: dict[str, list[dict[str, Any]]] = await until(check, f"attempt {attempt} running")
+    running: dict[str, list[dict[str, Any]]] = await until(
+        check,
+        f"attempt {attempt} running",
+        timeout=WAIT)
     assert all(len(pods) == 2 for pods in running.values()), running  # a slice per pool
     return running
 
@@ -142,7 +133,7 @@ async def restart_controller(api: KubeClient, namespace: str, name: str) -> None
         return any(p["metadata"]["uid"] != old["metadata"]["uid"]
                    and (p.get("status") or {}).get("phase") == "Running" for p in pods)
 
-    await until(replaced, "a new controller pod running")
+    await until(replaced, "a new controller pod running", timeout=WAIT)
     await wait_available(api, namespace, name, WAIT)
 
 
@@ -162,7 +153,7 @@ async def test_a_pool_that_failed_is_kept_out_of_restarts_across_a_controller_re
     async def recorded() -> list[dict[str, Any]]:
         return [f for f in await ledger(client, system) if f["domain"] == sick]
 
-    [entry] = await until(recorded, f"the failure recorded against {sick}")
+    [entry] = await until(recorded, f"the failure recorded against {sick}", timeout=WAIT)
     assert entry["cause"] == res.Cause.TPU_DEVICE_ERROR.value, entry
     assert "2 of its 4 google.com/tpu devices are unhealthy" in entry["detail"], entry
     second = await both_slices_running(client, 1)

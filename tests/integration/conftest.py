@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +43,7 @@ from jobset_infra.testing.jobs import job_from
 from jobset_infra.testing.jobsets import JobSetBuilder
 from tests.integration import envtest
 from tests.realcluster import real_cluster
+from tests.waiting import until
 
 T = TypeVar("T")
 CRD_FILE = Path(__file__).parents[2] / "jobset_infra/api/crd/jobset.x-k8s.io_jobsets.yaml"
@@ -70,21 +70,6 @@ def fast_config(**sections: Any) -> ControllerConfig:
     for key, value in sections.items():
         data[key] = {**data.get(key, {}), **value}
     return ControllerConfig.from_dict(data)
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T]], timeout: float = 10.0, what: str = "condition"
-) -> T:
-    """Poll `check` until it returns a truthy value (returned) or `timeout` passes (fails).
-    Generous by default: a passing check returns at once, and CI machines are shared."""
-    deadline = time.monotonic() + timeout
-    last: T = await check()
-    while not last:
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(0.02)
-        last = await check()
-    return last
 
 
 async def quiescent(cluster: Cluster, ctl: RunningController, name: str = "js") -> bool:
@@ -117,7 +102,7 @@ async def reconciled(ctl: RunningController, key: str, times: int = 1) -> None:
         async def done(before: int = before) -> bool:
             return ctl.controller.reconciles > before
 
-        await eventually(done, what=f"a reconcile of {key}")
+        await until(done, f"a reconcile of {key}")
 
 
 def manifest(builder: JobSetBuilder) -> dict[str, Any]:
@@ -325,4 +310,4 @@ async def controller(cluster: Cluster) -> AsyncIterator[RunningController]:
     yield ctl
 
 
-__all__ = ["Cluster", "eventually", "fast_config", "manifest", "run_controller"]
+__all__ = ["Cluster", "fast_config", "manifest", "run_controller"]

@@ -10,7 +10,8 @@ import pytest
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, fast_config
+from tests.integration.conftest import Cluster, fast_config
+from tests.waiting import until
 
 
 class Refuse:
@@ -55,7 +56,7 @@ async def test_a_leader_that_cannot_see_jobs_gives_up_the_lease_and_takes_it_bac
     await ctl.wait_leader(5)
     try:
         refuse.refusing = True  # the Job watch's next re-open is refused
-        await eventually(lambda: _async(ctl.gave_up == 1), what="the leader giving up")
+        await until(lambda: _async(ctl.gave_up == 1), "the leader giving up")
         assert not ctl.is_leader and not ctl.readiness().ok
         lease = await cluster.api.request(
             "GET", f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/give-up")
@@ -64,7 +65,7 @@ async def test_a_leader_that_cannot_see_jobs_gives_up_the_lease_and_takes_it_bac
     finally:
         cluster.sim.sim.remove_hook(refuse)
     await ctl.wait_leader(30)
-    await eventually(lambda: _len_is(cluster, 2), what="the JobSet's Jobs once it can see")
+    await until(lambda: _len_is(cluster, 2), "the JobSet's Jobs once it can see")
     assert ctl.readiness().ok and ctl.liveness().ok and not ctl.lost.is_set()
 
 

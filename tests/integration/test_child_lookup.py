@@ -11,8 +11,9 @@ from jobset_infra.controller.runtime.kube import MERGE_PATCH
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBS
 from jobset_infra.testing.jobsets import job_template, make_jobset
-from tests.integration.conftest import Cluster, eventually
+from tests.integration.conftest import Cluster
 from tests.integration.test_controller_behaviours import wait_condition, wait_jobs
+from tests.waiting import until
 
 
 async def test_a_child_whose_labels_were_removed_still_counts(
@@ -32,7 +33,7 @@ async def test_a_child_whose_labels_were_removed_still_counts(
         attempts = [(j["metadata"].get("labels") or {}).get(c.RESTARTS_KEY) for j in jobs]
         return attempts == ["1", "1"]
 
-    await eventually(restarted, what="both Jobs recreated as restart attempt 1")
+    await until(restarted, "both Jobs recreated as restart attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 1, "the unlabelled child's failure restarted the JobSet"
 
@@ -48,8 +49,8 @@ async def test_a_job_holding_a_childs_name_is_reported_until_it_is_gone(
     condition = await wait_condition(cluster, "js", c.CONDITION_JOB_NAME_CONFLICT)
     assert condition["reason"] == c.JOB_NAME_TAKEN_REASON
     assert "js-w-1 (no controller)" in condition["message"]
-    warnings = await eventually(lambda: cluster.events(c.JOB_NAME_TAKEN_REASON),
-                                what="a Warning event naming the Job")
+    warnings = await until(lambda: cluster.events(c.JOB_NAME_TAKEN_REASON),
+                           "a Warning event naming the Job")
     assert warnings[0]["type"] == "Warning" and "js-w-1" in warnings[0]["note"]
     await cluster.api.delete(JOBS, "js-w-1", namespace=cluster.namespace)
     jobs = await wait_jobs(cluster, ["js-w-0", "js-w-1"])
@@ -60,4 +61,4 @@ async def test_a_job_holding_a_childs_name_is_reported_until_it_is_gone(
         return any(x["type"] == c.CONDITION_JOB_NAME_CONFLICT and x["status"] == "False"
                    for x in (js.get("status") or {}).get("conditions") or ())
 
-    await eventually(cleared, what="JobNameConflict=False once the name is free")
+    await until(cleared, "JobNameConflict=False once the name is free")

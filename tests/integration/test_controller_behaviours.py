@@ -18,11 +18,11 @@ from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVI
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import (
     Cluster,
-    eventually,
     fast_config,
     quiescent,
     reconciled,
 )
+from tests.waiting import until
 
 
 def labels(job: dict[str, Any]) -> dict[str, str]:
@@ -36,14 +36,14 @@ async def wait_jobs(
         jobs = await cluster.jobs()
         return jobs if [j["metadata"]["name"] for j in jobs] == sorted(names) else None
 
-    return await eventually(check, timeout, what=f"jobs {sorted(names)}")
+    return await until(check, f"jobs {sorted(names)}", timeout=timeout)
 
 
 async def wait_condition(cluster: Cluster, name: str, type_: str) -> dict[str, Any]:
     async def check() -> dict[str, Any] | None:
         return await cluster.condition(name, type_)
 
-    return await eventually(check, what=f"condition {type_} on {name}")
+    return await until(check, f"condition {type_} on {name}")
 
 
 async def test_create_makes_jobs_service_and_status(
@@ -56,14 +56,14 @@ async def test_create_makes_jobs_service_and_status(
     assert labels(jobs[1])[c.JOB_INDEX_KEY] == "1"
     assert labels(jobs[0])[c.RESTARTS_KEY] == "0"
     assert jobs[0]["metadata"]["ownerReferences"][0]["kind"] == c.KIND
-    assert await eventually(cluster.services, what="headless service") == ["js"]
+    assert await until(cluster.services, "headless service") == ["js"]
 
     async def status() -> list[str] | None:
         js = await cluster.jobset("js") or {}
         rjobs = (js.get("status") or {}).get("replicatedJobsStatus") or []
         return sorted(r["name"] for r in rjobs) or None
 
-    assert await eventually(status, what="replicatedJobsStatus") == ["a", "b"]
+    assert await until(status, "replicatedJobsStatus") == ["a", "b"]
 
 
 @dataclass(frozen=True)
@@ -103,9 +103,9 @@ async def test_success_completes_the_jobset_once(
     # completion would add to the counter, emit the event again (a series on the first one)
     # or rewrite the condition.
     await wait_jobs(cluster, list(case.left))
-    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
+    await until(lambda: quiescent(cluster, controller), "the controller caught up")
     await reconciled(controller, f"{cluster.namespace}/js", times=3)
-    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
+    await until(lambda: quiescent(cluster, controller), "the controller caught up")
     await controller.recorder.flush()
     labels_ = {"jobset_name": "js", "namespace": cluster.namespace}
     assert controller.metrics.sample("jobset_completed_total", labels_) == 1
@@ -172,7 +172,7 @@ async def test_failure_policy_actions(
         jobs = await cluster.jobs()
         return len(jobs) == 2 and all(labels(j)[c.RESTARTS_KEY] == "1" for j in jobs)
 
-    await eventually(restarted, what="jobs recreated with restart-attempt 1")
+    await until(restarted, "jobs recreated with restart-attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 1
     assert jobs
@@ -195,7 +195,7 @@ async def test_a_failed_job_is_acted_on_without_waiting_for_the_batch_period(
         return bool((js.get("status") or {}).get("restarts") == 1)
 
     # every other child event of this JobSet waits 60 s: only the failure itself wakes it
-    await eventually(restarted, timeout=20, what="restarts 1 long before the 60 s batch period")
+    await until(restarted, "restarts 1 long before the 60 s batch period", timeout=20)
 
 
 async def test_default_policy_fails_after_max_restarts(
@@ -211,7 +211,7 @@ async def test_default_policy_fails_after_max_restarts(
         jobs = await cluster.jobs()
         return len(jobs) == 1 and labels(jobs[0])[c.RESTARTS_KEY] == n
 
-    await eventually(lambda: attempt("1"), what="restart attempt 1")
+    await until(lambda: attempt("1"), "restart attempt 1")
     await cluster.set_job_status("js-a-0", "failed")
     cond = await wait_condition(cluster, "js", c.CONDITION_FAILED)
     assert cond["reason"] == c.REACHED_MAX_RESTARTS_REASON
@@ -236,7 +236,7 @@ async def test_restart_strategies_recreate_every_job(
         jobs = await cluster.jobs()
         return len(jobs) == 3 and all(labels(j)[c.RESTARTS_KEY] == "1" for j in jobs)
 
-    await eventually(recreated, what=f"{strategy}: all jobs at restart-attempt 1")
+    await until(recreated, f"{strategy}: all jobs at restart-attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 1
     assert js["status"].get("restartsCountTowardsMax", 1) == 1
@@ -317,14 +317,14 @@ async def test_suspend_and_resume_with_kueue_template_edits(
             for j in jobs
         )
 
-    await eventually(resumed, what="jobs resumed with Kueue's node selector")
+    await until(resumed, "jobs resumed with Kueue's node selector")
 
     async def resumed_condition() -> bool:
         js = await cluster.jobset("js") or {}
         conds = {x["type"]: x for x in (js.get("status") or {}).get("conditions") or ()}
         return conds.get(c.CONDITION_SUSPENDED, {}).get("reason") == c.RESUMED_REASON
 
-    await eventually(resumed_condition, what="Suspended=False ResumeJobs")
+    await until(resumed_condition, "Suspended=False ResumeJobs")
 
 
 async def test_ttl_after_finished_deletes_the_jobset(
@@ -339,20 +339,20 @@ async def test_ttl_after_finished_deletes_the_jobset(
         js = await cluster.jobset("js")
         return js is None or bool(js["metadata"].get("deletionTimestamp"))
 
-    await eventually(gone, timeout=10.0, what="JobSet deleted by TTL")
+    await until(gone, "JobSet deleted by TTL", timeout=10.0)
 
 
 async def test_deleted_service_is_recreated(
     cluster: Cluster, controller: RunningController
 ) -> None:
     await cluster.create_jobset(make_jobset("js").replicated_job("a"))
-    assert await eventually(cluster.services, what="service") == ["js"]
+    assert await until(cluster.services, "service") == ["js"]
     await cluster.api.delete(SERVICES, "js", namespace=cluster.namespace, propagation=None)
 
     async def recreated() -> bool:
         return await cluster.services() == ["js"]
 
-    await eventually(recreated, what="service recreated")
+    await until(recreated, "service recreated")
 
 
 @pytest.mark.sim_only(
@@ -369,7 +369,7 @@ async def test_deleting_the_jobset_removes_its_jobs(
     async def empty() -> bool:
         return await cluster.jobs(live_only=False) == [] and await cluster.jobset("js") is None
 
-    await eventually(empty, what="jobs and jobset gone")
+    await until(empty, "jobs and jobset gone")
 
 
 async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> None:
@@ -397,7 +397,7 @@ async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> No
             and jobs[0]["metadata"]["uid"] == untouched_uid
         )
 
-    await eventually(recreated, what="only js-a-1 recreated with job-restart-attempt 1")
+    await until(recreated, "only js-a-1 recreated with job-restart-attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 0, "a job restart is not a JobSet restart"
 
@@ -418,11 +418,11 @@ async def test_volume_claim_policy_creates_its_pvc_once(
         items = (await cluster.api.list(PVCS, cluster.namespace))["items"]
         return sorted(p["metadata"]["name"] for p in items)
 
-    assert await eventually(pvcs, what="the policy's PVC") == ["data-js"]
+    assert await until(pvcs, "the policy's PVC") == ["data-js"]
     jobs = await cluster.jobs()
     volumes = jobs[0]["spec"]["template"]["spec"]["volumes"]
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-js"}} in volumes
-    await eventually(lambda: quiescent(cluster, controller), what="the controller caught up")
+    await until(lambda: quiescent(cluster, controller), "the controller caught up")
     before = controller.metrics.sample(
         "rest_client_requests_total",
         {"code": "409", "method": "POST", "host": cluster.access.host.split("//")[1]},
@@ -446,7 +446,7 @@ async def test_an_invalid_job_template_gets_invalid_spec_and_upstreams_job_creat
     async def warning() -> list[dict[str, Any]]:
         return await cluster.events(c.JOB_CREATION_FAILED_EVENT)
 
-    (event,) = await eventually(warning, what="a JobCreationFailed event")
+    (event,) = await until(warning, "a JobCreationFailed event")
     assert event["type"] == "Warning"
     assert (event["regarding"]["kind"], event["regarding"]["name"]) == (c.KIND, "js")
     refusal = (

@@ -23,7 +23,8 @@ import pytest
 from jobset_infra.controller.runtime.main import main
 from jobset_infra.controller.runtime.manager import run_controller
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, fast_config
+from tests.integration.conftest import Cluster, fast_config
+from tests.waiting import until
 
 METRIC_NAMES = (
     "controller_runtime_reconcile_total",
@@ -74,9 +75,9 @@ async def test_endpoints_serve_health_readiness_and_metrics(cluster: Cluster) ->
     ctl = await cluster.start_controller(config)
     await ctl.wait_leader(5)
     await cluster.create_jobset(make_jobset("js").replicated_job("a"))
-    await eventually(lambda: _len(cluster.jobs()), what="a job")
+    await until(lambda: _len(cluster.jobs()), "a job")
     await cluster.set_job_status("js-a-0", "completed")
-    await eventually(lambda: cluster.condition("js", "Completed"), what="completed")
+    await until(lambda: cluster.condition("js", "Completed"), "completed")
     health, metrics = ctl.ports["health"], ctl.ports["metrics"]
     loop = asyncio.get_running_loop()
     healthz = await loop.run_in_executor(None, http_get, f"http://127.0.0.1:{health}/healthz")
@@ -89,7 +90,7 @@ async def test_endpoints_serve_health_readiness_and_metrics(cluster: Cluster) ->
         )
         return text if code == 200 and "jobset_completed_total{" in text else None
 
-    text = await eventually(scraped, what="metrics with jobset_completed_total")
+    text = await until(scraped, "metrics with jobset_completed_total")
     for name in METRIC_NAMES:
         assert f"\n{name}" in text, f"/metrics lacks {name}"
     assert 'controller_runtime_reconcile_total{controller="jobset",result="success"}' in text
@@ -208,7 +209,7 @@ async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
             if r.name.endswith("runtime.controller") and r.getMessage() == "reconciled"
         ]
 
-    entries = await eventually(reconcile_logs, what="a 'reconciled' log record")
+    entries = await until(reconcile_logs, "a 'reconciled' log record")
     entry = entries[0]
     assert {"ts", "level", "logger", "msg"} <= set(entry)
     assert (entry["controller"], entry["namespace"], entry["name"]) == (
@@ -255,7 +256,7 @@ async def test_serve_exits_1_when_the_lease_is_lost(cluster: Cluster) -> None:
                 return False
             return bool((lease.get("spec") or {}).get("holderIdentity"))
 
-        await eventually(held, what="the controller holds its Lease")
+        await until(held, "the controller holds its Lease")
         assert not serving.done()
         cluster.sim.sim.add_hook(broken)
         assert await asyncio.wait_for(serving, 15) == EXIT_LOST_LEASE

@@ -21,7 +21,8 @@ from jobset_infra.controller.runtime.resources import Resource
 from jobset_infra.manifests import controller as controller_manifests
 from jobset_infra.manifests.jobset_system import system_objects
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import NAMESPACES, Cluster, eventually, manifest
+from tests.integration.conftest import NAMESPACES, Cluster, manifest
+from tests.waiting import until
 
 pytestmark = pytest.mark.envtest
 ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
@@ -95,7 +96,7 @@ async def test_a_scoped_install_grants_workloads_in_its_namespace_only(
         async def created() -> bool:
             return len(await cluster.jobs()) == 2
 
-        await eventually(created, timeout=30, what="the JobSet's Jobs in the watched namespace")
+        await until(created, "the JobSet's Jobs in the watched namespace", timeout=30)
         assert ctl.readiness().ok
     finally:
         await ctl.stop()

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,21 +22,11 @@ import yaml
 from jobset_infra.testing.jobs import job_from
 from jobset_infra.testing.jobsets import make_jobset
 from tests.integration.conftest import manifest
+from tests.waiting import until_sync
 
 T = TypeVar("T")
 VENV_BIN = Path(sys.executable).parent
 KUBECTL = shutil.which("kubectl", path=str(VENV_BIN)) or shutil.which("kubectl")
-
-
-def wait_for(check: Callable[[], T], timeout: float = 15.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last value: {value!r}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -119,7 +109,8 @@ def test_kubectl_create_fail_restart_delete(sim_cli: Path) -> None:
         .failure_policy(max_restarts=2)
     )
     kubectl(sim_cli, "apply", "-f", "-", stdin=yaml.safe_dump(manifest(builder)))
-    wait_for(lambda: job_names(sim_cli) == ["js-leader-0", "js-workers-0"], what="two Jobs")
+    until_sync(lambda: job_names(sim_cli) == ["js-leader-0", "js-workers-0"],
+               "two Jobs", timeout=15)
     services = json.loads(kubectl(sim_cli, "get", "services", "-o", "json"))["items"]
     headless = [s for s in services if s["metadata"]["name"] == "js"]
     assert headless and headless[0]["spec"]["clusterIP"] == "None"
@@ -142,7 +133,10 @@ def test_kubectl_create_fail_restart_delete(sim_cli: Path) -> None:
         js = yaml.safe_load(kubectl(sim_cli, "get", "jobset", "js", "-o", "yaml"))
         return int((js.get("status") or {}).get("restarts") or 0)
 
-    wait_for(lambda: restarts() == 1, what="status.restarts == 1 in kubectl get jobset -o yaml")
-    wait_for(lambda: job_names(sim_cli) == ["js-leader-0", "js-workers-0"], what="recreated")
+    until_sync(lambda: restarts() == 1,
+               "status.restarts == 1 in kubectl get jobset -o yaml", timeout=15)
+    until_sync(lambda: job_names(sim_cli) == ["js-leader-0", "js-workers-0"],
+               "recreated", timeout=15)
     kubectl(sim_cli, "delete", "jobset", "js")
-    wait_for(lambda: job_names(sim_cli) == [] or None, what="Jobs deleted with their JobSet")
+    until_sync(lambda: job_names(sim_cli) == [] or None,
+               "Jobs deleted with their JobSet", timeout=15)

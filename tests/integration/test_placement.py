@@ -14,8 +14,7 @@ import asyncio
 import contextlib
 import copy
 import functools
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +35,7 @@ from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.testing.jobsets import make_jobset
 from jobset_infra.tpu.node_pools import parse_nodes
 from tests.integration.conftest import fast_config
+from tests.waiting import until
 
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
@@ -103,29 +103,17 @@ async def cluster() -> AsyncIterator[Cluster]:
         await started.sim.stop()
 
 
-async def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        await asyncio.sleep(0.02)
-
-
 async def passes_over(ctl: RunningController, key: str, times: int) -> None:
     """Queue `key` `times` times, each time waiting until the controller has worked it off."""
     queue = ctl.controller.queue
     for _ in range(times):
         before = ctl.controller.reconciles
         queue.add(key)
-        await eventually(
+        await until(
             lambda before=before: ctl.controller.reconciles > before
             and len(queue) == 0
             and not queue.processing,
-            what=f"a pass over {key}",
-        )
+            f"a pass over {key}", timeout=15)
 
 
 def tpu_jobset(name: str, replicas: int, *, suspend: bool = False) -> dict[str, Any]:
@@ -203,7 +191,7 @@ def _finished(job: dict[str, Any]) -> bool:
 async def test_four_replicas_land_one_job_per_pool(cluster: Cluster) -> None:
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("train", 4), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "train")) == 8, what="8 pods")
+        await until(lambda: len(running_pods(cluster.store, "train")) == 8, "8 pods", timeout=15)
     pods = running_pods(cluster.store, "train")
     by_job: dict[str, set[str]] = {}
     for (job, _), pool in pods.items():
@@ -219,54 +207,44 @@ async def test_second_jobset_waits_with_a_reason_and_starts_when_the_first_finis
 ) -> None:
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("first", 4), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "first")) == 8, what="first")
+        await until(lambda: len(running_pods(cluster.store, "first")) == 8, "first", timeout=15)
         cluster.store.create(JOBSETS, tpu_jobset("second", 2), NS)
-        pending = await eventually(
+        pending = await until(
             lambda: condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING),
-            what="placement pending condition",
-        )
+            "placement pending condition",
+            timeout=15)
         assert pending["status"] == "True"
         assert pending["reason"] == c.PLACEMENT_NO_FIT_REASON
         assert "busy: v5e-2x4-0 (held by default/first-slice-0)" in pending["message"]
         assert jobs_of(cluster.store, "second") == []
-        events = await eventually(
-            lambda: [
+        events = await until(lambda: [
                 e
                 for e in cluster.store.list(EVENTS, NS).items
                 if e.get("reason") == c.PLACEMENT_NO_FIT_REASON
                 and e["regarding"]["name"] == "second"
-            ],
-            what="a Warning event saying why",
-        )
+            ], "a Warning event saying why", timeout=15)
         assert events[0]["type"] == "Warning"
         for job in jobs_of(cluster.store, "first"):
             await cluster.jobs.succeed_job(NS, job["metadata"]["name"])
-        await eventually(lambda: len(running_pods(cluster.store, "second")) == 4, what="second")
-        await eventually(
-            lambda: (
+        await until(lambda: len(running_pods(cluster.store, "second")) == 4, "second", timeout=15)
+        await until(lambda: (
                 (cond := condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING))
                 and cond["status"] == "False"
-            ),
-            what="the pending condition flipped to False",
-        )
+            ), "the pending condition flipped to False", timeout=15)
 
 
 async def test_waiting_jobset_starts_when_new_pools_appear(cluster: Cluster) -> None:
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("first", 4), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "first")) == 8, what="first")
+        await until(lambda: len(running_pods(cluster.store, "first")) == 8, "first", timeout=15)
         cluster.store.create(JOBSETS, tpu_jobset("second", 2), NS)
-        await eventually(
-            lambda: condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING),
-            what="second waits for pools",
-        )
+        await until(lambda: condition(cluster.store, "second", c.CONDITION_PLACEMENT_PENDING),
+                    "second waits for pools", timeout=15)
         # the autoscaler (or an admin) adds two pools: Node events, not Job events, wake it
         new_pools = parse_nodes("v5e-2x4:6")[4:]
         await create_nodes(cluster.store, new_pools, datetime.now(UTC))
         # well inside the 10 s safety-net retry, so only the Node events can have woken it
-        await eventually(
-            lambda: len(running_pods(cluster.store, "second")) == 4, timeout=5.0, what="second"
-        )
+        await until(lambda: len(running_pods(cluster.store, "second")) == 4, "second", timeout=5.0)
     assert set(running_pods(cluster.store, "second").values()) == {p.name for p in new_pools}
     assert_no_shared_pools(cluster.store, "first", "second")
 
@@ -275,10 +253,8 @@ async def test_two_jobsets_created_at_once_never_share_a_pool(cluster: Cluster) 
     async with controller(cluster):
         for name in ("a", "b", "c"):
             cluster.store.create(JOBSETS, tpu_jobset(name, 2), NS)
-        await eventually(
-            lambda: sum(len(running_pods(cluster.store, n)) for n in "abc") == 8,
-            what="two of the three JobSets running",
-        )
+        await until(lambda: sum(len(running_pods(cluster.store, n)) for n in "abc") == 8,
+                    "two of the three JobSets running", timeout=15)
         assert_no_shared_pools(cluster.store, "a", "b", "c")
         started = [n for n in "abc" if jobs_of(cluster.store, n)]
         assert len(started) == 2, "all or nothing: the third JobSet must not start partly"
@@ -303,24 +279,23 @@ async def test_controller_restart_mid_allocation_does_not_double_book(cluster: C
     cluster.sim.add_hook(crash)
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("a", 3), NS)
-        await eventually(lambda: crash.seen >= 3, what="a's creates attempted")
+        await until(lambda: crash.seen >= 3, "a's creates attempted", timeout=15)
         assert len(jobs_of(cluster.store, "a")) == 1, "the controller died half way through a"
     cluster.sim.remove_hook(crash)
     # A new controller with an empty memory must read occupancy from the Jobs that exist.
     cluster.store.create(JOBSETS, tpu_jobset("b", 1), NS)
     cluster.store.create(JOBSETS, tpu_jobset("c", 1), NS)
     async with controller(cluster) as ctl:
-        await eventually(lambda: len(jobs_of(cluster.store, "a")) == 3, what="a completed")
-        await eventually(
+        await until(lambda: len(jobs_of(cluster.store, "a")) == 3, "a completed", timeout=15)
+        await until(
             lambda: len(jobs_of(cluster.store, "b")) + len(jobs_of(cluster.store, "c")) == 1,
-            what="one of b and c placed",
-        )
+            "one of b and c placed",
+            timeout=15)
         held = "c" if jobs_of(cluster.store, "b") else "b"
-        await eventually(
+        await until(
             lambda: (cond := condition(cluster.store, held, c.CONDITION_PLACEMENT_PENDING))
             and cond["status"] == "True",
-            what=f"{held} held for a pool",
-        )
+            f"{held} held for a pool", timeout=15)
         # A double booking would come from a later pass over the held JobSet: force two.
         await passes_over(ctl, f"{NS}/{held}", 2)
         assert_no_shared_pools(cluster.store, "a", "b", "c")
@@ -332,15 +307,15 @@ async def test_deleted_pool_moves_the_job_to_a_free_pool_after_restart(cluster: 
     js["spec"]["failurePolicy"] = {"maxRestarts": 3}
     async with controller(cluster):
         cluster.store.create(JOBSETS, js, NS)
-        await eventually(lambda: len(running_pods(cluster.store, "train")) == 4, what="running")
+        await until(lambda: len(running_pods(cluster.store, "train")) == 4, "running", timeout=15)
         lost = pools_of(cluster.store, "train")["train-slice-0"]
         for node in cluster.store.list(NODES, label_selector=f"{POOL}={lost}").items:
             cluster.store.delete(NODES, node["metadata"]["name"])
-        await eventually(
+        await until(
             lambda: (cluster.store.get(JOBSETS, "train", NS).get("status") or {}).get("restarts"),
-            what="a restart",
-        )
-        await eventually(lambda: len(running_pods(cluster.store, "train")) == 4, what="rerun")
+            "a restart",
+            timeout=15)
+        await until(lambda: len(running_pods(cluster.store, "train")) == 4, "rerun", timeout=15)
         assert lost not in set(running_pods(cluster.store, "train").values())
         assert_no_shared_pools(cluster.store, "train")
 
@@ -348,25 +323,22 @@ async def test_deleted_pool_moves_the_job_to_a_free_pool_after_restart(cluster: 
 async def test_suspend_releases_pools_and_resume_reallocates(cluster: Cluster) -> None:
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("low", 4), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "low")) == 8, what="low runs")
+        await until(lambda: len(running_pods(cluster.store, "low")) == 8, "low runs", timeout=15)
         await _set_suspend(cluster, "low", True)  # Kueue preempts it
-        await eventually(lambda: not running_pods(cluster.store, "low"), what="low stopped")
+        await until(lambda: not running_pods(cluster.store, "low"), "low stopped", timeout=15)
         cluster.store.create(JOBSETS, tpu_jobset("high", 2), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "high")) == 4, what="high runs")
+        await until(lambda: len(running_pods(cluster.store, "high")) == 4, "high runs", timeout=15)
         await _set_suspend(cluster, "low", False)  # Kueue re-admits it: only 2 pools are free
-        pending = await eventually(
-            lambda: (
+        pending = await until(lambda: (
                 (cond := condition(cluster.store, "low", c.CONDITION_PLACEMENT_PENDING))
                 and cond["status"] == "True"
                 and cond
-            ),
-            what="low waits for pools",
-        )
+            ), "low waits for pools", timeout=15)
         assert "busy" in pending["message"]
         assert not running_pods(cluster.store, "low")
         for job in jobs_of(cluster.store, "high"):
             await cluster.jobs.succeed_job(NS, job["metadata"]["name"])
-        await eventually(lambda: len(running_pods(cluster.store, "low")) == 8, what="low resumed")
+        await until(lambda: len(running_pods(cluster.store, "low")) == 8, "low resumed", timeout=15)
         assert_no_shared_pools(cluster.store, "low", "high")
 
 
@@ -391,16 +363,15 @@ async def test_declared_pool_with_zero_nodes_is_assigned_and_targeted() -> None:
     try:
         async with controller(cluster):
             cluster.store.create(JOBSETS, tpu_jobset("flex", 1), NS)
-            await eventually(lambda: jobs_of(cluster.store, "flex"), what="the Job")
+            await until(lambda: jobs_of(cluster.store, "flex"), "the Job", timeout=15)
             assert pools_of(cluster.store, "flex") == {"flex-slice-0": "flex-0"}
-            pods = await eventually(
-                lambda: cluster.store.list(PODS, NS).items, what="pods of the Job"
-            )
+            pods = await until(lambda: cluster.store.list(PODS, NS).items,
+                               "pods of the Job", timeout=15)
             assert all(p["spec"]["nodeSelector"][POOL] == "flex-0" for p in pods)
             assert all(not p["spec"].get("nodeName") for p in pods), "no node exists yet"
             # The autoscaler brings the pool up: its pods land there.
             await create_nodes(cluster.store, _flex_pool(), datetime.now(UTC))
-            await eventually(lambda: len(running_pods(cluster.store, "flex")) == 2, what="runs")
+            await until(lambda: len(running_pods(cluster.store, "flex")) == 2, "runs", timeout=15)
             assert set(running_pods(cluster.store, "flex").values()) == {"flex-0"}
     finally:
         await cluster.sim.stop()
@@ -420,9 +391,8 @@ async def test_affinity_mode_keeps_jobs_apart_through_the_scheduler() -> None:
         async with controller(cluster):
             for name in ("a", "b"):
                 cluster.store.create(JOBSETS, tpu_jobset(name, 2), NS)
-            await eventually(
-                lambda: sum(len(running_pods(cluster.store, n)) for n in "ab") == 8, what="8 pods"
-            )
+            await until(lambda: sum(len(running_pods(cluster.store, n)) for n in "ab") == 8,
+                        "8 pods", timeout=15)
             assert all(pool_of(j) is None for n in "ab" for j in jobs_of(cluster.store, n))
             by_job: dict[str, set[str]] = {}
             for name in "ab":
@@ -445,7 +415,7 @@ async def test_auto_mode_without_node_access_falls_back_to_affinity(cluster: Clu
     cluster.sim.add_hook(_forbid_nodes)
     async with controller(cluster):
         cluster.store.create(JOBSETS, tpu_jobset("a", 2), NS)
-        await eventually(lambda: len(running_pods(cluster.store, "a")) == 4, what="4 pods")
+        await until(lambda: len(running_pods(cluster.store, "a")) == 4, "4 pods", timeout=15)
     for job in jobs_of(cluster.store, "a"):
         pod = job["spec"]["template"]["spec"]
         assert pool_of(job) is None  # no domain was assigned: the controller cannot see Nodes
@@ -471,7 +441,7 @@ async def test_node_selector_strategy_uses_the_pools_an_admin_labelled(cluster: 
     js["metadata"]["annotations"][c.NODE_SELECTOR_STRATEGY_KEY] = "true"
     async with controller(cluster):
         cluster.store.create(JOBSETS, js, NS)
-        await eventually(lambda: len(running_pods(cluster.store, "ns")) == 4, what="4 pods")
+        await until(lambda: len(running_pods(cluster.store, "ns")) == 4, "4 pods", timeout=15)
     placed = {job: pool for (job, _), pool in running_pods(cluster.store, "ns").items()}
     assert placed == {"ns-slice-0": "v5e-2x4-2", "ns-slice-1": "v5e-2x4-3"}
 
@@ -485,7 +455,7 @@ async def test_kueue_admission_selector_picks_the_matching_pool() -> None:
         ]
         async with controller(cluster):
             cluster.store.create(JOBSETS, js, NS)
-            await eventually(lambda: jobs_of(cluster.store, "queued"), what="suspended Job")
+            await until(lambda: jobs_of(cluster.store, "queued"), "suspended Job", timeout=15)
             assert pools_of(cluster.store, "queued") == {"queued-slice-0": None}
             # Admission: Kueue merges the flavor's node labels into the template and unsuspends.
             admitted = copy.deepcopy(cluster.store.get(JOBSETS, "queued", NS))
@@ -493,7 +463,7 @@ async def test_kueue_admission_selector_picks_the_matching_pool() -> None:
             pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "4x4"
             admitted["spec"]["suspend"] = False
             cluster.store.update(JOBSETS, admitted)
-            await eventually(lambda: len(running_pods(cluster.store, "queued")) == 2, what="runs")
+            await until(lambda: len(running_pods(cluster.store, "queued")) == 2, "runs", timeout=15)
         assert set(running_pods(cluster.store, "queued").values()) == {"v5e-4x4-0"}
     finally:
         await cluster.sim.stop()

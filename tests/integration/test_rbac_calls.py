@@ -13,9 +13,8 @@ and the calls its client made (`KubeClient.used`) are compared with the rules.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
 
 import aiohttp
 import pytest
@@ -33,7 +32,8 @@ from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.command import register_crd
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import NAMESPACES, Cluster, eventually, fast_config, quiescent
+from tests.integration.conftest import NAMESPACES, Cluster, fast_config, quiescent
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,21 +71,16 @@ async def start(cluster: Cluster) -> RunningController:
             "leaderElect": True,
             "resourceName": "jobset-rbac",
             "resourceNamespace": NS,
-            "leaseDuration": "1s",
-            "renewDeadline": "800ms",
+            # Renewals come every retryPeriod; a long lease keeps a loaded machine (CI runs two
+            # workers) from losing it mid-test, after which nothing would reconcile for a while.
+            "leaseDuration": "15s",
+            "renewDeadline": "10s",
             "retryPeriod": "100ms",
         },
     )
     ctl = await cluster.start_controller(config)
     await ctl.wait_leader(5)
     return ctl
-
-
-async def until(check: Callable[[], Any], what: str) -> None:
-    async def probe() -> bool:
-        return bool(check())
-
-    await eventually(probe, what=what)
 
 
 async def set_suspend(cluster: Cluster, suspend: bool) -> None:
@@ -114,7 +109,7 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
         .ttl_after_finished(0)
     )
     await cluster.create_jobset(builder)
-    await eventually(cluster.job_names, what="the child Job")
+    await until(cluster.job_names, "the child Job")
     pvcs = await cluster.api.list(PVCS, NS)
     await until(lambda: pvcs["items"], "the PVC")
     # A failed Job restarts the JobSet: its Jobs are deleted and created again.
@@ -124,23 +119,23 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
         js = await cluster.jobset("js") or {}
         return (js.get("status") or {}).get("restarts") == 1 and bool(await cluster.job_names())
 
-    await eventually(restarted, what="a restart")
+    await until(restarted, "a restart")
     # Suspend and resume twice: the Jobs are patched, a resumed Job's startTime is cleared, and
     # the second round's events repeat the first's (a series PATCH on the same Event).
     for _ in range(2):
         await cluster.set_job_status("js-a-0", "ready")
         await set_suspend(cluster, True)
-        await eventually(lambda: jobs_suspended(cluster, True), what="Jobs suspended")
+        await until(lambda: jobs_suspended(cluster, True), "Jobs suspended")
         await set_suspend(cluster, False)
-        await eventually(lambda: jobs_suspended(cluster, False), what="Jobs resumed")
-        await eventually(lambda: quiescent(cluster, ctl), what="the controller caught up")
+        await until(lambda: jobs_suspended(cluster, False), "Jobs resumed")
+        await until(lambda: quiescent(cluster, ctl), "the controller caught up")
         await ctl.recorder.flush()
     await cluster.set_job_status("js-a-0", "completed")
 
     async def deleted_by_ttl() -> bool:
         return await cluster.jobset("js") is None
 
-    await eventually(deleted_by_ttl, what="ttlSecondsAfterFinished deleted the JobSet")
+    await until(deleted_by_ttl, "ttlSecondsAfterFinished deleted the JobSet")
     await ctl.recorder.flush()
     # The slice-health ledger: a first failure creates its ConfigMap, a second updates it.
     for uid in ("u1", "u2"):

@@ -9,8 +9,9 @@ from jobset_infra.api.defaults import default
 from jobset_infra.api.validation import validate
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually
+from tests.integration.conftest import Cluster
 from tests.integration.test_controller_behaviours import wait_condition, wait_jobs
+from tests.waiting import until
 
 
 async def test_a_jobset_whose_children_would_be_refused_is_invalid_at_once(
@@ -23,8 +24,7 @@ async def test_a_jobset_whose_children_would_be_refused_is_invalid_at_once(
     said = [str(p) for p in validate(default(dotted.model()))]
     assert said and all(line in condition["message"] for line in said), (
         "the same words as jobset-infra validate")
-    warnings = await eventually(lambda: cluster.events(c.INVALID_SPEC_REASON),
-                                what="one Warning event")
+    warnings = await until(lambda: cluster.events(c.INVALID_SPEC_REASON), "one Warning event")
     assert [w["regarding"]["name"] for w in warnings] == ["dot.ted"]
     await cluster.create_jobset(make_jobset("after").replicated_job("w"))
     await wait_jobs(cluster, ["after-w-0"])  # the controller went on with the next JobSet

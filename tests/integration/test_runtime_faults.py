@@ -11,7 +11,8 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, reconciled
+from tests.integration.conftest import Cluster, reconciled
+from tests.waiting import until
 
 JOBS = 12
 
@@ -51,9 +52,9 @@ async def test_converges_through_conflicts_throttling_and_watch_expiry(cluster: 
                 j["metadata"]["labels"][c.RESTARTS_KEY] == n for j in jobs
             )
 
-        await eventually(lambda: attempt("0"), timeout=10, what="all jobs created")
+        await until(lambda: attempt("0"), "all jobs created", timeout=10)
         await cluster.set_job_status("js-w-3", "failed")
-        await eventually(lambda: attempt("1"), timeout=10, what="all jobs recreated")
+        await until(lambda: attempt("1"), "all jobs recreated", timeout=10)
         js = await cluster.jobset("js") or {}
         assert js["status"]["restarts"] == 1, "a restart is counted once despite 409s"
     finally:
@@ -77,7 +78,7 @@ async def test_a_stale_job_cache_never_repeats_creates(cluster: Cluster) -> None
     async def created() -> bool:
         return len(await cluster.jobs()) == 5
 
-    await eventually(created, what="5 jobs at the API server")
+    await until(created, "5 jobs at the API server")
     await reconciled(ctl, f"{cluster.namespace}/js", times=5)  # again and again, stale cache
     assert cluster.sim.stats.count("create", "jobs") == 5, "no create was repeated"
     assert ctl.controller.expectations.pending_count(f"{cluster.namespace}/js") == (5, 0)

@@ -12,7 +12,8 @@ from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.sim.apiserver.faults import Fault, FaultInjector, FaultRule
 from jobset_infra.testing.jobsets import make_jobset
-from tests.integration.conftest import Cluster, eventually, fast_config, quiescent
+from tests.integration.conftest import Cluster, fast_config, quiescent
+from tests.waiting import until
 
 LEASE = 1.0  # seconds; short so the failover test is quick (production: 15 s / 10 s / 2 s)
 RETRY = 0.2
@@ -69,8 +70,8 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
     await cluster.create_jobset(
         make_jobset("js").replicated_job("w", replicas=3).failure_policy(max_restarts=2)
     )
-    await eventually(lambda: jobs_at(cluster, 3), what="3 jobs from the leader")
-    await eventually(lambda: quiescent(cluster, first), what="the leader caught up")
+    await until(lambda: jobs_at(cluster, 3), "3 jobs from the leader")
+    await until(lambda: quiescent(cluster, first), "the leader caught up")
     assert writes_by(first) >= 3
     assert writes_by(second) == 0, "a standby never writes"
     assert first.metrics.sample("leader_election_master_status", {"name": "jobset-ha-test"}) == 1
@@ -85,7 +86,7 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
     # re-list later, plus slack for a loaded CI machine (measured 1.0-1.25 s).
     assert handover >= LEASE - RETRY, f"a live lease was taken after {handover:.2f}s"
     assert handover <= LEASE + RETRY + 1.0, f"handover took {handover:.2f}s"
-    await eventually(lambda: quiescent(cluster, second), what="the new leader caught up")
+    await until(lambda: quiescent(cluster, second), "the new leader caught up")
 
     creates_before = cluster_creates(cluster)
     if creates_at_start is not None and creates_before is not None:
@@ -98,7 +99,7 @@ async def test_only_the_leader_writes_and_a_killed_leader_is_replaced(cluster: C
             j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1" for j in jobs
         )
 
-    await eventually(restarted, what="the new leader restarts the JobSet")
+    await until(restarted, "the new leader restarts the JobSet")
     if creates_before is not None:
         assert cluster_creates(cluster) - creates_before == 3, "each Job is created exactly once"
 
@@ -143,7 +144,7 @@ async def test_a_leader_that_cannot_renew_stops_working(cluster: Cluster) -> Non
         async def seen() -> bool:  # its caches still run: it knows the JobSet, and does nothing
             return leader.controller.jobsets.get(f"{cluster.namespace}/js") is not None
 
-        await eventually(seen, what="the JobSet in the old leader's cache")
+        await until(seen, "the JobSet in the old leader's cache")
         await asyncio.sleep(0.3)  # a window in which a still-working replica would create Jobs
         assert await cluster.jobs() == [], "a replica that lost its lease makes no writes"
         assert writes_by(leader) == writes

@@ -5,8 +5,6 @@ keeps reconciling every other JobSet, including ones created after the broken on
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -23,6 +21,7 @@ from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.testing.jobsets import make_jobset
 from tests.reliability.chaos import CRD_FILE, CRDS
+from tests.waiting import until
 
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
 JOBS = GVR("batch", "v1", "jobs")
@@ -116,15 +115,6 @@ async def sim() -> AsyncIterator[Sim]:
         await server.stop()
 
 
-async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(0.02)
-    return result
-
-
 def invalid_spec(store: Store, name: str) -> dict[str, Any] | None:
     js = store.try_get(JOBSETS, name, NS) or {}
     status = js.get("status")
@@ -167,22 +157,24 @@ async def check_reported_and_others_reconciled(sim: Sim) -> None:
     store = sim.store
     async with run_controller(config(), url=sim.url) as ctl:
         await ctl.wait_leader(10)
-        await wait_for(lambda: len(jobs_of(store, "before")) == 2, 10, "the healthy JobSet's Jobs")
+        await until(lambda: len(jobs_of(store, "before")) == 2,
+                    "the healthy JobSet's Jobs", timeout=10)
         for name, _ in BROKEN:
-            cond = await wait_for(partial(invalid_spec, store, name), 10, f"{name} InvalidSpec")
+            cond = await until(partial(invalid_spec, store, name),
+                               f"{name} InvalidSpec", timeout=10)
             assert cond["reason"] == c.INVALID_SPEC_REASON
             assert cond["message"], f"{name}: the condition says what is wrong"
-            events = await wait_for(partial(warnings_about, store, name), 10, f"{name} event")
+            events = await until(partial(warnings_about, store, name), f"{name} event", timeout=10)
             assert events[0]["type"] == "Warning"
             assert events[0]["note"] == cond["message"]
             assert jobs_of(store, name) == [], f"{name}: nothing is created for a broken JobSet"
         for name, _ in REPAIRED:
-            await wait_for(partial(jobs_of, store, name), 10, f"{name} reconciled")
+            await until(partial(jobs_of, store, name), f"{name} reconciled", timeout=10)
             assert len(jobs_of(store, name)) == 2
             status = store.get(JOBSETS, name, NS)["status"]
             assert isinstance(status, dict) and status["restarts"] == 0
         store.create(JOBSETS, good("after"), NS)
-        await wait_for(lambda: len(jobs_of(store, "after")) == 2, 10, "a JobSet created later")
+        await until(lambda: len(jobs_of(store, "after")) == 2, "a JobSet created later", timeout=10)
         assert alive(ctl), "no controller task died"
 
 
@@ -202,5 +194,5 @@ async def test_the_message_names_the_field(
         sim.store.create(JOBSETS, broken("bad", change), NS)
         async with run_controller(config(), url=sim.url) as ctl:
             await ctl.wait_leader(10)
-            cond = await wait_for(lambda: invalid_spec(sim.store, "bad"), 10, "InvalidSpec")
+            cond = await until(lambda: invalid_spec(sim.store, "bad"), "InvalidSpec", timeout=10)
     assert field in cond["message"]

@@ -9,9 +9,7 @@ new leader re-lists its caches before its first reconcile.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +27,7 @@ from jobset_infra.tpu.node_pools import parse_nodes
 from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset
+from tests.waiting import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
 
@@ -61,15 +60,6 @@ async def sim() -> AsyncIterator[Sim]:
         await server.stop()
 
 
-async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(0.02)
-    return result
-
-
 def jobs_of(sim: Sim, name: str) -> list[dict[str, Any]]:
     return [
         j
@@ -98,19 +88,19 @@ async def test_a_new_leader_with_a_stale_job_cache_does_not_double_book(sim: Sim
         sim.store.create(JOBSETS, tpu_jobset("x", 1), NS)
         # The leader places x unless it gives the Lease up first (its Job cache is out of sync
         # for the renew deadline); either way x's Jobs, if any, are unseen by the standby.
-        await wait_for(lambda: len(jobs_of(sim, "x")) == 2 or first.gave_up, 10,
-                       "x placed, or the first leader giving up")
+        await until(lambda: len(jobs_of(sim, "x")) == 2 or first.gave_up,
+                    "x placed, or the first leader giving up", timeout=10)
         first.kill()
         sim.store.create(JOBSETS, tpu_jobset("y", 1), NS)
         refused = outage.refused
-        await wait_for(lambda: outage.refused >= refused + 2, 15,
-                       "the standby retrying its Job list and watch twice")
+        await until(lambda: outage.refused >= refused + 2,
+                    "the standby retrying its Job list and watch twice", timeout=15)
         assert second.elector is not None and not second.elector.leading.is_set(), (
             "a standby that cannot see Jobs must not take the Lease")
         outage.on = False
         await second.wait_leader(30)
-        await wait_for(lambda: len(jobs_of(sim, "x")) == len(jobs_of(sim, "y")) == 2, 15,
-                       "x and y placed, each on pools of its own")
+        await until(lambda: len(jobs_of(sim, "x")) == len(jobs_of(sim, "y")) == 2,
+                    "x and y placed, each on pools of its own", timeout=15)
     finally:
         for ctl in replicas:
             await ctl.stop(release=False)

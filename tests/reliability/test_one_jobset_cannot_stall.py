@@ -4,9 +4,7 @@ JobSets created after it get their Jobs."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.testing.jobsets import make_jobset
 from tests.reliability.chaos import CRD_FILE, CRDS
+from tests.waiting import until
 
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
 JOBS = GVR("batch", "v1", "jobs")
@@ -69,29 +68,20 @@ def invalid_spec_events(store: Store, name: str) -> list[dict[str, Any]]:
             if e.get("reason") == c.INVALID_SPEC_REASON and e["regarding"]["name"] == name]
 
 
-async def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(0.02)
-    return result
-
-
 async def test_two_billion_replicas_is_reported_once_and_the_others_run(sim: Sim) -> None:
     store = sim.store
     store.create(JOBSETS, jobset("huge", 2_000_000_000), NS)  # the CRD takes it
     async with run_controller(config(), url=sim.url) as ctl:
         await ctl.wait_leader(10)
         store.create(JOBSETS, jobset("small", 3), NS)
-        await wait_for(lambda: jobs_of(store, "small") == 3, 20, "the small JobSet's Jobs")
-        await wait_for(lambda: invalid_spec_events(store, "huge"), 10, "the report")
+        await until(lambda: jobs_of(store, "small") == 3, "the small JobSet's Jobs", timeout=20)
+        await until(lambda: invalid_spec_events(store, "huge"), "the report", timeout=10)
         for i in range(5):  # more passes for it: each must cost nothing and say nothing new
             huge = store.get(JOBSETS, "huge", NS)
             huge["metadata"].setdefault("labels", {})["touched"] = str(i)
             store.update(JOBSETS, huge, NS)
         store.create(JOBSETS, jobset("later", 2), NS)
-        await wait_for(lambda: jobs_of(store, "later") == 2, 20, "a JobSet created later")
+        await until(lambda: jobs_of(store, "later") == 2, "a JobSet created later", timeout=20)
         assert jobs_of(store, "huge") == 0
         assert len(invalid_spec_events(store, "huge")) == 1
         (event,) = invalid_spec_events(store, "huge")
@@ -107,9 +97,9 @@ async def test_a_pod_template_string_is_reported_once_and_never_retried(sim: Sim
     store.create(JOBSETS, bad, NS)
     async with run_controller(config(), url=sim.url) as ctl:
         await ctl.wait_leader(10)
-        await wait_for(lambda: invalid_spec_events(store, "bad"), 10, "the report")
+        await until(lambda: invalid_spec_events(store, "bad"), "the report", timeout=10)
         store.create(JOBSETS, jobset("fine", 2), NS)
-        await wait_for(lambda: jobs_of(store, "fine") == 2, 20, "the next JobSet's Jobs")
+        await until(lambda: jobs_of(store, "fine") == 2, "the next JobSet's Jobs", timeout=20)
         crashes = ctl.metrics.reconcile_panics.labels(controller=c.CONTROLLER_NAME)
         assert crashes._value.get() == 0, "no reconcile raised"
         (event,) = invalid_spec_events(store, "bad")
@@ -121,10 +111,10 @@ async def test_a_large_jobset_progresses_while_later_jobsets_get_their_jobs(sim:
     store.create(JOBSETS, jobset("large", 3000), NS)
     async with run_controller(config(qps=300.0), url=sim.url) as ctl:
         await ctl.wait_leader(10)
-        await wait_for(lambda: jobs_of(store, "large") > 0, 20, "the large JobSet to start")
+        await until(lambda: jobs_of(store, "large") > 0, "the large JobSet to start", timeout=20)
         for i in range(4):
             store.create(JOBSETS, jobset(f"small-{i}", 2), NS)
-        await wait_for(lambda: all(jobs_of(store, f"small-{i}") == 2 for i in range(4)), 30,
-                       "every small JobSet's Jobs")
+        await until(lambda: all(jobs_of(store, f"small-{i}") == 2 for i in range(4)),
+                    "every small JobSet's Jobs", timeout=30)
         assert jobs_of(store, "large") < 3000, "the small ones did not wait for the large one"
-        await wait_for(lambda: jobs_of(store, "large") == 3000, 60, "the large one to finish")
+        await until(lambda: jobs_of(store, "large") == 3000, "the large one to finish", timeout=60)

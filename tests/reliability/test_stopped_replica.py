@@ -7,8 +7,7 @@ zombie took the Lease when it expired and renewed it forever, while the live rep
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from tests.reliability.chaos import CRD_FILE, CRDS, LEASE, controller_config
+from tests.waiting import until
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 
@@ -87,11 +87,3 @@ async def test_a_stopped_standby_never_takes_the_lease(sim: Sim, how: str) -> No
     assert "b" not in holders.seen, f"Lease holders over time: {holders.seen}"
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Poll `check` (every 10 ms) until it holds; fail naming `what` after `timeout`."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not check():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        pytest.fail(f"timed out after {timeout:g}s waiting until {what}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,21 +23,10 @@ from jobset_infra.sim.cluster.job_controller import JOBS, PODS, JobController
 from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.tpu.node_pools import parse_nodes
 from tests.sim.test_job_sync import make_job
+from tests.waiting import until
 
 NS = "team"
 T_NODES = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
-
-
-async def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Poll `check` until it returns something truthy; fail with a clear message on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 def new_store() -> Store:
@@ -80,7 +69,7 @@ async def test_a_new_job_gets_running_indexed_pods_and_ready_status(
     store: Store, jc: JobController
 ) -> None:
     job = create_job(store)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     got = jc.pods_of(NS, "js-w-0")
     assert [p["metadata"]["annotations"][JOB_COMPLETION_INDEX_KEY] for p in got] == ["0", "1"]
     assert [p["spec"]["hostname"] for p in got] == ["js-w-0-0", "js-w-0-1"]
@@ -93,7 +82,7 @@ async def test_succeed_job_completes_the_job_with_kubernetes_conditions(
     store: Store, jc: JobController
 ) -> None:
     create_job(store, parallelism=2, completions=4)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     job = await jc.succeed_job(NS, "js-w-0")
     kinds = [c["type"] for c in job["status"]["conditions"]]
     assert kinds == ["SuccessCriteriaMet", "Complete"]
@@ -105,7 +94,7 @@ async def test_fail_job_fails_it_with_the_given_reason_and_message(
     store: Store, jc: JobController
 ) -> None:
     create_job(store, parallelism=3, completions=3)
-    await wait_for(lambda: status(store).get("ready") == 3)
+    await until(lambda: status(store).get("ready") == 3)
     job = await jc.fail_job(NS, "js-w-0", reason="PodFailurePolicy", message="exit code 42")
     failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
     assert (failed["reason"], failed["message"]) == ("PodFailurePolicy", "exit code 42")
@@ -117,15 +106,15 @@ async def test_a_failed_pod_is_replaced_until_the_backoff_limit_is_reached(
     store: Store, jc: JobController
 ) -> None:
     create_job(store, parallelism=1, completions=1, backoff_limit=1)
-    await wait_for(lambda: status(store).get("ready") == 1)
+    await until(lambda: status(store).get("ready") == 1)
     first = pods(store)[0]["metadata"]["name"]
     await jc.fail_pod(NS, first, reason="Evicted", message="node drained")
-    await wait_for(lambda: status(store).get("ready") == 1)
+    await until(lambda: status(store).get("ready") == 1)
     assert status(store)["failed"] == 1 and condition(store, "Failed") is None
     second = next(p["metadata"]["name"] for p in pods(store) if p["status"]["phase"] == "Running")
     assert second != first
     await jc.fail_pod(NS, second)
-    failed = await wait_for(lambda: condition(store, "Failed"))
+    failed = await until(lambda: condition(store, "Failed"))
     assert failed["reason"] == "BackoffLimitExceeded"
     assert store.get(PODS, first, NS)["status"]["reason"] == "Evicted"
 
@@ -134,14 +123,14 @@ async def test_suspend_removes_pods_and_resume_brings_them_back(
     store: Store, jc: JobController
 ) -> None:
     create_job(store, suspend=True)
-    await wait_for(lambda: condition(store, "Suspended"))
+    await until(lambda: condition(store, "Suspended"))
     assert pods(store) == []
     store.patch(JOBS, "js-w-0", NS, "application/merge-patch+json", {"spec": {"suspend": False}})
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     resumed = condition(store, "Suspended")
     assert resumed is not None and (resumed["status"], resumed["reason"]) == ("False", "JobResumed")
     store.patch(JOBS, "js-w-0", NS, "application/merge-patch+json", {"spec": {"suspend": True}})
-    await wait_for(lambda: not pods(store) and status(store).get("ready") == 0)
+    await until(lambda: not pods(store) and status(store).get("ready") == 0)
     suspended = condition(store, "Suspended")
     assert suspended is not None and suspended["status"] == "True"
 
@@ -149,19 +138,19 @@ async def test_suspend_removes_pods_and_resume_brings_them_back(
 async def test_with_a_scheduler_pods_run_only_after_they_are_bound(store: Store) -> None:
     async with JobController(store, wait_for_binding=True):
         create_job(store)
-        await wait_for(lambda: status(store).get("active") == 2)
+        await until(lambda: status(store).get("active") == 2)
         await asyncio.sleep(0.05)
         assert {p["status"]["phase"] for p in pods(store)} == {"Pending"}
         pod = pods(store)[0]
         pod_updates.bind(store, NS, pod["metadata"]["name"], "gke-sim-node-0")
-        await wait_for(lambda: status(store).get("ready") == 1)
+        await until(lambda: status(store).get("ready") == 1)
         assert store.get(PODS, pod["metadata"]["name"], NS)["status"]["phase"] == "Running"
 
 
 async def test_auto_complete_lets_pods_succeed_after_the_configured_time(store: Store) -> None:
     async with JobController(store, auto_complete_after=0.05):
         create_job(store)
-        complete = await wait_for(lambda: condition(store, "Complete"))
+        complete = await until(lambda: condition(store, "Complete"))
         assert complete["reason"] == "CompletionsReached"
 
 
@@ -169,9 +158,9 @@ async def test_deleting_a_job_in_the_foreground_removes_its_pods_first(
     store: Store, jc: JobController
 ) -> None:
     create_job(store)
-    await wait_for(lambda: len(pods(store)) == 2)
+    await until(lambda: len(pods(store)) == 2)
     store.delete(JOBS, "js-w-0", NS, propagation="Foreground")
-    await wait_for(lambda: store.try_get(JOBS, "js-w-0", NS) is None)
+    await until(lambda: store.try_get(JOBS, "js-w-0", NS) is None)
     assert pods(store) == []
 
 
@@ -184,10 +173,9 @@ async def test_thousands_of_jobs_each_get_their_pods_in_one_pass(
         if i % 200 == 0:
             await asyncio.sleep(0)
     started = time.monotonic()
-    await wait_for(
+    await until(
         lambda: all((j.get("status") or {}).get("ready") == 2 for j in store.iter_objects(JOBS)),
-        timeout=20,
-    )
+        timeout=20)
     assert len(pods(store)) == 2 * count
     # one decision per Job: the echoes of the controller's own writes do not trigger more passes
     assert jc.syncs == count, f"{jc.syncs} syncs for {count} Jobs"
@@ -198,12 +186,12 @@ async def test_the_controller_keeps_working_after_its_watch_streams_are_dropped(
     store: Store, jc: JobController
 ) -> None:
     create_job(store, "before")
-    await wait_for(lambda: status(store, "before").get("ready") == 2)
+    await until(lambda: status(store, "before").get("ready") == 2)
     for stream in store.watches():
         stream.close()  # what a dropped connection does to a watcher
     await asyncio.sleep(0.05)
     create_job(store, "after")
-    await wait_for(lambda: status(store, "after").get("ready") == 2)
+    await until(lambda: status(store, "after").get("ready") == 2)
 
 
 async def test_over_http_a_job_created_by_a_client_gets_pods_a_client_can_list() -> None:
@@ -242,15 +230,15 @@ async def test_a_running_pod_deleted_by_someone_counts_as_a_failure(
     store: Store, jc: JobController, backoff_limit: int, want_failed_condition: bool
 ) -> None:
     create_job(store, backoff_limit=backoff_limit)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     victim = pods(store)[0]["metadata"]["name"]
     store.delete(PODS, victim, NS)  # what `kubectl delete pod` does
-    await wait_for(lambda: status(store).get("failed") == 1)
+    await until(lambda: status(store).get("failed") == 1)
     if want_failed_condition:
-        failed = await wait_for(lambda: condition(store, "Failed"))
+        failed = await until(lambda: condition(store, "Failed"))
         assert failed["reason"] == "BackoffLimitExceeded"
     else:
-        await wait_for(lambda: status(store).get("ready") == 2)
+        await until(lambda: status(store).get("ready") == 2)
         assert victim not in {p["metadata"]["name"] for p in pods(store)}
         assert condition(store, "FailureTarget") is None
 
@@ -259,9 +247,9 @@ async def test_pods_removed_with_their_job_leave_nothing_behind(
     store: Store, jc: JobController
 ) -> None:
     create_job(store)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     store.delete(JOBS, "js-w-0", NS, propagation="Background")
-    await wait_for(lambda: not pods(store))
+    await until(lambda: not pods(store))
     await asyncio.sleep(0.05)
     assert jc._ghosts == {} and jc._counted == {}
 
@@ -270,11 +258,11 @@ async def test_a_pod_failed_by_a_status_write_from_outside_fails_the_job_past_it
     store: Store, jc: JobController
 ) -> None:
     create_job(store, backoff_limit=0)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     pod = pods(store)[1]
     failed_status = {**pod["status"], "phase": "Failed", "reason": "DeletionByPodGC"}
     store.update(PODS, {**pod, "status": failed_status}, subresource="status")
-    failed = await wait_for(lambda: condition(store, "Failed"))
+    failed = await until(lambda: condition(store, "Failed"))
     assert failed["reason"] == "BackoffLimitExceeded"
     assert status(store)["terminating"] == 0 and status(store)["failed"] == 1
 
@@ -289,9 +277,9 @@ async def test_fail_pod_with_an_exit_code_triggers_the_jobs_pod_failure_policy(
     del job["metadata"]["uid"]
     job["metadata"]["namespace"] = NS
     store.create(JOBS, job, NS)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     await jc.fail_pod(NS, pods(store)[0]["metadata"]["name"], exit_code=42)
-    failed = await wait_for(lambda: condition(store, "Failed"))
+    failed = await until(lambda: condition(store, "Failed"))
     assert failed["reason"] == "PodFailurePolicy" and "exit code 42" in failed["message"]
 
 
@@ -310,7 +298,7 @@ async def test_a_sim_with_a_scheduler_keeps_unschedulable_pods_pending() -> None
                 for c in p["status"].get("conditions") or ())]
             return marked if len(marked) == 2 else []
 
-        for pod in await wait_for(unschedulable):
+        for pod in await until(unschedulable):
             assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]
 
 
@@ -322,21 +310,21 @@ async def test_fail_pod_under_on_failure_restarts_the_container_in_place(
     del job["metadata"]["uid"]
     job["metadata"]["namespace"] = NS
     store.create(JOBS, job, NS)
-    await wait_for(lambda: status(store).get("ready") == 2)
+    await until(lambda: status(store).get("ready") == 2)
     name = pods(store)[0]["metadata"]["name"]
     pod = await jc.fail_pod(NS, name, exit_code=3)
     assert pod["status"]["phase"] == "Running"
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
     assert condition(store, "Failed") is None
     await jc.fail_pod(NS, name, exit_code=3)
-    failed = await wait_for(lambda: condition(store, "Failed"))
+    failed = await until(lambda: condition(store, "Failed"))
     assert failed["reason"] == "BackoffLimitExceeded"
     evicted = make_job("js-w-1", backoff_limit=0)
     evicted["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
     del evicted["metadata"]["uid"]
     evicted["metadata"]["namespace"] = NS
     store.create(JOBS, evicted, NS)
-    await wait_for(lambda: status(store, "js-w-1").get("ready") == 2)
+    await until(lambda: status(store, "js-w-1").get("ready") == 2)
     victim = jc.pods_of(NS, "js-w-1")[0]["metadata"]["name"]
     gone = await jc.fail_pod(NS, victim, in_place=False, reason="Evicted", message="drained")
     assert gone["status"]["phase"] == "Failed" and gone["status"]["reason"] == "Evicted"
@@ -429,7 +417,7 @@ async def test_pods_admission_refuses_fail_to_create_until_their_service_account
     job["metadata"]["namespace"] = NS
     job["spec"]["template"]["spec"]["serviceAccountName"] = "trainer"
     store.create(JOBS, job, NS)
-    failed = await wait_for(lambda: [e for e in store.iter_objects(GVR("", "v1", "events"), NS)
+    failed = await until(lambda: [e for e in store.iter_objects(GVR("", "v1", "events"), NS)
                                      if e["reason"] == "FailedCreate"])
     assert len(failed) == 1 and failed[0]["type"] == "Warning"
     assert failed[0]["message"].startswith('Error creating: pods "js-w-0-')
@@ -438,5 +426,5 @@ async def test_pods_admission_refuses_fail_to_create_until_their_service_account
         '"trainer" not found')
     assert pods(store) == []
     store.create(GVR("", "v1", "serviceaccounts"), {"metadata": {"name": "trainer"}}, NS)
-    await wait_for(lambda: len(pods(store)) == 2)
+    await until(lambda: len(pods(store)) == 2)
     assert {p["spec"]["serviceAccountName"] for p in pods(store)} == {"trainer"}

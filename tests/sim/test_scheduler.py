@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.sim.cluster.scheduler import Scheduler
 from jobset_infra.sim.cluster.scheduling import parse_quantity, pod_requests, tolerated
+from tests.waiting import until
 
 NODES = GVR("", "v1", "nodes")
 PODS = GVR("", "v1", "pods")
@@ -67,14 +68,6 @@ async def cluster() -> AsyncIterator[tuple[Store, Scheduler]]:
     await scheduler.stop()
 
 
-async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
-
-
 def node_of(store: Store, name: str, namespace: str = "default") -> str | None:
     return store.get(PODS, name, namespace)["spec"].get("nodeName")  # type: ignore[no-any-return]
 
@@ -91,7 +84,7 @@ async def test_node_selector_picks_the_pool(cluster: tuple[Store, Scheduler]) ->
     for p in ("a", "b"):
         store.create(NODES, node(f"{p}-0", p))
     store.create(PODS, pod("p", selector={POOL: "b"}), "default")
-    await eventually(lambda: node_of(store, "p") is not None)
+    await until(lambda: node_of(store, "p") is not None)
     assert node_of(store, "p") == "b-0"
 
 
@@ -101,7 +94,7 @@ async def test_untolerated_taint_keeps_the_pod_pending_with_a_reason(
     store, _ = cluster
     store.create(NODES, node("a-0", "a"))
     store.create(PODS, pod("p", tolerate=False), "default")
-    await eventually(lambda: bool(unschedulable(store, "p")))
+    await until(lambda: bool(unschedulable(store, "p")))
     assert unschedulable(store, "p") == (
         "0/1 nodes are available: 1 node(s) had untolerated taint {google.com/tpu: present}."
     )
@@ -112,11 +105,11 @@ async def test_resources_are_counted_and_freed(cluster: tuple[Store, Scheduler])
     store, _ = cluster
     store.create(NODES, node("a-0", "a", chips=4))
     store.create(PODS, pod("first"), "default")
-    await eventually(lambda: node_of(store, "first") == "a-0")
+    await until(lambda: node_of(store, "first") == "a-0")
     store.create(PODS, pod("second"), "default")
-    await eventually(lambda: "Insufficient google.com/tpu" in unschedulable(store, "second"))
+    await until(lambda: "Insufficient google.com/tpu" in unschedulable(store, "second"))
     store.delete(PODS, "first", "default")
-    await eventually(lambda: node_of(store, "second") == "a-0")
+    await until(lambda: node_of(store, "second") == "a-0")
 
 
 async def test_finished_pods_free_their_node(cluster: tuple[Store, Scheduler]) -> None:
@@ -124,10 +117,10 @@ async def test_finished_pods_free_their_node(cluster: tuple[Store, Scheduler]) -
     store.create(NODES, node("a-0", "a"))
     store.create(PODS, pod("first"), "default")
     store.create(PODS, pod("second"), "default")
-    await eventually(lambda: bool(unschedulable(store, "second")))
+    await until(lambda: bool(unschedulable(store, "second")))
     first = store.get(PODS, "first", "default")
     store.update(PODS, {**first, "status": {"phase": "Succeeded"}}, subresource="status")
-    await eventually(lambda: node_of(store, "second") == "a-0")
+    await until(lambda: node_of(store, "second") == "a-0")
 
 
 async def test_required_node_affinity(cluster: tuple[Store, Scheduler]) -> None:
@@ -141,7 +134,7 @@ async def test_required_node_affinity(cluster: tuple[Store, Scheduler]) -> None:
         }
     }
     store.create(PODS, pod("p", affinity=affinity), "default")
-    await eventually(lambda: node_of(store, "p") == "b-0")
+    await until(lambda: node_of(store, "p") == "b-0")
 
 
 def exclusive_affinity(job: str) -> dict[str, Any]:
@@ -194,7 +187,7 @@ async def test_pod_affinity_keeps_each_job_alone_in_a_pool(
                 ),
                 "default",
             )
-    await eventually(lambda: len(scheduler.placements()) == 6)
+    await until(lambda: len(scheduler.placements()) == 6)
     pools = {}
     for job in ("j0", "j1", "j2"):
         job_pools = {node_of(store, f"{job}-{i}").rsplit("-", 1)[0] for i in range(2)}  # type: ignore[union-attr]
@@ -217,9 +210,9 @@ async def test_running_pods_anti_affinity_repels_newcomers(
         }
     }
     store.create(PODS, pod("owner", affinity=repel, selector={POOL: "a"}), "default")
-    await eventually(lambda: node_of(store, "owner") == "a-0")
+    await until(lambda: node_of(store, "owner") == "a-0")
     store.create(PODS, pod("guest", labels={"team": "other"}), "default")
-    await eventually(lambda: node_of(store, "guest") is not None)
+    await until(lambda: node_of(store, "guest") is not None)
     assert node_of(store, "guest") == "b-0"
 
 
@@ -227,22 +220,22 @@ async def test_not_ready_nodes_are_skipped_until_ready(cluster: tuple[Store, Sch
     store, _ = cluster
     store.create(NODES, node("a-0", "a", ready=False))
     store.create(PODS, pod("p"), "default")
-    await eventually(lambda: "unschedulable or not ready" in unschedulable(store, "p"))
+    await until(lambda: "unschedulable or not ready" in unschedulable(store, "p"))
     ready = store.get(NODES, "a-0")
     ready = {
         **ready,
         "status": {**ready["status"], "conditions": [{"type": "Ready", "status": "True"}]},
     }
     store.update(NODES, ready, subresource="status")
-    await eventually(lambda: node_of(store, "p") == "a-0")
+    await until(lambda: node_of(store, "p") == "a-0")
 
 
 async def test_new_nodes_let_waiting_pods_in(cluster: tuple[Store, Scheduler]) -> None:
     store, _ = cluster
     store.create(PODS, pod("p", selector={POOL: "later"}), "default")
-    await eventually(lambda: bool(unschedulable(store, "p")))
+    await until(lambda: bool(unschedulable(store, "p")))
     store.create(NODES, node("later-0", "later"))
-    await eventually(lambda: node_of(store, "p") == "later-0")
+    await until(lambda: node_of(store, "p") == "later-0")
 
 
 async def test_scheduling_gates_are_respected(cluster: tuple[Store, Scheduler]) -> None:
@@ -255,16 +248,16 @@ async def test_scheduling_gates_are_respected(cluster: tuple[Store, Scheduler]) 
     assert node_of(store, "p") is None
     current = store.get(PODS, "p", "default")
     store.update(PODS, {**current, "spec": {**current["spec"], "schedulingGates": []}})
-    await eventually(lambda: node_of(store, "p") == "a-0")
+    await until(lambda: node_of(store, "p") == "a-0")
 
 
 async def test_pods_on_a_deleted_node_fail_as_pod_gc_does(cluster: tuple[Store, Scheduler]) -> None:
     store, scheduler = cluster
     store.create(NODES, node("a-0", "a"))
     store.create(PODS, pod("p"), "default")
-    await eventually(lambda: node_of(store, "p") == "a-0")
+    await until(lambda: node_of(store, "p") == "a-0")
     store.delete(NODES, "a-0")
-    await eventually(lambda: store.get(PODS, "p", "default")["status"].get("phase") == "Failed")
+    await until(lambda: store.get(PODS, "p", "default")["status"].get("phase") == "Failed")
     conditions = store.get(PODS, "p", "default")["status"]["conditions"]
     assert any(c["type"] == "DisruptionTarget" for c in conditions)
     assert scheduler.placements() == {}
@@ -278,7 +271,7 @@ async def test_pods_bound_before_the_scheduler_started_are_counted() -> None:
     store.create(PODS, existing, "default")
     async with Scheduler(store) as scheduler:
         store.create(PODS, pod("new"), "default")
-        await eventually(lambda: "Insufficient" in unschedulable(store, "new"))
+        await until(lambda: "Insufficient" in unschedulable(store, "new"))
         assert scheduler.placements() == {"default/old": "a-0"}
 
 
@@ -292,7 +285,7 @@ async def test_thousands_of_pods_bind_quickly(cluster: tuple[Store, Scheduler]) 
     for p in range(pools):
         for n in range(per_pool):
             store.create(PODS, pod(f"j{p}-{n}", selector={POOL: f"pool-{p}"}), "default")
-    await eventually(lambda: scheduler.binds == pools * per_pool, timeout=30)
+    await until(lambda: scheduler.binds == pools * per_pool, timeout=30)
     elapsed = time.monotonic() - started
     assert elapsed < 10, f"2,000 pods took {elapsed:.1f}s"
     assert node_of(store, "j499-3") is not None and node_of(store, "j499-3").startswith("pool-499-")  # type: ignore[union-attr]
@@ -343,7 +336,7 @@ async def test_pods_for_another_scheduler_are_left_alone(cluster: tuple[Store, S
     other["spec"]["schedulerName"] = "volcano"
     store.create(PODS, other, "default")
     store.create(PODS, pod("mine"), "default")
-    await eventually(lambda: node_of(store, "mine") == "a-0")
+    await until(lambda: node_of(store, "mine") == "a-0")
     assert node_of(store, "other") is None
 
 
@@ -359,7 +352,7 @@ async def test_an_unschedulable_pod_gets_a_failed_scheduling_event(
         return [e for e in store.list(events, "default").items
                 if e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "p"]
 
-    await eventually(lambda: bool(failed()))
+    await until(lambda: bool(failed()))
     event = failed()[0]
     assert (event["type"], event["source"]["component"]) == ("Warning", "default-scheduler")
     assert event["message"] == unschedulable(store, "p")

@@ -24,7 +24,8 @@ from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import JOBSETS, Resource
 from jobset_infra.manifests.crd import jobset_crd
-from tests.integration.conftest import NAMESPACES, eventually
+from tests.integration.conftest import NAMESPACES
+from tests.waiting import until
 
 CRD_NAME: Final = "jobsets.jobset.x-k8s.io"
 UNNAMED: Final = "a failure-policy rule without a name"
@@ -94,7 +95,7 @@ async def _remove_crd(api: KubeClient) -> None:
             return True
         return False
 
-    await eventually(gone, 60, "upstream's CRD deleted")
+    await until(gone, "upstream's CRD deleted", timeout=60)
 
 
 async def our_side(
@@ -112,7 +113,7 @@ async def our_side(
             return False
         return True
 
-    await eventually(served, 60, "our CRD served")
+    await until(served, "our CRD served", timeout=60)
     alone = await asyncio.to_thread(run_goclient, binary, cluster.kubeconfig, "apply",
                                     "-namespace", "ours-without-policy", "-only", UNNAMED)
     await install.apply_all(api, [defaulting_policy(), defaulting_policy_binding()])
@@ -125,7 +126,7 @@ async def our_side(
             return False
         return bool(created["spec"]["failurePolicy"]["rules"][0]["name"])
 
-    await eventually(defaulting, 60, "our defaulting policy in effect")
+    await until(defaulting, "our defaulting policy in effect", timeout=60)
     await _namespace(api, "ours")
     full = await asyncio.to_thread(run_goclient, binary, cluster.kubeconfig, "apply",
                                    "-namespace", "ours")

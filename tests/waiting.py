@@ -1,0 +1,80 @@
+"""The one way a test waits: poll a condition until it holds, bounded, failing with what it
+waited for. Never a fixed sleep hoping something happened.
+
+`check` may be a plain function or a coroutine function; the first truthy value it returns is
+returned. A failure names `what` (or, without it, the check's own source), the last value seen
+and, when given, what `explain()` says about the state things were left in, so a red test says
+which condition never came and why.
+
+A tier whose cluster is slower (the e2e tier's real cluster: real Job controller syncs, kwok
+stages, graceful Pod deletion) scales every timeout inside `timeouts_scaled(factor)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar, cast
+
+import pytest
+
+__all__ = ["timeouts_scaled", "until", "until_sync"]
+
+T = TypeVar("T")
+POLL_S = 0.02
+_scale = [1.0]
+
+
+async def until(
+    check: Callable[[], T | Awaitable[T]],
+    what: str = "",
+    timeout: float = 10.0,
+    *,
+    explain: Callable[[], str] | None = None,
+    every: float = POLL_S,
+) -> T:
+    """Return `check()`'s first truthy value; fail after `timeout` seconds without one."""
+    deadline = time.monotonic() + timeout * _scale[0]
+    while True:
+        value = check()
+        last = cast(T, await value) if inspect.isawaitable(value) else value
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            state = f"\n{explain()}" if explain is not None else ""
+            pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
+                        f"{what or _described(check)}; last value: {last!r}{state}")
+        await asyncio.sleep(every)
+
+
+def until_sync(check: Callable[[], T], what: str = "", timeout: float = 10.0, *,
+               every: float = 0.1) -> T:
+    """`until` for a test without an event loop (it blocks the thread between polls)."""
+    deadline = time.monotonic() + timeout * _scale[0]
+    while not (last := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
+                        f"{what or _described(check)}; last value: {last!r}")
+        time.sleep(every)
+    return last
+
+
+@contextlib.contextmanager
+def timeouts_scaled(factor: float) -> Iterator[None]:
+    """Every `until` inside waits `factor` times longer."""
+    before = _scale[0]
+    _scale[0] = factor
+    try:
+        yield
+    finally:
+        _scale[0] = before
+
+
+def _described(check: Callable[..., object]) -> str:
+    try:
+        return inspect.getsource(check).strip()
+    except (OSError, TypeError):
+        return repr(check)

@@ -25,6 +25,9 @@ __all__ = ["timeouts_scaled", "until", "until_sync"]
 
 T = TypeVar("T")
 POLL_S = 0.02
+# The interval grows by half each poll up to this: quick for a condition about to hold, light on
+# the API server (checks often list objects) for one that takes a minute.
+MAX_POLL_S = 0.2
 _scale = [1.0]
 
 
@@ -38,6 +41,7 @@ async def until(
 ) -> T:
     """Return `check()`'s first truthy value; fail after `timeout` seconds without one."""
     deadline = time.monotonic() + timeout * _scale[0]
+    delay = every
     while True:
         value = check()
         last = cast(T, await value) if inspect.isawaitable(value) else value
@@ -47,7 +51,8 @@ async def until(
             state = f"\n{explain()}" if explain is not None else ""
             pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
                         f"{what or _described(check)}; last value: {last!r}{state}")
-        await asyncio.sleep(every)
+        await asyncio.sleep(delay)
+        delay = min(delay * 1.5, max(every, MAX_POLL_S))
 
 
 def until_sync(check: Callable[[], T], what: str = "", timeout: float = 10.0, *,

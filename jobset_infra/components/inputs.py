@@ -11,19 +11,19 @@ preview whenever it is known then (config, an existing resource), so a wrong val
 preview there; a value only known after creation fails `pulumi up` before the resources that use
 it, with the same message naming the field.
 
-Pure of Pulumi except `checked` and `is_deferred`.
+Pure of Pulumi except `once_resolved`, `checked` and `is_deferred`.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pulumi
 
-__all__ = ["Deferred", "checked", "is_deferred", "split_inputs"]
+__all__ = ["Deferred", "checked", "is_deferred", "once_resolved", "split_inputs"]
 
 T = TypeVar("T")
 
@@ -56,6 +56,15 @@ def split_inputs(given: Mapping[str, Any], stand_ins: Mapping[str, Any]
     deferred = {name: plain[name] for name in stand_ins if is_deferred(plain.get(name))}
     plain.update({name: stand_ins[name] for name in deferred})
     return plain, Deferred(deferred)
+
+
+def once_resolved(outputs: Sequence[pulumi.Input[Any]], value: T) -> pulumi.Input[T]:
+    """`value`, once every output in `outputs` has resolved, and depending on them: how a
+    component waits for another that a program in another language hands it by its outputs
+    (`ready`) rather than as an object. `value` itself when there is nothing to wait for."""
+    if not outputs:
+        return value
+    return pulumi.Output.all(*outputs).apply(lambda _: value)
 
 
 def checked(value: pulumi.Input[T], check: Callable[[T], object]) -> pulumi.Output[T]:

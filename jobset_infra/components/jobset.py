@@ -15,7 +15,6 @@ and, for a queued JobSet, after Kueue's queues exist.
     ))
 """
 
-from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from jobset_infra.components.inputs import once_resolved
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.components.kueue import Kueue
 from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
@@ -113,6 +113,10 @@ class JobSetArgs(WorkloadSpec):
     (and so outlive the JobSet on `pulumi destroy`)."""
     depends_on: Sequence[pulumi.Resource] = ()
     """More prerequisites."""
+    after: Sequence[pulumi.Input[Any]] = ()
+    """Outputs to wait for, where the components themselves are not at hand: a program in
+    another language passes `JobSetSystem.ready` and `Kueue.ready` (the component package takes
+    other components by their outputs). The JobSet's inputs take their dependencies."""
 
 
 def plan_args(args: JobSetArgs) -> WorkloadPlan:
@@ -150,8 +154,8 @@ def _placement_problems(plan: WorkloadPlan, args: JobSetArgs) -> list[str]:
 class JobSet(pulumi.ComponentResource):
     """One JobSet (jobset.x-k8s.io/v1alpha2), created after the API and queues it needs."""
 
-    plan: WorkloadPlan
-    """The validated manifest and what it implies (plain data)."""
+    # Only Output attributes are annotated in the class body: they are the component's outputs,
+    # and Pulumi's analyzer reads the package schema from them (jobset_infra.components.package).
     name: pulumi.Output[str]
     namespace: pulumi.Output[str]
     child_job_names: pulumi.Output[list[str]]
@@ -170,13 +174,13 @@ class JobSet(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         if args.ttl_seconds_after_finished is not None:
             pulumi.log.warn(TTL_WARNING.format(name=plan.name), resource=self)
-        self.plan = plan
+        self.plan: WorkloadPlan = plan  # the validated manifest and what it implies
         manifest = plan.manifest
         self.resource = k8s.apiextensions.CustomResource(
             name,
             api_version=manifest["apiVersion"],
             kind=manifest["kind"],
-            metadata=manifest["metadata"],
+            metadata=once_resolved(args.after, manifest["metadata"]),
             spec=manifest["spec"],
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -15,7 +15,6 @@ Kubernetes provider, in this order:
 (or on `ready_resources`) is created only when the API exists and a controller serves it.
 """
 
-from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -135,8 +134,8 @@ class JobSetSystem(pulumi.ComponentResource):
     """The controller's namespace."""
     image: pulumi.Output[str]
     """The image the controller runs (with digest when built here)."""
-    ready_resources: list[pulumi.Resource]
-    """CRD and Deployment: `depends_on` these (or the component) before creating JobSets."""
+    # Only Output attributes are annotated in the class body: they are the component's outputs,
+    # and Pulumi's analyzer reads the package schema from them (jobset_infra.components.package).
 
     def __init__(
         self, name: str, args: JobSetSystemArgs, opts: pulumi.ResourceOptions | None = None
@@ -171,7 +170,8 @@ class JobSetSystem(pulumi.ComponentResource):
                 self._create(key, manifest, [ns])
         self.crd = crd
         self.deployment = deployment
-        self.ready_resources = [crd, deployment]
+        # CRD and Deployment: `depends_on` these (or the component) before creating JobSets.
+        self.ready_resources: list[pulumi.Resource] = [crd, deployment]
         self.namespace = pulumi.Output.from_input(install.namespace)
         self.image = image
         self.ready = pulumi.Output.all(crd.id, deployment.id).apply(lambda _: True)

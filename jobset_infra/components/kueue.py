@@ -21,7 +21,6 @@ arguments, which only helm.v4.Chart takes; `depends_on` a Chart waits for every 
 rendered.
 """
 
-from __future__ import annotations
 
 import base64
 import sys
@@ -35,6 +34,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from jobset_infra.api import constants as k
+from jobset_infra.components.inputs import once_resolved
 from jobset_infra.components.k8s_objects import kubernetes_object
 from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
@@ -70,6 +70,10 @@ class KueueArgs:
     placement: Placer = Placer.CONTROLLER
     """Who places TPU slices in node pools: the controller, or Kueue TAS (then a Topology of
     node pools and hosts, named by every flavor). JobSets queued here must ask for the same."""
+    after: Sequence[pulumi.Input[Any]] = ()
+    """Outputs to wait for before installing, where the components themselves are not at hand
+    (a program in another language passes `JobSetSystem.ready`): so Kueue's JobSet integration
+    finds the API when it starts. In Python, `depends_on=[system]` in opts does the same."""
 
 
 def _check_chart(folder: Path, version: str) -> None:
@@ -123,13 +127,8 @@ class Kueue(pulumi.ComponentResource):
     """The ResourceFlavors, one per slice shape and capacity kind."""
     ready: pulumi.Output[bool]
     """Resolves once Kueue serves and every queue object exists."""
-    ready_resources: list[pulumi.Resource]
-    """`depends_on` these (or the component) before creating queued JobSets."""
-    installed: pulumi.Resource
-    """The Helm release or chart; complete once Kueue's webhooks serve. Unqueued JobSets wait
-    for it: Kueue's JobSet webhook (failurePolicy Fail) sees them too."""
-    placement: Placer
-    """Who places slices admitted through these queues (KueueArgs.placement)."""
+    # Only Output attributes are annotated in the class body: they are the component's outputs,
+    # and Pulumi's analyzer reads the package schema from them (jobset_infra.components.package).
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
@@ -139,14 +138,19 @@ class Kueue(pulumi.ComponentResource):
         objects = validate_args(args)  # before any child exists: bad arguments fail preview
         self._name = name
         self._provider = args.provider
-        self.placement = Placer(args.placement)
+        self._after = list(args.after)
+        # Who places slices admitted through these queues (KueueArgs.placement).
+        self.placement: Placer = Placer(args.placement)
         after = _explicit_dependencies(opts)
         installed = (self._chart(args.install, after) if args.install.chart_path is not None
                      else self._release(args.install, after))
         namespaces = self._namespaces(args) if args.create_namespaces else []
         queue_resources = self._queues(objects, installed, namespaces) if objects else []
-        self.installed = installed
-        self.ready_resources = [installed, *queue_resources]
+        # The Helm release or chart; complete once Kueue's webhooks serve. Unqueued JobSets wait
+        # for it: Kueue's JobSet webhook (failurePolicy Fail) sees them too.
+        self.installed: pulumi.Resource = installed
+        # `depends_on` these (or the component) before creating queued JobSets.
+        self.ready_resources: list[pulumi.Resource] = [installed, *queue_resources]
         self.cluster_queue_name = pulumi.Output.from_input(args.queues.cluster_queue_name)
         self.local_queue_name = pulumi.Output.from_input(args.queues.local_queue_name)
         self.queue_label = pulumi.Output.from_input(k.KUEUE_QUEUE_NAME_LABEL)
@@ -181,7 +185,7 @@ class Kueue(pulumi.ComponentResource):
             version=install.version,
             namespace=install.namespace,
             create_namespace=True,
-            values=helm_values(install),
+            values=once_resolved(self._after, helm_values(install)),
             timeout=RELEASE_TIMEOUT_SECONDS,
             opts=self._options(after),
         )
@@ -194,7 +198,7 @@ class Kueue(pulumi.ComponentResource):
             chart=str(Path(install.chart_path).expanduser()),
             name=install.release_name,
             namespace=install.namespace,
-            values=helm_values(install),
+            values=once_resolved(self._after, helm_values(install)),
             post_renderer=_post_renderer(install),
             opts=self._options([namespace, *after]),
         )

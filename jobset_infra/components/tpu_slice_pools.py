@@ -8,7 +8,6 @@ flavors, JobSets and the controller's placement domains are derived from the sam
 built the node pools.
 """
 
-from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ class TpuSlicePoolsArgs:
     @classmethod
     def for_cluster(
         cls, cluster: GkeCluster, spec: SlicePoolsSpec | Mapping[str, Any]
-    ) -> TpuSlicePoolsArgs:
+    ) -> "TpuSlicePoolsArgs":
         """Return args for ``cluster``: its location, channel, version and node identity."""
         cluster_spec = cluster.spec
         return cls(
@@ -71,12 +70,8 @@ class TpuSlicePoolsArgs:
 class TpuSlicePools(pulumi.ComponentResource):
     """One node pool per TPU slice; ``plan`` says what Kueue, JobSets and placement need."""
 
-    plan: SlicePoolsPlan
-    """The validated pure plan the pools were created from."""
-    slice: TpuSlice
-    pools: list[gcp.container.NodePool]
-    workload_policy: gcp.compute.ResourcePolicy | None
-    """The workload policy this component created (multi-host TPU7x), else None."""
+    # Only Output attributes are annotated in the class body: they are the component's outputs,
+    # and Pulumi's analyzer reads the package schema from them (jobset_infra.components.package).
     pool_names: pulumi.Output[list[str]]
     total_chips: pulumi.Output[int]
     fingerprint: pulumi.Output[dict[str, str]]
@@ -88,14 +83,16 @@ class TpuSlicePools(pulumi.ComponentResource):
         spec = parse_slice_pools_spec(args.spec)
         plan = plan_slice_pools(spec)  # every §6 rule, before anything is registered
         super().__init__(TYPE_TOKEN, name, None, opts)
-        self.plan = plan
-        self.slice = plan.slice
+        self.plan: SlicePoolsPlan = plan  # the validated pure plan the pools come from
+        self.slice: TpuSlice = plan.slice
         for warning in replacement_warnings(args.previous_fingerprint, plan):
             pulumi.log.warn(warning, resource=self)
         child = pulumi.ResourceOptions(parent=self)
-        self.workload_policy = _workload_policy(plan, args, child)
+        # The workload policy this component created (multi-host TPU7x), else None.
+        self.workload_policy: gcp.compute.ResourcePolicy | None = _workload_policy(
+            plan, args, child)
         policy_name = _policy_name(plan, self.workload_policy)
-        self.pools = [
+        self.pools: list[gcp.container.NodePool] = [
             gcp.container.NodePool(
                 pool.name, opts=child, **_pool_inputs(plan, pool, spec, args, policy_name)
             )

@@ -69,7 +69,7 @@ def test_args_are_the_workload_spec_plus_where_and_after_what() -> None:
         f.name for f in dataclasses.fields(WorkloadSpec)
     }
     assert issubclass(JobSetArgs, WorkloadSpec)
-    assert own == {"provider", "system", "kueue", "pools", "depends_on"}
+    assert own == {"provider", "system", "kueue", "pools", "depends_on", "after"}
 
 
 def test_metadata_name_is_the_spec_name_not_the_logical_name() -> None:

@@ -6,7 +6,6 @@ controllers, optional Cloud NAT for private nodes, and a `pulumi_kubernetes.Prov
 kubeconfig uses the gke-gcloud-auth-plugin exec credential. TPU pools come from `TpuSlicePools`.
 """
 
-
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass

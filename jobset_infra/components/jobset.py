@@ -15,7 +15,6 @@ and, for a queued JobSet, after Kueue's queues exist.
     ))
 """
 
-
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -15,7 +15,6 @@ Kubernetes provider, in this order:
 (or on `ready_resources`) is created only when the API exists and a controller serves it.
 """
 
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -21,7 +21,6 @@ arguments, which only helm.v4.Chart takes; `depends_on` a Chart waits for every 
 rendered.
 """
 
-
 import base64
 import sys
 from collections.abc import Sequence

@@ -8,7 +8,6 @@ flavors, JobSets and the controller's placement domains are derived from the sam
 built the node pools.
 """
 
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any

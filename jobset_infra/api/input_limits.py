@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import json.scanner
 import re
 import sys
 from collections.abc import Iterable
@@ -159,9 +160,17 @@ def loads_json(data: bytes | str, limits: Limits, *, interruptible: bool = False
     if raw.count(b"[") + raw.count(b"{") > limits.max_depth and json_depth(raw) > limits.max_depth:
         raise _depth_error(limits)
     ensure_recursion_headroom(limits.max_depth)
-    if interruptible:
-        return json.loads(raw, object_pairs_hook=_object, parse_int=_integer)
-    return json.loads(raw)
+    hooks: dict[str, Any] = ({"object_pairs_hook": _object, "parse_int": _integer}
+                             if interruptible else {})
+    try:
+        return json.loads(raw, **hooks)
+    except RecursionError:
+        # Python 3.12+ bounds the C stack apart from sys.setrecursionlimit, and json's C scanner
+        # stops below the API server's 10,000 levels there; the pure-Python scanner recurses in
+        # Python frames, which the headroom above allows (10,000 levels: about 0.1 s).
+        decoder = json.JSONDecoder(**hooks)
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+        return decoder.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

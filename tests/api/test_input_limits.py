@@ -110,6 +110,24 @@ def test_loads_json_refuses_depth_before_decoding() -> None:
     assert loads_json(b"[" * 5 + b"]" * 5, SMALL) == [[[[[]]]]]
 
 
+@pytest.mark.parametrize("interruptible", [False, True])
+def test_json_the_c_scanner_cannot_nest_is_decoded_by_the_python_one(
+    monkeypatch: pytest.MonkeyPatch, interruptible: bool
+) -> None:
+    """Python 3.12+ stops json's C scanner below the API server's 10,000 levels (a
+    RecursionError whatever sys.setrecursionlimit says); the pure-Python scanner takes over."""
+    import jobset_infra.api.input_limits as input_limits
+
+    def c_scanner_out_of_stack(*_args: object, **_kwargs: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+
+    monkeypatch.setattr(input_limits.json, "loads", c_scanner_out_of_stack)
+    raw = b'{"deep": ' + b"[" * 3000 + b"1" + b"]" * 3000 + b', "n": 7}'
+    value = loads_json(raw, Limits(1 << 20, 5000, 100_000, 0, "response"),
+                       interruptible=interruptible)
+    assert value["n"] == 7 and json_depth(raw) == 3001
+
+
 def test_check_depth_is_iterative() -> None:
     value: object = []
     for _ in range(50_000):  # far beyond the recursion limit

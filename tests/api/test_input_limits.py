@@ -110,7 +110,10 @@ def test_loads_json_refuses_depth_before_decoding() -> None:
     assert loads_json(b"[" * 5 + b"]" * 5, SMALL) == [[[[[]]]]]
 
 
-@pytest.mark.parametrize("interruptible", [False, True])
+@pytest.mark.parametrize("interruptible", [
+    pytest.param(False, id="the plain decode"),
+    pytest.param(True, id="the decode that hands the GIL around"),
+])
 def test_json_the_c_scanner_cannot_nest_is_decoded_by_the_python_one(
     monkeypatch: pytest.MonkeyPatch, interruptible: bool
 ) -> None:

@@ -119,7 +119,7 @@ def test_json_the_c_scanner_cannot_nest_is_decoded_by_the_python_one(
 ) -> None:
     """Python 3.12+ stops json's C scanner below the API server's 10,000 levels (a
     RecursionError whatever sys.setrecursionlimit says); the pure-Python scanner takes over."""
-    import jobset_infra.api.input_limits as input_limits
+    from jobset_infra.api import input_limits
 
     def c_scanner_out_of_stack(*_args: object, **_kwargs: object) -> object:
         raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")

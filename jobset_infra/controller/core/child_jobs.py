@@ -23,11 +23,11 @@ from jobset_infra.controller.core.identity import (
     owner_reference,
     subdomain,
 )
-from jobset_infra.controller.core.types import Manifest
+from jobset_infra.controller.core.types import CreateJob, Manifest
 from jobset_infra.controller.core.volume_claim_policy import add_claimed_volumes
 from jobset_infra.placement.strategy import child_job_annotations, node_selector_strategy
 
-__all__ = ["JobIndexes", "construct_jobs"]
+__all__ = ["JobFactory", "JobIndexes", "construct_jobs", "exclusive_annotations", "pending_jobs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +54,8 @@ class JobIndexes:
         return cls(total, global_offset, group_total, group_offset)
 
 
-def _exclusive_annotations(js: JobSet, rjob: ReplicatedJob) -> dict[str, str]:
-    """Exclusive-placement annotations to copy (placement decides which)."""
+def exclusive_annotations(js: JobSet, rjob: ReplicatedJob) -> dict[str, str]:
+    """Exclusive-placement annotations the Jobs of `rjob` carry (placement decides which)."""
     return child_job_annotations(
         js.metadata.annotations or {}, _job_meta(rjob).get("annotations") or {}
     )
@@ -130,7 +130,7 @@ def _construct_job(
     keys = {**common, **_per_job_keys(js, rjob, indexes, index, name)}
     if job_attempt is not None:
         keys[c.JOB_RESTART_ATTEMPT_KEY] = str(job_attempt)
-    exclusive = _exclusive_annotations(js, rjob)
+    exclusive = exclusive_annotations(js, rjob)
     if execution_attempt is not None:  # an annotation only (KEP-1282)
         exclusive = {**exclusive, c.EXECUTION_ATTEMPT_KEY: execution_attempt}
     meta = _job_meta(rjob)
@@ -160,18 +160,39 @@ def _construct_job(
     }
 
 
-def construct_jobs(
+@dataclass(frozen=True, slots=True)
+class JobFactory:
+    """What every Job of one replicated job shares; builds one Job's manifest when asked (the
+    executor asks as it sends the create, so a pass holds only the manifests in flight)."""
+
+    js: JobSet
+    rjob: ReplicatedJob
+    indexes: JobIndexes
+    common: Mapping[str, str]
+    execution_attempt: str | None = None
+
+    def job_name(self, index: int) -> str:
+        """The name of the Job of `index`."""
+        return child_job_name(self.js.name, self.rjob.name, index)
+
+    def build(self, index: int, job_attempt: int | None) -> Manifest:
+        """The manifest of the Job of `index` (`job_attempt`: its job-restart-attempt, or None)."""
+        return _construct_job(self.js, self.rjob, index, self.common, indexes=self.indexes,
+                              job_attempt=job_attempt, execution_attempt=self.execution_attempt)
+
+
+def pending_jobs(
     js: JobSet,
     rjob: ReplicatedJob,
     existing_names: Iterable[str] | set[str],
     restart_attempt: int,
     job_restarts: Sequence[int] | None = None,
     *,
-    limit: int | None = None,
     execution_attempt: str | None = None,
-) -> tuple[Manifest, ...]:
-    """Return the Jobs of `rjob` that do not exist yet (upstream constructJobsFromTemplate), the
-    first `limit` of them when given: a pass never holds more manifests than it may create.
+) -> tuple[CreateJob, ...]:
+    """Return a create for each Job of `rjob` that does not exist yet (upstream
+    constructJobsFromTemplate), in index order, each holding its name's index and the factory
+    that builds its manifest, not the manifest.
 
     `existing_names` holds every Job of this JobSet still present, previous attempts included: a
     Job still terminating blocks recreation of its name, which is how Recreate waits per Job.
@@ -181,16 +202,29 @@ def construct_jobs(
     """
     names = existing_names if isinstance(existing_names, set) else set(existing_names)
     indexes = JobIndexes.of(js.spec.replicated_jobs)
-    common = _common_keys(js, rjob, indexes, restart_attempt)
-    jobs: list[Manifest] = []
+    factory = JobFactory(js, rjob, indexes, _common_keys(js, rjob, indexes, restart_attempt),
+                         execution_attempt)
+    creates: list[CreateJob] = []
     for index in range(rjob.replicas):
-        if limit is not None and len(jobs) >= limit:
-            break
-        if child_job_name(js.name, rjob.name, index) in names:
+        if factory.job_name(index) in names:
             continue
         attempt = None
         if job_restarts is not None:
             attempt = job_restarts[index] if index < len(job_restarts) else 0
-        jobs.append(_construct_job(js, rjob, index, common, indexes=indexes, job_attempt=attempt,
-                                   execution_attempt=execution_attempt))
-    return tuple(jobs)
+        creates.append(CreateJob(factory, index, attempt))
+    return tuple(creates)
+
+
+def construct_jobs(
+    js: JobSet,
+    rjob: ReplicatedJob,
+    existing_names: Iterable[str] | set[str],
+    restart_attempt: int,
+    job_restarts: Sequence[int] | None = None,
+    *,
+    execution_attempt: str | None = None,
+) -> tuple[Manifest, ...]:
+    """Return the manifests of the Jobs `pending_jobs` would create, built. Pure."""
+    creates = pending_jobs(js, rjob, existing_names, restart_attempt, job_restarts,
+                           execution_attempt=execution_attempt)
+    return tuple(create.manifest for create in creates)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.conditions import ConditionSpec
-from jobset_infra.controller.core.types import Manifest, NameHolder
+from jobset_infra.controller.core.types import CreateJob, NameHolder
 
 __all__ = ["free_to_create", "name_conflict"]
 
@@ -24,17 +24,17 @@ _MAX_NAMED = 5
 
 
 def free_to_create(
-    pending: Sequence[Manifest], taken: Mapping[str, NameHolder]
-) -> tuple[tuple[Manifest, ...], tuple[tuple[str, NameHolder], ...]]:
+    pending: Sequence[CreateJob], taken: Mapping[str, NameHolder]
+) -> tuple[tuple[CreateJob, ...], tuple[tuple[str, NameHolder], ...]]:
     """Split the Jobs to create into those whose names are free and the (name, holder) pairs
     that block the others."""
-    free: list[Manifest] = []
+    free: list[CreateJob] = []
     blocked: list[tuple[str, NameHolder]] = []
-    for job in pending:
-        name = job["metadata"]["name"]
+    for create in pending:
+        name = create.name
         holder = taken.get(name)
         if holder is None:
-            free.append(job)
+            free.append(create)
         else:
             blocked.append((name, holder))
     return tuple(free), tuple(blocked)

@@ -13,7 +13,7 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.features import Feature
 from jobset_infra.api.models import ReplicatedJob, RestartStrategy
 from jobset_infra.controller.core import conditions as cond
-from jobset_infra.controller.core.child_jobs import construct_jobs
+from jobset_infra.controller.core.child_jobs import exclusive_annotations, pending_jobs
 from jobset_infra.controller.core.classify import ChildJobs
 from jobset_infra.controller.core.depends_on import dependencies_reached
 from jobset_infra.controller.core.draft import Draft
@@ -26,7 +26,7 @@ from jobset_infra.controller.core.name_conflicts import free_to_create, name_con
 from jobset_infra.controller.core.replicated_jobs_status import RJobCounts
 from jobset_infra.controller.core.startup_policy import all_replicas_started, in_order
 from jobset_infra.controller.core.suspend_resume import ResumeCarries, resume_job
-from jobset_infra.controller.core.types import ChildJob, CreateJob, Manifest
+from jobset_infra.controller.core.types import ChildJob, CreateJob
 from jobset_infra.placement.strategy import placed_by_controller
 
 __all__ = ["Resumes", "create_jobs", "resume_jobs", "select_resumes"]
@@ -64,30 +64,26 @@ def create_jobs(
     blocked = _blocked_by_previous_attempt(draft, jobs)
     ordered = in_order(js) and not draft.suspended
     restarts = draft.counters.restarts
-    pending: list[Manifest] = []
+    pending: list[CreateJob] = []
+    placed = False  # a Job to create is placed by this controller (exclusive topology)
     for rjob in js.spec.replicated_jobs:
         if not dependencies_reached(rjob, counts, replicas):
             continue
         if ordered and all_replicas_started(rjob.replicas, counts.get(rjob.name)):
             continue
-        budget = draft.config.max_creates_per_pass - len(pending)
-        if not blocked and budget > 0:
-            pending += construct_jobs(
-                js,
-                rjob,
-                existing,
-                restarts,
-                _job_restarts(draft, rjob),
-                limit=budget,
-                execution_attempt=draft.execution_attempt,
-            )
+        if not blocked:
+            creates = pending_jobs(js, rjob, existing, restarts, _job_restarts(draft, rjob),
+                                   execution_attempt=draft.execution_attempt)
+            pending += creates
+            placed = placed or (bool(creates) and placed_by_controller(
+                exclusive_annotations(js, rjob)))
         if ordered:
             # wait for this replicated job to start before the next one
             draft.set_condition(cond.in_order_in_progress())
-            return _create(draft, tuple(pending), earlier)
+            return _create(draft, tuple(pending), earlier, placed)
     if ordered:
         draft.set_condition(cond.in_order_completed())
-    return _create(draft, tuple(pending), earlier)
+    return _create(draft, tuple(pending), earlier, placed)
 
 
 def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
@@ -97,17 +93,21 @@ def _apply_placement(draft: Draft, decision: PlacementDecision) -> None:
         draft.requeue_after(decision.requeue_after)
 
 
-def _create(draft: Draft, jobs: tuple[Manifest, ...], earlier: PlacementDecision | None) -> bool:
-    jobs, blocked = free_to_create(jobs, draft.observed.taken_names)
+def _create(
+    draft: Draft, creates: tuple[CreateJob, ...], earlier: PlacementDecision | None, placed: bool
+) -> bool:
+    """Plan the creates whose names are free. Placement reads and pins whole manifests, so only
+    a JobSet the controller places has its manifests built here (as many as it has domains);
+    any other's are built by the executor as it sends them."""
+    creates, blocked = free_to_create(creates, draft.observed.taken_names)
     draft.set_condition(name_conflict(blocked))
     held = False
-    if draft.config.exclusive_placement and any(
-        placed_by_controller(job["metadata"]["annotations"]) for job in jobs
-    ):
-        decision = place_new_jobs(jobs, draft.observed, draft.config, earlier)
+    if draft.config.exclusive_placement and placed:
+        manifests = tuple(create.manifest for create in creates)
+        decision = place_new_jobs(manifests, draft.observed, draft.config, earlier)
         _apply_placement(draft, decision)
-        jobs, held = decision.create, bool(decision.hold)
-    draft.add(*(CreateJob(job) for job in jobs))
+        creates, held = tuple(CreateJob(job) for job in decision.create), bool(decision.hold)
+    draft.add(*creates)
     return held
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.errors import FieldError
@@ -49,6 +49,7 @@ __all__ = [
     "IncrementMetric",
     "JobCondition",
     "Manifest",
+    "ManifestFactory",
     "NameHolder",
     "ObjectRef",
     "Observed",
@@ -130,16 +131,44 @@ class ObjectRef:
     uid: str
 
 
+class ManifestFactory(Protocol):
+    """Builds the manifests of one replicated job's Jobs (`child_jobs.JobFactory`)."""
+
+    def job_name(self, index: int) -> str:
+        """The name of the Job of `index`."""
+        ...
+
+    def build(self, index: int, job_attempt: int | None) -> Manifest:
+        """The manifest of the Job of `index`."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CreateJob:
-    """Create this batch/v1 Job. AlreadyExists is not an error (deterministic names)."""
+    """Create this batch/v1 Job. AlreadyExists is not an error (deterministic names).
 
-    manifest: Manifest
+    `source` is the manifest itself, or the factory that builds the manifest of the Job of
+    `index` (with `job_attempt`) when the executor sends it: a pass that plans 100,000 creates
+    holds 100,000 small actions, not 100,000 manifests.
+    """
+
+    source: Manifest | ManifestFactory
+    index: int = 0
+    job_attempt: int | None = None
+
+    @property
+    def manifest(self) -> Manifest:
+        """The Job to create; from a factory, built anew on each read (read it once)."""
+        if isinstance(self.source, dict):
+            return self.source
+        return self.source.build(self.index, self.job_attempt)
 
     @property
     def name(self) -> str:
         """The Job's metadata.name."""
-        return str(self.manifest["metadata"]["name"])
+        if isinstance(self.source, dict):
+            return str(self.source["metadata"]["name"])
+        return self.source.job_name(self.index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,9 +335,6 @@ class CoreConfig:
     """Assign exclusive-topology domains in the controller (no webhooks); off = annotation only."""
     controller_name: str = c.JOBSET_CONTROLLER_NAME
     """The spec.managedBy value this controller answers to (nil managedBy also means us)."""
-    max_creates_per_pass: int = 500
-    """Job manifests one pass may build and create; the rest wait for the next pass, which the
-    created Jobs' watch events bring (so memory is bounded and other JobSets get their turn)."""
 
     def enabled(self, feature: Feature) -> bool:
         """True when the feature gate `feature` is on."""

@@ -2,12 +2,13 @@
 
 1. Runs of the same action kind execute in parallel, bounded (default 50, upstream's
    MaxParallelism); the first failed run stops the plan and the key is retried with backoff.
-   Job creates go through a window that slow-starts as upstream's Job controller sends Pods:
-   a JobSet new to this process, or whose last create failed, has one create in flight, and
-   each success lets one more go (so the window doubles every round trip, up to the bound, with
-   no barrier between batches); a JobSet whose creates succeeded opens at the bound. A failing
-   JobSet (quota, admission, a refused template) stops after one failed create instead of
-   fifty, and the creates it did not send are no longer expected.
+   Job creates and deletes go through one congestion window shared by every JobSet
+   (`congestion`, AIMD as TCP's): it opens as fast as the server answers and halves when it
+   throttles (429, APF), times out or answers slowly. A JobSet new to this process, or whose
+   last create failed, sends its first create alone: a failing JobSet (quota, admission, a
+   refused template) stops after one failed create instead of a window of them, and the
+   creates it did not send are no longer expected. A lazy create's manifest is built as it is
+   sent, so a pass holds only the manifests in flight.
 2. Creates and deletes are recorded as expectations *before* they are sent, so the informer event
    that answers them can never race past the bookkeeping.
 3. The status is one optimistic-concurrency PUT; a 409 means our view was stale: requeue.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -44,12 +46,14 @@ from jobset_infra.controller.core.types import (
     UpdateJob,
     UpdateStatus,
 )
+from jobset_infra.controller.runtime.congestion import Answer, CongestionWindow
 from jobset_infra.controller.runtime.events import Event, EventRecorder
 from jobset_infra.controller.runtime.expectations import Expectations
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     AlreadyExistsError,
+    AnswerHook,
     ApiError,
     ConflictError,
     InvalidError,
@@ -59,6 +63,7 @@ from jobset_infra.controller.runtime.kube import (
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVICES
+from jobset_infra.controller.runtime.write_gate import WriteGate
 from jobset_infra.placement.pool_health import DomainFailure
 
 log = logging.getLogger(__name__)
@@ -89,6 +94,8 @@ class PlanExecutor:
         on_job_written: Callable[[dict[str, Any]], None] | None = None,
         on_job_created: Callable[[dict[str, Any]], None] | None = None,
         on_domain_failures: Callable[[list[DomainFailure]], Awaitable[None]] | None = None,
+        window: CongestionWindow | None = None,
+        on_verdict: Callable[[Answer], None] | None = None,
     ) -> None:
         self.client = client
         self.expectations = expectations
@@ -100,8 +107,9 @@ class PlanExecutor:
         self._on_job_written = on_job_written
         self._on_job_created = on_job_created
         self._on_domain_failures = on_domain_failures
-        # JobSets whose last Job create succeeded: their next creates open at the bound.
-        # Bounded; a key forgotten early only slow-starts again.
+        self.gate = WriteGate(window or CongestionWindow(ceiling=max_parallelism), on_verdict)
+        # JobSets whose last Job create succeeded: their creates go straight to the window.
+        # Bounded; a key forgotten early only sends one create alone again.
         self._proven: OrderedDict[Hashable, None] = OrderedDict()
         self._counters = {
             c.METRIC_COMPLETED_TOTAL: metrics.jobset_completed,
@@ -131,11 +139,14 @@ class PlanExecutor:
         if kind is CreateJob:
             creates = [a for a in actions if isinstance(a, CreateJob)]
             self.expectations.expect(key, self._clock(), creates={a.name: None for a in creates})
-            await self._slow_start(key, creates, outcome)
+            await self._create_all(key, creates, outcome)
         elif kind is DeleteJob:
             deletes = [a for a in actions if isinstance(a, DeleteJob)]
             self.expectations.expect(key, self._clock(), deletes={a.uid for a in deletes})
-            await self._parallel(deletes, lambda a: self._delete_job(key, a, outcome))
+            errors, _ = await self._gated(
+                deletes, lambda a, hook: self._delete_job(key, a, outcome, hook), stop=False)
+            if errors:
+                raise errors[0]
         elif kind is UpdateJob:
             updates = [a for a in actions if isinstance(a, UpdateJob)]
             await self._parallel(updates, lambda a: self._update_job(a, outcome))
@@ -173,47 +184,60 @@ class PlanExecutor:
             raise errors[0]
 
     def forget(self, key: Hashable) -> None:
-        """The JobSet `key` is gone: its next creates (a new object by that name) slow-start."""
+        """The JobSet `key` is gone: a new object by that name sends its first create alone."""
         self._proven.pop(key, None)
 
-    async def _slow_start(
+    async def _gated(
+        self,
+        actions: Sequence[A],
+        run: Callable[[A, AnswerHook], Awaitable[None]],
+        *,
+        stop: bool,
+    ) -> tuple[list[ApiError], list[A]]:
+        """Run `actions` through the congestion window on up to `max_parallelism` lanes; return
+        the API errors and, with `stop` (nothing more is sent after a failure), the unsent."""
+        items = iter(actions)
+        errors: list[ApiError] = []
+        unsent: list[A] = []
+
+        async def send(action: A, hook: AnswerHook) -> None:
+            if stop and errors:
+                unsent.append(action)
+                return
+            try:
+                await run(action, hook)
+            except ApiError as err:
+                errors.append(err)
+
+        async def lane() -> None:
+            for action in items:
+                await self.gate.send(functools.partial(send, action))
+
+        await asyncio.gather(*(lane() for _ in range(min(self.max_parallelism, len(actions)))))
+        return errors, unsent
+
+    async def _create_all(
         self, key: Hashable, creates: Sequence[CreateJob], outcome: Outcome
     ) -> None:
-        """Create through the window; after a failure send nothing more, mark the unsent
-        creates as observed so the next pass is not held back, and raise the first error."""
-        window = self.max_parallelism if key in self._proven else 1
-        queue = iter(enumerate(creates))
-        in_flight: set[asyncio.Task[None]] = set()
-        failure: ApiError | None = None
-        sent = 0
-        try:
-            while True:
-                while failure is None and len(in_flight) < window:
-                    item = next(queue, None)
-                    if item is None:
-                        break
-                    sent = item[0] + 1
-                    in_flight.add(asyncio.create_task(self._create_job(key, item[1], outcome)))
-                if not in_flight:
-                    break
-                done, in_flight = await asyncio.wait(in_flight,
-                                                     return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    err = task.exception()
-                    if err is None:
-                        window = min(window + 1, self.max_parallelism)
-                    elif isinstance(err, ApiError):
-                        failure = failure or err
-                    else:
-                        raise err
-        finally:
-            for task in in_flight:
-                task.cancel()
-        self._remember(key, failure is None)
-        if failure is not None:
-            for skipped in creates[sent:]:
-                self.expectations.observe_create(key, skipped.name)
-            raise failure
+        """Create through the window (a JobSet not proven yet: its first create alone); after a
+        failure send nothing more, mark the unsent creates as observed so the next pass is not
+        held back, and raise the first error."""
+        def create(action: CreateJob, hook: AnswerHook) -> Awaitable[None]:
+            return self._create_job(key, action, outcome, hook)
+
+        first: Sequence[CreateJob] = () if key in self._proven else creates[:1]
+        errors, unsent = await self._gated(first, create, stop=True)
+        rest = creates[len(first):]
+        if errors:
+            unsent = list(rest)
+        else:
+            more, unsent = await self._gated(rest, create, stop=True)
+            errors += more
+        self._remember(key, not errors)
+        for skipped in unsent:
+            self.expectations.observe_create(key, skipped.name)
+        if errors:
+            raise errors[0]
 
     def _remember(self, key: Hashable, succeeded: bool) -> None:
         if not succeeded:
@@ -224,21 +248,26 @@ class PlanExecutor:
         while len(self._proven) > PROVEN_CAPACITY:
             self._proven.popitem(last=False)
 
-    async def _create_job(self, key: Hashable, action: CreateJob, outcome: Outcome) -> None:
+    async def _create_job(
+        self, key: Hashable, action: CreateJob, outcome: Outcome, on_answer: AnswerHook
+    ) -> None:
+        manifest = action.manifest  # a lazy create's manifest lives only while it is sent
         try:
-            created = await self.client.create(JOBS, action.manifest)
+            created = await self.client.create(JOBS, manifest, on_answer=on_answer)
         except AlreadyExistsError:
             self.expectations.observe_create(key, action.name)  # exists: no ADDED will come
             return
         except ApiError as err:
             self.expectations.observe_create(key, action.name)
-            self._creation_failed(action.manifest, c.JOB_CREATION_FAILED_EVENT, err)
+            self._creation_failed(manifest, c.JOB_CREATION_FAILED_EVENT, err)
             raise
         outcome.writes += 1
         if self._on_job_created:
             self._on_job_created(created)
 
-    async def _delete_job(self, key: Hashable, action: DeleteJob, outcome: Outcome) -> None:
+    async def _delete_job(
+        self, key: Hashable, action: DeleteJob, outcome: Outcome, on_answer: AnswerHook
+    ) -> None:
         try:
             await self.client.delete(
                 JOBS,
@@ -246,6 +275,7 @@ class PlanExecutor:
                 namespace=action.namespace,
                 propagation=action.propagation,
                 uid=action.uid,
+                on_answer=on_answer,
             )
         except (NotFoundError, ConflictError):  # gone, or a different object by now
             self.expectations.observe_delete(key, action.uid)

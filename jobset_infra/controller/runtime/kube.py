@@ -66,6 +66,9 @@ JSON_PATCH = "application/json-patch+json"
 # spell opened (and TLS-handshook) one connection per parallel lane again: 0.1-0.25 s for 16-50
 # lanes on the benchmark machine, where client-go multiplexes one HTTP/2 connection.
 KEEPALIVE_SECONDS = 60.0
+AnswerHook = Callable[[int, float], None]
+"""Told of each attempt's answer: its HTTP status (0: none came) and the seconds it took from
+sending, the client-side rate limiter's wait excluded (what `congestion` judges)."""
 
 
 class KubeClient:
@@ -151,11 +154,13 @@ class KubeClient:
             params["continue"] = token
 
     async def create(
-        self, res: Resource, body: Mapping[str, Any], namespace: str | None = None
+        self, res: Resource, body: Mapping[str, Any], namespace: str | None = None, *,
+        on_answer: AnswerHook | None = None,
     ) -> dict[str, Any]:
         self._declare(res, "create")
         ns = namespace or (body.get("metadata") or {}).get("namespace")
-        return await self.request("POST", res.path(ns), body=body, manager=True)
+        return await self.request("POST", res.path(ns), body=body, manager=True,
+                                  on_answer=on_answer)
 
     async def replace(
         self, res: Resource, body: Mapping[str, Any], subresource: str | None = None
@@ -191,6 +196,7 @@ class KubeClient:
         propagation: str | None = "Foreground",
         uid: str | None = None,
         resource_version: str | None = None,
+        on_answer: AnswerHook | None = None,
     ) -> dict[str, Any]:
         self._declare(res, "delete")
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
@@ -200,7 +206,8 @@ class KubeClient:
         preconditions = {k: v for k, v in pairs if v}
         if preconditions:
             options["preconditions"] = preconditions
-        return await self.request("DELETE", res.path(namespace, name), body=options)
+        return await self.request("DELETE", res.path(namespace, name), body=options,
+                                  on_answer=on_answer)
 
     async def watch(
         self,
@@ -263,8 +270,10 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         manager: bool = False,
+        on_answer: AnswerHook | None = None,
     ) -> dict[str, Any]:
-        """One API call with rate limiting, retries and accounting; returns the decoded body."""
+        """One API call with rate limiting, retries and accounting; returns the decoded body.
+        `on_answer` hears every attempt's answer (retries included)."""
         query = dict(params or {})
         if manager:
             query["fieldManager"] = FIELD_MANAGER
@@ -274,7 +283,8 @@ class KubeClient:
         while True:
             try:
                 return await self._once(
-                    method, path, query, data=data, content_type=content_type, refresh=refreshed
+                    method, path, query, data=data, content_type=content_type, refresh=refreshed,
+                    on_answer=on_answer,
                 )
             except ForbiddenError as err:
                 if err.code != 401 or refreshed:
@@ -302,12 +312,14 @@ class KubeClient:
         data: bytes | None,
         content_type: str,
         refresh: bool,
+        on_answer: AnswerHook | None = None,
     ) -> dict[str, Any]:
         waited = await self.bucket.wait()
         self.metrics.child(self.metrics.rest_rate_limiter, verb=method, host=self.host).observe(
             waited)
         headers = await self._headers(refresh, content_type if data is not None else None)
         started = self._clock()
+        status = 0
         try:
             async with self._http().request(
                 method,
@@ -317,6 +329,7 @@ class KubeClient:
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=self.request_timeout),
             ) as resp:
+                status = resp.status
                 self._count(resp.status, method)
                 payload = await _json_or_empty(resp)
                 if resp.status >= 400:
@@ -326,9 +339,11 @@ class KubeClient:
             self._count(0, method)
             raise _TransportError(0, "TransportError", str(err) or type(err).__name__) from err
         finally:
+            seconds = self._clock() - started
             self.metrics.child(self.metrics.rest_duration, verb=method, host=self.host).observe(
-                self._clock() - started
-            )
+                seconds)
+            if on_answer is not None:
+                on_answer(status, seconds)
 
     async def _headers(self, refresh: bool, content_type: str | None) -> dict[str, str]:
         headers = dict(self.access.headers)

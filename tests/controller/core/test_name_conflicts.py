@@ -19,8 +19,8 @@ BY_HAND = NameHolder("")
 OLD_CHILD = NameHolder("JobSet/js", deleting=True)
 
 
-def job(name: str) -> dict[str, dict[str, str]]:
-    return {"metadata": {"name": name}}
+def job(name: str) -> CreateJob:
+    return CreateJob({"metadata": {"name": name}})
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def job(name: str) -> dict[str, dict[str, str]]:
 def test_names_held_by_others(taken: dict[str, NameHolder], free: list[str], status: str,
                               says: str | None) -> None:
     created, blocked = free_to_create([job("js-w-0"), job("js-w-1")], taken)
-    assert [j["metadata"]["name"] for j in created] == free
+    assert [j.name for j in created] == free
     condition = name_conflict(blocked)
     assert (condition.type, condition.status) == (c.CONDITION_JOB_NAME_CONFLICT, status)
     if says is not None:

@@ -29,6 +29,7 @@ from jobset_infra.controller.core.types import (
     UpdateStatus,
 )
 from jobset_infra.controller.runtime.auth import for_url
+from jobset_infra.controller.runtime.congestion import CongestionWindow
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.executor import PlanExecutor
 from jobset_infra.controller.runtime.expectations import Expectations
@@ -51,6 +52,8 @@ class FakeApi:
     in_flight: int = 0
     max_in_flight: int = 0
     arrivals: list[int] = field(default_factory=list)  # requests in flight as each arrived
+    throttled: int = 0  # answer this many more POSTs 429 (Retry-After: 0), as APF does
+    delay: float = 0.001
 
     async def handle(self, request: web.Request) -> web.Response:
         body = json.loads(await request.text() or "null")
@@ -60,7 +63,11 @@ class FakeApi:
         self.arrivals.append(self.in_flight)
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(self.delay)
+            if request.method == "POST" and self.throttled > 0:
+                self.throttled -= 1
+                return web.json_response({"code": 429, "reason": "TooManyRequests"}, status=429,
+                                         headers={"Retry-After": "0"})
             name = (body or {}).get("metadata", {}).get("name", "")
             if request.method == "PATCH":  # a patch names its object in the path
                 name = request.path.rsplit("/", 1)[-1]
@@ -94,12 +101,14 @@ def creates(n: int) -> list[CreateJob]:
     return [CreateJob(make_job("js", "ns", rjob="w", index=i).obj()) for i in range(n)]
 
 
-def executor(url: str, parallelism: int = 50, qps: float = 10_000) -> tuple[PlanExecutor, Metrics]:
+def executor(
+    url: str, parallelism: int = 50, qps: float = 10_000, window: CongestionWindow | None = None
+) -> tuple[PlanExecutor, Metrics]:
     metrics = Metrics()
     client = KubeClient(for_url(url), metrics=metrics, qps=qps, burst=100)
     recorder = EventRecorder(client)
     return PlanExecutor(client, Expectations(), recorder, metrics,
-                        max_parallelism=parallelism), metrics  # fmt: skip
+                        max_parallelism=parallelism, window=window), metrics  # fmt: skip
 
 
 async def flushed(recorder: EventRecorder) -> None:
@@ -264,13 +273,49 @@ async def test_client_qps_paces_a_large_fan_out(api: Any) -> None:
     await run.client.close()
 
 
-async def test_a_new_jobsets_creates_slow_start_then_fill_the_bound(api: Any) -> None:
+async def test_a_new_jobsets_first_create_goes_alone_then_the_window_fills_the_bound(
+    api: Any,
+) -> None:
     fake, url = api
     run, _ = executor(url, parallelism=8)
     outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
     assert outcome.writes == 40
     assert fake.arrivals[0] == 1, "the first create of a JobSet goes alone"
-    assert fake.max_in_flight == 8, "each success lets one more go, up to the bound"
+    assert fake.max_in_flight == 8, "prompt answers open the window up to the bound"
+    await run.client.close()
+
+
+async def test_the_window_is_shared_by_every_jobsets_writes(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=8)
+    other = {**JOBSET, "metadata": {"name": "other", "namespace": "ns"}}
+    theirs = [CreateJob(make_job("other", "ns", rjob="w", index=i).obj()) for i in range(30)]
+    await asyncio.gather(run.execute(KEY, JOBSET, Plan(tuple(creates(30)))),
+                         run.execute("ns/other", other, Plan(tuple(theirs))))
+    assert len(fake.methods("POST", "/jobs")) == 60
+    assert 2 <= fake.max_in_flight <= 8, "two JobSets together stay within one window"
+    await run.client.close()
+
+
+async def test_a_throttling_server_cuts_the_window(api: Any) -> None:
+    fake, url = api
+    fake.throttled = 3
+    run, _ = executor(url, parallelism=50)
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
+    assert outcome.writes == 40, "throttled creates are retried, none lost"
+    window = run.gate.window
+    assert window.cuts >= 1
+    assert window.threshold < 50, "growth after the cut is additive, below the bound"
+    await run.client.close()
+
+
+async def test_a_slow_server_keeps_the_window_at_its_floor(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url, parallelism=50, window=CongestionWindow(ceiling=50, slow_after=0.0))
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(30))))
+    assert outcome.writes == 30
+    assert run.gate.window.size == 1, "every answer slower than slow_after halves the window"
+    assert fake.max_in_flight <= 10, "never more than the initial window"
     await run.client.close()
 
 
@@ -288,17 +333,17 @@ async def test_a_failing_first_create_stops_a_new_jobset_after_one(api: Any) -> 
 async def test_a_later_failure_stops_the_creates_and_unexpects_the_rest(api: Any) -> None:
     fake, url = api
     fake.fail["js-w-2"] = 403
-    run, _ = executor(url)
+    run, _ = executor(url, parallelism=4)
     with pytest.raises(ApiError):
-        await run.execute(KEY, JOBSET, Plan(tuple(creates(10))))
+        await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
     sent = len(fake.methods("POST", "/jobs"))
-    # 0 alone, then 1 and 2; while 2 fails, 1's success may have let 3 and 4 go: never more.
-    assert 3 <= sent <= 5
+    # 0 alone, then a window of four; answers before 2's failure let a few more go: no more
+    assert 3 <= sent < 40
     assert run.expectations.pending_count(KEY) == (sent - 1, 0), "only the created are awaited"
     await run.client.close()
 
 
-async def test_a_jobset_whose_creates_succeeded_opens_at_the_bound_until_one_fails(
+async def test_a_jobset_whose_creates_succeeded_goes_straight_to_the_window_until_one_fails(
     api: Any,
 ) -> None:
     fake, url = api
@@ -314,11 +359,13 @@ async def test_a_jobset_whose_creates_succeeded_opens_at_the_bound_until_one_fai
     fake.requests.clear()
     with pytest.raises(ApiError):
         await run.execute(KEY, JOBSET, Plan(tuple(creates(20))))
-    assert len(fake.methods("POST", "/jobs")) == 1, "after a failure it slow-starts again"
+    assert len(fake.methods("POST", "/jobs")) == 1, "after a failure its first goes alone again"
     await run.client.close()
 
 
-async def test_a_deleted_jobset_is_forgotten_and_its_successor_slow_starts(api: Any) -> None:
+async def test_a_deleted_jobset_is_forgotten_and_its_successors_first_create_goes_alone(
+    api: Any,
+) -> None:
     fake, url = api
     run, _ = executor(url, parallelism=8)
     await run.execute(KEY, JOBSET, Plan(tuple(creates(2))))

@@ -219,7 +219,7 @@ class JobSetController:
         if owner is not None and _newly_failed(child_old, child_new):
             self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
-            self.queue.add_after(owner, self._batch_period)
+            self.queue.add_batched(owner, self._batch_period)
         if _freed_domain(child_old, child_new):
             self._wake_exclusive()
 

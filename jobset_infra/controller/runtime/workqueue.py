@@ -6,6 +6,9 @@
   ever hold the same key).
 - Delayed adds keep the earliest due time per key; `add_rate_limited` delays by the max of the
   key's exponential backoff and a global token bucket (client-go's default limiter).
+- Batched adds (child events) wait until the key's adds pause for a quiet period, and at most
+  `STREAM_PERIODS` periods after the first of them: a burst costs one pass, a stream (thousands
+  of Pods starting over a minute) one pass per four periods.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Hashable
 
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff, TokenBucket
+
+STREAM_PERIODS = 4
 
 
 class QueueShutDownError(Exception):
@@ -44,6 +49,7 @@ class WorkQueue:
         self._processing: dict[Hashable, float] = {}  # key -> start time
         self._added_at: dict[Hashable, float] = {}
         self._delayed: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
+        self._batch_started: dict[Hashable, float] = {}  # keys whose delayed add is a batch
         self._ready = asyncio.Event()
         self._shutting_down = False
 
@@ -75,8 +81,29 @@ class WorkQueue:
             if pending[0] <= due:
                 return
             pending[1].cancel()
+        self._batch_started.pop(key, None)  # no longer a batch: due at this time
         handle = loop.call_at(due, self._fire, key)
         self._delayed[key] = (due, handle)
+
+    def add_batched(self, key: Hashable, quiet: float) -> None:
+        """Add `key` once no batched add of it came for `quiet` seconds, and at the latest
+        `STREAM_PERIODS * quiet` after the first of them; an earlier `add_after` time wins."""
+        if self._shutting_down or key in self._dirty:
+            return
+        if quiet <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        pending = self._delayed.get(key)
+        first = self._batch_started.get(key, now) if pending is not None else now
+        due = min(now + quiet, first + STREAM_PERIODS * quiet)
+        if pending is not None:
+            if pending[0] == due or (key not in self._batch_started and pending[0] < due):
+                return  # the same time, or an earlier one `add_after` asked for
+            pending[1].cancel()
+        self._batch_started[key] = first
+        self._delayed[key] = (due, loop.call_at(due, self._fire, key))
 
     def add_rate_limited(self, key: Hashable) -> float:
         """Re-add after a failure; returns the delay chosen."""
@@ -95,6 +122,7 @@ class WorkQueue:
 
     def _fire(self, key: Hashable) -> None:
         self._delayed.pop(key, None)
+        self._batch_started.pop(key, None)
         self.add(key)
 
     # --- consuming -------------------------------------------------------------------------------
@@ -133,6 +161,7 @@ class WorkQueue:
         for _, handle in self._delayed.values():
             handle.cancel()
         self._delayed.clear()
+        self._batch_started.clear()
         self._queue.clear()
         self._ready.set()
 
@@ -147,6 +176,11 @@ class WorkQueue:
 
     def pending_delayed(self) -> int:
         return len(self._delayed)
+
+    def due(self, key: Hashable) -> float | None:
+        """When a delayed add of `key` fires (the loop's clock), or None."""
+        pending = self._delayed.get(key)
+        return pending[0] if pending is not None else None
 
     def update_unfinished_metrics(self) -> None:
         """Refresh unfinished/longest-running gauges (called periodically, like client-go)."""

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import ItemBackoff, TokenBucket
-from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
+from jobset_infra.controller.runtime.workqueue import STREAM_PERIODS, QueueShutDownError, WorkQueue
 
 
 async def test_keys_come_out_in_add_order_and_duplicates_collapse() -> None:
@@ -73,6 +73,49 @@ async def test_add_after_keeps_the_earliest_due_time() -> None:
     queue.add_after("a", 5.0)
     assert queue.pending_delayed() == 1
     assert await asyncio.wait_for(queue.get(), timeout=1.0) == "a"
+
+
+async def test_a_burst_of_batched_adds_is_one_pass_after_it_pauses() -> None:
+    queue = WorkQueue()
+    loop = asyncio.get_running_loop()
+    dues = []
+    for _ in range(100):
+        queue.add_batched("a", 0.05)
+        dues.append(queue.due("a"))
+    assert None not in dues
+    assert dues == sorted(dues), "each add pushes the pass later (to the pause)"
+    assert queue.pending_delayed() == 1
+    assert await asyncio.wait_for(queue.get(), timeout=5.0) == "a"
+    assert loop.time() >= dues[-1]
+    assert queue.pending_delayed() == 0 and len(queue) == 0
+
+
+async def test_a_stream_of_batched_adds_is_not_put_off_past_four_periods() -> None:
+    queue = WorkQueue()
+    queue.add_batched("a", 0.02)
+    first = queue.due("a")
+    assert first is not None
+    cap = first - 0.02 + STREAM_PERIODS * 0.02
+
+    async def stream() -> None:
+        while True:
+            queue.add_batched("a", 0.02)
+            due = queue.due("a")
+            assert due is None or due <= cap + 1e-9
+            await asyncio.sleep(0.001)
+
+    streaming = asyncio.create_task(stream())
+    try:
+        assert await asyncio.wait_for(queue.get(), timeout=5.0) == "a"
+    finally:
+        streaming.cancel()
+
+
+async def test_an_earlier_add_after_is_not_put_off_by_a_batch() -> None:
+    queue = WorkQueue()
+    queue.add_after("a", 0.01)
+    queue.add_batched("a", 30.0)
+    assert await asyncio.wait_for(queue.get(), timeout=5.0) == "a"
 
 
 @pytest.mark.parametrize(

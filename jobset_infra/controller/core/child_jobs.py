@@ -205,8 +205,9 @@ def pending_jobs(
     factory = JobFactory(js, rjob, indexes, _common_keys(js, rjob, indexes, restart_attempt),
                          execution_attempt)
     creates: list[CreateJob] = []
+    jobset_name, rjob_name = js.name, rjob.name  # read once: this loop runs over every replica
     for index in range(rjob.replicas):
-        if factory.job_name(index) in names:
+        if child_job_name(jobset_name, rjob_name, index) in names:
             continue
         attempt = None
         if job_restarts is not None:

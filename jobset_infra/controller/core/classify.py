@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from jobset_infra.api import constants as c
 from jobset_infra.controller.core.types import ChildJob, JobCondition
@@ -25,6 +26,7 @@ __all__ = [
     "JobFailure",
     "classify_child_jobs",
     "job_failure",
+    "job_group",
     "job_succeeded",
 ]
 
@@ -110,6 +112,24 @@ def _is_previous(
     return job.job_restart_attempt is not None and job.job_restart_attempt < targets[index]
 
 
+def job_group(
+    job: ChildJob,
+    jobset_uid: str,
+    restarts: int,
+    job_restarts: Mapping[str, Sequence[int]] | None = None,
+) -> Literal["active", "successful", "failed", "previous"] | None:
+    """Return the group `classify_child_jobs` puts `job` in; None for a Job of another owner."""
+    if job.controller_uid != jobset_uid:
+        return None
+    if _is_previous(job, restarts, job_restarts):
+        return "previous"
+    if job_failure(job) is not None:
+        return "failed"
+    if job_succeeded(job):
+        return "successful"
+    return "active"
+
+
 def classify_child_jobs(
     jobs: Iterable[ChildJob],
     jobset_uid: str,
@@ -121,19 +141,10 @@ def classify_child_jobs(
     `job_restarts` (RestartJob gate only) maps a replicated job name to its per-index restart
     targets (status.replicatedJobsStatus[].jobRestarts). Pure; one pass over the Jobs.
     """
-    active: list[ChildJob] = []
-    successful: list[ChildJob] = []
-    failed: list[ChildJob] = []
-    previous: list[ChildJob] = []
+    groups: dict[str | None, list[ChildJob]] = {
+        "active": [], "successful": [], "failed": [], "previous": [], None: []
+    }
     for job in jobs:
-        if job.controller_uid != jobset_uid:
-            continue
-        if _is_previous(job, restarts, job_restarts):
-            previous.append(job)
-        elif job_failure(job) is not None:
-            failed.append(job)
-        elif job_succeeded(job):
-            successful.append(job)
-        else:
-            active.append(job)
-    return ChildJobs(tuple(active), tuple(successful), tuple(failed), tuple(previous))
+        groups[job_group(job, jobset_uid, restarts, job_restarts)].append(job)
+    return ChildJobs(tuple(groups["active"]), tuple(groups["successful"]),
+                     tuple(groups["failed"]), tuple(groups["previous"]))

@@ -15,6 +15,7 @@ from jobset_infra.api.features import Feature
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import spec_condition
+from jobset_infra.controller.core.child_tally import ChildTally, tally_basis
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
 from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
@@ -55,6 +56,7 @@ __all__ = [
     "create_volume_claims",
     "delete_jobs",
     "is_managed_here",
+    "kept_tally",
     "mark_jobs_ready",
     "reconcile",
     "record_domain_failures",
@@ -132,7 +134,11 @@ def is_managed_here(observed: Observed[JobSet], config: CoreConfig) -> bool:
 
 
 def classify(draft: Draft) -> ChildJobs:
-    """Step 5: classify the JobSet's own Jobs by attempt and outcome."""
+    """Step 5: classify the JobSet's own Jobs by attempt and outcome (from the runtime's tally
+    of their events when it was kept for this pass's basis)."""
+    tally = kept_tally(draft)
+    if tally is not None:
+        return tally.child_jobs()
     counters = draft.counters
     restart_job = draft.config.enabled(Feature.RESTART_JOB)
     job_restarts = dict(counters.job_restarts) if restart_job else None
@@ -141,9 +147,19 @@ def classify(draft: Draft) -> ChildJobs:
     )
 
 
+def kept_tally(draft: Draft) -> ChildTally | None:
+    """The observed tally if it classifies as this pass would, else None."""
+    tally = draft.observed.tally
+    if not isinstance(tally, ChildTally) or tally.basis != tally_basis(draft.js, draft.config):
+        return None
+    return tally
+
+
 def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJobCounts]:
     """Step 6: recompute status.replicatedJobsStatus (per-Job restarts carried forward)."""
-    counts = count_replicated_jobs(draft.js.spec.replicated_jobs, jobs)
+    tally = kept_tally(draft)
+    rjobs = draft.js.spec.replicated_jobs
+    counts = count_replicated_jobs(rjobs, jobs) if tally is None else tally.counts(rjobs)
     carried = None
     if draft.config.enabled(Feature.RESTART_JOB):
         carried = {entry.name: entry for entry in draft.status.replicated_jobs_status}

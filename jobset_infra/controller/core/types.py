@@ -115,6 +115,10 @@ class Observed(Generic[_J]):
     pods: tuple[PodView, ...] | None = None
     """The JobSet's Pods (jobset-name label), watched only with the InPlaceRestart gate on;
     None: not watched, so in-place restart leaves the status alone."""
+    tally: Any = None
+    """The runtime's `child_tally.ChildTally` of these children, kept from their events; a pass
+    uses it when it was kept for the pass's basis and classifies every Job itself otherwise.
+    None: none kept (typed Any here: the tally lives with the classification it keeps)."""
 
 
 # --------------------------------------------------------------------------- plan

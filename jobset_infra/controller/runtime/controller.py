@@ -18,6 +18,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
+from jobset_infra.api.models import JobSet
+from jobset_infra.controller.core.child_tally import ChildTally, tally_basis
 from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import Manifest, Observed
 from jobset_infra.controller.runtime.cache_health import CacheState, readiness
@@ -91,8 +93,10 @@ class JobSetController:
         tuning = config.controller
         self.config = config
         self.metrics = metrics
-        self.specs = SpecCache(core_config(config))
-        self.decide = decide or core_decider(core_config(config), self.specs)
+        self._core = core_config(config)
+        self.specs = SpecCache(self._core)
+        self._tallies: dict[str, ChildTally] = {}  # JobSet uid -> its children, kept per event
+        self.decide = decide or core_decider(self._core, self.specs, self._tally_for)
         self._clock = clock
         self._wall = wall
         self._batch_period = tuning.child_event_batch_period
@@ -194,6 +198,7 @@ class JobSetController:
     def _on_jobset(self, kind: str, old: Any, new: Any) -> None:
         if kind == "delete" and old is not None:
             self.specs.forget(jobset_uid(old))
+            self._tallies.pop(jobset_uid(old), None)
         if kind == "update" and same_but_bookkeeping(old, new):
             return
         self.queue.add(object_key(new if new is not None else old))
@@ -204,6 +209,7 @@ class JobSetController:
         if child_old is None and child_new is None:
             self._on_foreign_job(kind, old, new)
             return
+        self._tally(child_old, child_new)
         entry = child_new if child_new is not None else child_old
         assert entry is not None
         child = entry.child
@@ -222,6 +228,22 @@ class JobSetController:
             self.queue.add_batched(owner, self._batch_period)
         if _freed_domain(child_old, child_new):
             self._wake_exclusive()
+
+    def _tally(self, old: CachedJob | None, new: CachedJob | None) -> None:
+        """Keep the tallies of the JobSets the Job left and joined (O(1))."""
+        if old is not None and (tally := self._tallies.get(old.owner_uid or "")) is not None:
+            tally.apply(old.child, None)
+        if new is not None and (tally := self._tallies.get(new.owner_uid or "")) is not None:
+            tally.apply(None, new.child)
+
+    def _tally_for(self, found: Observed[JobSet]) -> ChildTally:
+        """The JobSet's tally for this pass: the kept one, or a new one when the basis moved
+        (a restart) or it misses a child (built once from the snapshot's children)."""
+        basis = tally_basis(found.jobset, self._core)
+        tally = self._tallies.get(basis.jobset_uid)
+        if tally is None or tally.basis != basis or len(tally) != len(found.jobs):
+            tally = self._tallies[basis.jobset_uid] = ChildTally(basis, found.jobs)
+        return tally
 
     def _on_foreign_job(self, kind: str, old: Any, new: Any) -> None:
         """A Job no JobSet controls appeared or went: wake the JobSets of its namespace whose

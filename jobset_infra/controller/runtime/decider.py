@@ -3,19 +3,23 @@ parsing each JobSet once per spec version (`SpecCache`) before `reconcile` plans
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import observe, reconcile
+from jobset_infra.controller.core.child_tally import ChildTally
 from jobset_infra.controller.core.types import CoreConfig, Manifest, Observed, Plan
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 
-__all__ = ["Decide", "core_config", "core_decider"]
+__all__ = ["Decide", "Tallies", "core_config", "core_decider"]
 
 Decide = Callable[[Observed[Manifest], datetime.datetime], Plan]
 """The decision for one JobSet as the caches hold it (the core's, unless a test injects one)."""
+Tallies = Callable[[Observed[JobSet]], ChildTally]
+"""The tally of a parsed JobSet's children for the pass about to run (`child_tally`)."""
 
 
 def core_config(config: ControllerConfig) -> CoreConfig:
@@ -25,10 +29,13 @@ def core_config(config: ControllerConfig) -> CoreConfig:
     )
 
 
-def core_decider(config: CoreConfig, specs: SpecCache | None = None) -> Decide:
+def core_decider(
+    config: CoreConfig, specs: SpecCache | None = None, tallies: Tallies | None = None
+) -> Decide:
     """The pure core as a `Decide`: parse + reconcile, or the malformed-object plan. `specs`
     remembers, per spec version, the full parse, the spec check's verdict and a malformed
-    report (the checks cost milliseconds, a pass microseconds)."""
+    report (the checks cost milliseconds, a pass microseconds); `tallies` gives the pass the
+    tally of the JobSet's children kept from their events."""
     cache = specs if specs is not None else SpecCache(config)
 
     def decide(seen: Observed[Manifest], now: datetime.datetime) -> Plan:
@@ -37,7 +44,11 @@ def core_decider(config: CoreConfig, specs: SpecCache | None = None) -> Decide:
                            seen.pvc_names, check_templates=check_templates,
                            taken_names=seen.taken_names, pods=seen.pods)
 
-        return cache.decide(seen.jobset, observed, lambda found: reconcile(found, now, config),
-                            now)
+        def planned(found: Observed[JobSet]) -> Plan:
+            if tallies is not None:
+                found = dataclasses.replace(found, tally=tallies(found))
+            return reconcile(found, now, config)
+
+        return cache.decide(seen.jobset, observed, planned, now)
 
     return decide

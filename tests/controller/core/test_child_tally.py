@@ -1,0 +1,121 @@
+"""The children tallied one Job event at a time equal the full classification and counts after
+any sequence of events, and a pass given the tally plans what a pass without it plans."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.features import FeatureGates
+from jobset_infra.api.models import ReplicatedJob
+from jobset_infra.controller.core import observe, reconcile
+from jobset_infra.controller.core.child_tally import ChildTally, TallyBasis, tally_basis
+from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
+from jobset_infra.controller.core.replicated_jobs_status import count_replicated_jobs
+from jobset_infra.controller.core.types import ChildJob, CoreConfig, JobCondition, Observed
+from jobset_infra.testing.jobs import make_job
+from jobset_infra.testing.jobsets import make_jobset
+
+UID = "js-uid"
+NAMES = [f"js-{r}-{i}" for r in ("w", "v") for i in range(4)]
+OUTCOMES = {
+    "running": (),
+    "failing": (JobCondition(c.JOB_CONDITION_FAILURE_TARGET, "True", "BackoffLimitExceeded"),),
+    "failed": (JobCondition(c.JOB_CONDITION_FAILED, "True", "BackoffLimitExceeded"),),
+    "complete": (JobCondition(c.JOB_CONDITION_COMPLETE, "True"),),
+}
+
+
+@st.composite
+def child_jobs(draw: st.DrawFn) -> ChildJob:
+    name = draw(st.sampled_from(NAMES))
+    rjob, index = name.split("-")[1], name.split("-")[2]
+    keys = {c.REPLICATED_JOB_NAME_KEY: rjob, c.JOB_INDEX_KEY: index}
+    attempt = draw(st.sampled_from([None, "0", "1", "2", "x"]))
+    if attempt is not None:
+        keys[c.RESTARTS_KEY] = attempt
+    job_attempt = draw(st.sampled_from([None, "0", "1"]))
+    if job_attempt is not None:
+        keys[c.JOB_RESTART_ATTEMPT_KEY] = job_attempt
+    return ChildJob(
+        name=name, namespace="ns", uid=f"{name}-{draw(st.integers(0, 2))}",
+        controller_uid=draw(st.sampled_from([UID, UID, UID, "other"])), labels=keys,
+        conditions=OUTCOMES[draw(st.sampled_from(sorted(OUTCOMES)))],
+        active=draw(st.integers(0, 1)), ready=draw(st.integers(0, 2)),
+        succeeded=draw(st.integers(0, 1)), suspend=draw(st.booleans()),
+        parallelism=draw(st.sampled_from([None, 1, 2])),
+    )
+
+
+EVENTS = st.lists(st.one_of(child_jobs(), st.sampled_from(NAMES)), max_size=40)
+BASES = st.builds(
+    TallyBasis.of, st.just(UID), st.integers(0, 2),
+    st.one_of(st.none(), st.just({"w": (0, 1, 1, 0)}), st.just({"v": (1,), "w": ()})),
+)
+RJOBS = [ReplicatedJob.model_validate({"name": n, "replicas": 4, "template": {}})
+         for n in ("w", "v", "u")]
+
+
+def by_name(jobs: ChildJobs) -> tuple[list[str], ...]:
+    return tuple(sorted(j.name for j in group)
+                 for group in (jobs.active, jobs.successful, jobs.failed, jobs.previous))
+
+
+@settings(max_examples=100, deadline=None)
+@given(basis=BASES, events=EVENTS)
+def test_a_tally_kept_from_events_equals_the_full_classification_and_counts(
+    basis: TallyBasis, events: list[ChildJob | str]
+) -> None:
+    tally = ChildTally(basis)
+    cached: dict[str, ChildJob] = {}
+    for event in events:
+        name = event if isinstance(event, str) else event.name
+        old = cached.pop(name, None)
+        new = None if isinstance(event, str) else event
+        if new is not None:
+            cached[name] = new
+        tally.apply(old, new)
+        full = classify_child_jobs(cached.values(), UID, basis.restarts, basis.targets())
+        assert by_name(tally.child_jobs()) == by_name(full)
+        assert tally.counts(RJOBS) == count_replicated_jobs(RJOBS, full)
+        assert len(tally) == sum(1 for _ in full.all())
+    rebuilt = ChildTally(basis, cached.values())
+    assert by_name(rebuilt.child_jobs()) == by_name(tally.child_jobs())
+
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    outcomes=st.lists(st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=3),
+    restarts=st.integers(0, 1),
+    restart_job=st.booleans(),
+)
+def test_a_pass_with_the_tally_plans_what_a_pass_without_it_plans(
+    outcomes: list[str], restarts: int, restart_job: bool
+) -> None:
+    js = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
+    js["status"] = {"restarts": restarts}
+    steps = {
+        "running": lambda b: b.started().ready(),
+        "failing": lambda b: b.started().failure_target(),
+        "failed": lambda b: b.started().failed(),
+        "complete": lambda b: b.started().completed(),
+    }
+    jobs = [
+        steps[outcome](make_job("js", "ns", rjob="w", index=index, jobset_uid=UID,
+                                restart_attempt=restarts)).view()
+        for index, outcome in enumerate(outcomes)
+    ]
+    config = CoreConfig(gates=FeatureGates.of({"RestartJob": restart_job}))
+    parsed = observe(js, jobs)
+    tally = ChildTally(tally_basis(parsed.jobset, config), jobs)
+    without = Observed(parsed.jobset, parsed.jobs)
+    want = reconcile(without, NOW, config)
+    assert reconcile(Observed(parsed.jobset, parsed.jobs, tally=tally), NOW, config) == want
+    stale = ChildTally(TallyBasis.of(UID, restarts + 1, None), jobs)  # kept for another basis
+    assert reconcile(Observed(parsed.jobset, parsed.jobs, tally=stale), NOW, config) == want

@@ -66,6 +66,17 @@ class ProcessGauge:
     def rss_bytes(self) -> int:
         return int(self.process.memory_info().rss)
 
+    def peak_rss_bytes(self) -> int:
+        """The process's peak RSS so far (Linux VmHWM; 0 where the kernel does not say)."""
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
 
 @dataclass
 class ControllerProcess(ProcessGauge):

@@ -115,18 +115,21 @@ def scale_section(runs: Sequence[ScaleRun]) -> list[str]:
         "(reconciles, work-queue retries), and CPU per run (start + quiet + coalescing + "
         "recovery):", "",
         "| N Jobs | writes: start | writes: recovery | reconciles: start | reconciles: recovery "
-        "| retries | controller CPU s (of it cyclic GC) | sim + Job controller CPU s "
-        "(of it cyclic GC) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| reconciles: whole run | retries | controller CPU s (of it cyclic GC) "
+        "| controller CPU ms per write | controller peak RSS MiB "
+        "| sim + Job controller CPU s (of it cyclic GC) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, group in groups.items():
         cells = [spread(getattr(r, name) for r in group).text("{:.0f}") for name in (
             "start_writes", "recovery_writes", "start_reconciles", "recovery_reconciles",
-            "retries")]
+            "run_reconciles", "retries")]
         lines.append(
             f"| {n} | {' | '.join(cells)} | "
             f"{spread(r.controller_cpu_s for r in group).text()} "
             f"({spread(r.controller_gc_s for r in group).text()}) | "
+            f"{spread(r.cpu_ms_per_write for r in group).text()} | "
+            f"{spread(r.peak_rss_mib for r in group).text('{:.0f}')} | "
             f"{spread(r.sim_cpu_s for r in group).text()} "
             f"({spread(r.sim_gc_s for r in group).text()}) |"
         )

@@ -54,6 +54,15 @@ class ScaleRun:
     controller_gc_s: float = 0.0
     sim_gc_s: float = 0.0
     recovery_requests: tuple[tuple[str, int], ...] = ()
+    run_reconciles: float = 0.0
+    """Reconcile passes of the JobSet over the whole run (start to recovered and quiet)."""
+    peak_rss_mib: float = 0.0
+    """The controller's peak RSS so far (VmHWM), MiB."""
+
+    @property
+    def cpu_ms_per_write(self) -> float:
+        writes = self.start_writes + self.recovery_writes
+        return 1000.0 * self.controller_cpu_s / writes if writes else 0.0
 
     @property
     def start_floor_s(self) -> float:
@@ -83,7 +92,7 @@ class ScaleRun:
         derived = {
             name: getattr(self, name)
             for name in ("start_ratio", "recovery_ratio", "quiet_writes_per_minute",
-                         "reconciles_per_change")
+                         "reconciles_per_change", "cpu_ms_per_write")
         }
         return asdict(self) | derived
 
@@ -256,7 +265,7 @@ async def run_once(
     bench.create_namespace(namespace)
     store = bench.sim.store
     tally = JobTally(store.watch(JOBS, namespace, str(store.resource_version)), jobs)
-    retries = await bench.retries()
+    retries, reconciles = await bench.retries(), await bench.reconciles()
     cpu, sim_cpu = bench.controller.cpu_seconds(), self_cpu_seconds()
     gc_ctl, gc_sim = bench.controller.gc_seconds(), bench.sim_gc_seconds()
     try:
@@ -270,6 +279,7 @@ async def run_once(
         tally.close()
     cpu, sim_cpu = bench.controller.cpu_seconds() - cpu, self_cpu_seconds() - sim_cpu
     retries = await bench.retries() - retries
+    reconciles = await bench.reconciles() - reconciles
     gc_ctl, gc_sim = bench.controller.gc_seconds() - gc_ctl, bench.sim_gc_seconds() - gc_sim
     await remove(bench, namespace)
     return ScaleRun(
@@ -280,7 +290,8 @@ async def run_once(
         recovery_writes=recovery.writes, controller_cpu_s=cpu, sim_cpu_s=sim_cpu,
         start_reconciles=start.reconciles, recovery_reconciles=recovery.reconciles,
         retries=retries, recovery_requests=recovery.requests,
-        controller_gc_s=gc_ctl, sim_gc_s=gc_sim,
+        controller_gc_s=gc_ctl, sim_gc_s=gc_sim, run_reconciles=reconciles,
+        peak_rss_mib=bench.controller.peak_rss_bytes() / 2**20,
     )
 
 

@@ -82,3 +82,19 @@ def test_a_binarys_compiler_flags_are_part_of_its_groups_key() -> None:
         provider.env, provider.extra_files)
     # A new -gcflags is a new build, so the cached provider built with full inlining is not reused.
     assert build.group_key(provider, "go1.26") != build.group_key(plain, "go1.26")
+
+
+def test_the_node_group_keeps_the_control_planes_module_graph() -> None:
+    # kubelet and kube-proxy reuse what the kube group compiled (the shared Go build cache)
+    # only while every module both groups pin is at the same version, replaces included.
+    build = _build()
+    kube = build.pinned_versions(ROOT / "tools" / "kube" / "go.mod")
+    node = build.pinned_versions(ROOT / "tools" / "node" / "go.mod")
+    differing = {m: (v, node[m]) for m, v in kube.items() if node.get(m) != v}
+    assert differing == {}
+
+    def replaces(group: str) -> list[str]:
+        text = (ROOT / "tools" / group / "go.mod").read_text()
+        return sorted(line.strip() for line in text.splitlines() if "=>" in line)
+
+    assert replaces("node") == replaces("kube")

@@ -94,6 +94,11 @@ _PULUMI_K8S_VERSION = ("github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/vers
 # cold provider build here. Without inlining they compile in 0.7 of the time (core/v1: 35 -> 25 s)
 # and nothing hot runs through them; the rest of the provider stays fully optimised.
 _NO_INLINING_IN_GENERATED_SDK = "github.com/pulumi/pulumi-kubernetes/sdk/v4/...=-l"
+_CONTAINERD = "github.com/containerd/containerd/v2/"
+_CONTAINERD_STAMPS = (("github.com/containerd/containerd/v2/version.Version",
+                       "{github.com/containerd/containerd/v2}"),)
+# Snapshotters and exporters the nodes never use (overlayfs is theirs); btrfs needs cgo anyway.
+_CONTAINERD_TAGS = "no_btrfs,no_devmapper,no_zfs,no_tracing"
 GROUPS: tuple[Group, ...] = (
     Group("kube", (
         Binary("etcd", "go.etcd.io/etcd/server/v3"),
@@ -142,6 +147,30 @@ GROUPS: tuple[Group, ...] = (
     # The pod sandbox's process (tools/pause/cmd/pause): the pause image holds only it. A group of
     # its own, so the groups above keep their keys and warm caches.
     Group("pause", (Binary("pause", "./cmd/pause"),)),
+    # The real nodes of `cluster up --real-nodes` (docs/cluster.md "Real nodes"), in groups of
+    # their own so the groups above keep their keys. `node`'s go.mod is tools/kube's module graph
+    # (same pins, same replaces): what kubelet and kube-proxy share with the control plane comes
+    # out of the Go build cache that the kube group filled.
+    Group("node", (
+        Binary("kubelet", _K8S + "kubelet", _kube_stamps()),
+        Binary("kube-proxy", _K8S + "kube-proxy", _kube_stamps()),
+    )),
+    Group("containerd", (
+        Binary("containerd", _CONTAINERD + "cmd/containerd", _CONTAINERD_STAMPS,
+               tags=_CONTAINERD_TAGS),
+        Binary("containerd-shim-runc-v2", _CONTAINERD + "cmd/containerd-shim-runc-v2",
+               _CONTAINERD_STAMPS, tags=_CONTAINERD_TAGS),
+        Binary("ctr", _CONTAINERD + "cmd/ctr", _CONTAINERD_STAMPS, tags=_CONTAINERD_TAGS),
+    )),
+    Group("cni", tuple(
+        Binary(name, f"github.com/containernetworking/plugins/plugins/{kind}/{name}", ((
+            "github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion",
+            "{github.com/containernetworking/plugins}"),))
+        for kind, name in (("main", "bridge"), ("ipam", "host-local"), ("main", "loopback"))
+    )),
+    Group("coredns", (Binary("coredns", "./cmd/coredns", (
+        ("github.com/coredns/coredns/coremain.GitCommit", "{github.com/coredns/coredns}"),
+    )),)),
 )
 
 

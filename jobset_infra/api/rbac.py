@@ -30,6 +30,7 @@ __all__ = [
     "ALL_RULES",
     "CLUSTER_RULES",
     "CLUSTER_SCOPED_RULES",
+    "COREDNS_RULES",
     "IN_PLACE_RESTART_AGENT_RULES",
     "METRICS_READER_RULES",
     "NAMESPACE_RULES",
@@ -150,6 +151,14 @@ METRICS_READER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule((), (), ("get",), non_resource_urls=("/metrics",)),
 )
 """What a scraper (Prometheus' ServiceAccount) needs to be bound to, to read /metrics."""
+
+COREDNS_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule((_CORE_GROUP,), ("endpoints", "services", "pods", "namespaces"),
+               ("list", "watch"), called=False),
+    PolicyRule(("discovery.k8s.io",), ("endpointslices",), ("list", "watch"), called=False),
+)
+"""What CoreDNS's kubernetes plugin reads (as kubeadm grants it), on the local cluster's real
+nodes (`cluster.realnode`); not the controller's."""
 
 IN_PLACE_RESTART_AGENT_RULES: tuple[PolicyRule, ...] = (
     # upstream's in-place restart agent (KEP-467) in each worker Pod, granted in its namespace:

@@ -30,9 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = sub.add_parser("up", help="start a cluster and return when it is healthy")
     _common(up)
-    up.add_argument("--nodes", default="cpu:3", metavar="SPEC",
-                    help="Nodes as GKE node pools, e.g. v5e-2x4:4 (4 TPU slice pools of 2 "
-                         "nodes) or cpu:3 (default), comma-separated as for `sim --nodes`")
+    up.add_argument("--nodes", default=None, metavar="SPEC",
+                    help="kwok's Nodes as GKE node pools, e.g. v5e-2x4:4 (4 TPU slice pools of "
+                         "2 nodes) or cpu:3 (default; none with --real-nodes), comma-separated "
+                         "as for `sim --nodes`")
+    up.add_argument("--real-nodes", type=int, default=0, metavar="N",
+                    help="also start N real nodes (kubelet, containerd, runc, CNI bridge; one "
+                         "kube-proxy and CoreDNS) whose Pods run for real; needs root, `make "
+                         "tools` and Debian's runc and nftables (docs/cluster.md)")
+    up.add_argument("--image", action="append", default=[], metavar="NAME",
+                    help="with --real-nodes: build (if not cached) and import this image of "
+                         "`jobset-infra image build` into the nodes; repeatable")
     up.add_argument("--controller", action="store_true",
                     help="install the JobSet CRD, RBAC and our controller (run as local "
                          "processes with their ServiceAccount's token)")
@@ -60,7 +68,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobset_infra.cluster.binaries import MissingBinaryError
+    from jobset_infra.cluster.images.debian import ImageBuildError
     from jobset_infra.cluster.processes import ComponentError
+    from jobset_infra.cluster.realnode import RealNodeError
     from jobset_infra.tpu.node_pools import NodeSpecError
 
     try:
@@ -70,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "down":
             return _down(args)
         return _status(args)
-    except (MissingBinaryError, ComponentError, NodeSpecError, TimeoutError) as err:
+    except (MissingBinaryError, ComponentError, NodeSpecError, TimeoutError, RealNodeError,
+            ImageBuildError) as err:
         print(f"jobset-infra cluster {args.action}: {err}", file=sys.stderr)
         return 1
     except Terminated:
@@ -117,26 +128,32 @@ def _up(args: argparse.Namespace) -> int:
 
     # With --controller the JobSet CRD is served before the controllers start, so the garbage
     # collector knows JobSets from the first (ClusterOptions.crds).
-    options = ClusterOptions(nodes=args.nodes, folder=_folder(args), name=args.name,
+    nodes = args.nodes if args.nodes is not None else ("" if args.real_nodes else "cpu:3")
+    # On real nodes the controller runs from its image, as the Deployment ships it.
+    from_image = args.controller and args.real_nodes > 0
+    images = (*args.image, *(("controller",) if from_image else ()))
+    options = ClusterOptions(nodes=nodes, folder=_folder(args), name=args.name,
+                             real_nodes=args.real_nodes, images=tuple(dict.fromkeys(images)),
                              auto_complete_seconds=args.auto_complete,
                              crds=(jobset_crd(),) if args.controller else ())
     cluster = start_cluster(options, progress=say)
     if args.controller:
         from jobset_infra.cluster.install import install_jobset_system, local_install
 
-        install = local_install()
+        install = local_install(**({"image": controller_image()} if from_image else {}))
         say(f"installing the JobSet CRD, RBAC and controller into {install.namespace}")
 
         async def _install() -> None:
             async with cluster.client() as api:
-                await install_jobset_system(api, install)
+                await install_jobset_system(api, install, timeout=300 if from_image else 120)
 
         try:
             asyncio.run(_install())
         except BaseException:
             cluster.stop(keep_files=True)
             raise
-        say("controller running (as its ServiceAccount; logs under "
+        say(f"controller running from {install.image} on the real nodes" if from_image else
+            "controller running (as its ServiceAccount; logs under "
             f"{cluster.layout.folder / 'pods'})")
     from jobset_infra.tool_paths import kubectl_note, shown  # one way to name our tools
 
@@ -150,6 +167,14 @@ def _up(args: argparse.Namespace) -> int:
     ]
     print("\n" + "\n".join(lines) + "\n")
     return 0
+
+
+def controller_image() -> str:
+    """The controller image by digest (`repository@sha256:...`), from the image cache (the
+    real-node start built it, if it had to)."""
+    from jobset_infra.cluster.images.build import build_images
+
+    return build_images(["controller"])["controller"].by_digest
 
 
 def _name_flag(args: argparse.Namespace) -> str:

@@ -50,12 +50,26 @@ class Ports:
 
 
 @dataclass(frozen=True)
+class NodeNetwork:
+    """Set when the cluster has real nodes (`realnode`): pods reach the API server at
+    `advertise_address` (the `kubernetes` Service's endpoint), and Services take `service_cidr`."""
+
+    advertise_address: str
+    service_cidr: str
+
+
+@dataclass(frozen=True)
 class Layout:
     """One cluster's folder and ports; every path a process uses derives from `folder`."""
 
     folder: Path
     ports: Ports
     admin_token: str
+    node_network: NodeNetwork | None = None
+
+    @property
+    def service_cidr(self) -> str:
+        return self.node_network.service_cidr if self.node_network else SERVICE_CIDR
 
     @property
     def pki(self) -> certs.Pki:
@@ -132,20 +146,32 @@ def _apiserver(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:
     return ProcessSpec("kube-apiserver", (
         str(tools.kube_apiserver),
         f"--etcd-servers=http://127.0.0.1:{layout.ports.etcd_client}",
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-        f"--secure-port={layout.ports.apiserver}",
+        *_apiserver_network(layout), f"--secure-port={layout.ports.apiserver}",
         f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
         f"--client-ca-file={p.ca_cert}", f"--token-auth-file={layout.token_file}",
         "--authorization-mode=Node,RBAC", "--anonymous-auth=false",
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         f"--service-account-key-file={p.service_account_pub}",
         f"--service-account-signing-key-file={p.service_account_key}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        # The endpoint reconciler refuses a loopback address; no Pod dials the Service here.
-        "--endpoint-reconciler-type=none",
+        f"--service-cluster-ip-range={layout.service_cidr}",
         "--allow-privileged=true", "--profiling=false",
         "--enable-admission-plugins=NodeRestriction", "--v=1", *tuning.apiserver_args,
     ), f"{layout.url}/readyz")
+
+
+def _apiserver_network(layout: Layout) -> tuple[str, ...]:
+    network = layout.node_network
+    if network is None:
+        # The endpoint reconciler refuses a loopback address; no Pod dials the Service here.
+        return ("--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none")
+    p, client = layout.pki, certs.APISERVER_KUBELET_CLIENT
+    # Real nodes' pods dial the `kubernetes` Service, which kube-proxy sends to the gateway of
+    # the first node's bridge: the server listens beyond loopback (TLS, no anonymous access).
+    return ("--bind-address=0.0.0.0", f"--advertise-address={network.advertise_address}",
+            f"--kubelet-client-certificate={p.client_cert(client)}",
+            f"--kubelet-client-key={p.client_key(client)}",
+            "--kubelet-preferred-address-types=InternalIP")
 
 
 def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:
@@ -159,7 +185,7 @@ def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> Process
         f"--service-account-private-key-file={p.service_account_key}",
         f"--root-ca-file={p.ca_cert}",
         f"--cluster-signing-cert-file={p.ca_cert}", f"--cluster-signing-key-file={p.ca_key}",
-        f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={layout.service_cidr}",
         f"--kube-api-qps={tuning.component_qps}", f"--kube-api-burst={tuning.component_burst}",
         f"--concurrent-job-syncs={tuning.concurrent_job_syncs}", "--concurrent-gc-syncs=50",
         "--profiling=false", "--v=1",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import datetime
 import json
 import secrets
@@ -26,13 +27,14 @@ from typing import Any
 
 import yaml
 
-from jobset_infra.cluster import kwok_stages, pki
+from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, realnode
 from jobset_infra.cluster.adapters import ADAPTERS
 from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
 from jobset_infra.cluster.layout import (
     KWOK_NODE_ANNOTATION,
     KWOK_NODE_VALUE,
     Layout,
+    NodeNetwork,
     Ports,
     ProcessSpec,
     Tuning,
@@ -80,6 +82,10 @@ class ClusterOptions:
     # 30 s; until it knows a resource, a foreground deletion of one of its objects waits (a
     # JobSet deleted in the first half minute after its CRD appeared: 24 s here).
     crds: tuple[Mapping[str, Any], ...] = ()
+    # Real nodes (kubelet, containerd, CNI; one kube-proxy and CoreDNS) beside kwok's, and the
+    # images of `jobset-infra image build` imported into them besides the pause image.
+    real_nodes: int = 0
+    images: tuple[str, ...] = ()
 
 
 @dataclass
@@ -89,6 +95,7 @@ class RunningCluster:
     pools: tuple[PoolSpec, ...]
     versions: dict[str, str] = field(default_factory=dict)
     options: ClusterOptions | None = None  # what `start_cluster` was given (None: from state)
+    real: realnode.RealNodes | None = None
 
     @property
     def url(self) -> str:
@@ -110,6 +117,8 @@ class RunningCluster:
 
     def stop(self, keep_files: bool = False) -> list[str]:
         stopped = stop(self.processes)
+        if self.real is not None:  # containers, mounts, cgroups, bridges: before the folder
+            nodehost.teardown(self.real)
         if not keep_files:
             shutil.rmtree(self.layout.folder, ignore_errors=True)
         return stopped
@@ -149,16 +158,26 @@ def admin_access(layout: Layout) -> ClusterAccess:
 def start_cluster(options: ClusterOptions, progress: Progress = print,
                   tools: Tools | None = None) -> RunningCluster:
     """Start the whole control plane and its Nodes; raise ComponentError with a log tail."""
-    pools = () if options.apiserver_only else with_system_pool(
-        (*parse_nodes(options.nodes), *options.extra_pools), progress)
+    pools = () if options.apiserver_only else _pools(options, progress)
     tools = tools or find_tools(apiserver_only=options.apiserver_only)
+    node_bins = nodeup.node_binaries() if options.real_nodes else {}
     folder = options.folder or default_folder(options.name)
     _claim(folder)
     layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
-    _write_files(layout, options)
-    cluster = RunningCluster(layout, [], pools, options=options)
+    real = None
+    if options.real_nodes:
+        ports = [free_port() for _ in range(realnode.needed_ports(options.real_nodes))]
+        real = realnode.plan(layout, options.real_nodes, ports)
+        nodehost.preflight(real)
+        layout = dataclasses.replace(layout, node_network=NodeNetwork(
+            real.apiserver_address, str(realnode.SERVICE_NETWORK)))
+    _write_files(layout, options, real)
+    cluster = RunningCluster(layout, [], pools, options=options, real=real)
     started_at = time.monotonic()
     try:
+        if real is not None:
+            nodehost.prepare(real)
+            _write_state(cluster, options)
         specs = plan_processes(layout, tools, options.tuning)
         for spec in specs[:2] if options.apiserver_only else specs:
             progress(f"starting {spec.name}")
@@ -173,15 +192,62 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
         if not options.apiserver_only:
             progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
             _run(_bootstrap(cluster, options.start_timeout))
-            progress("starting the pod runner (runs our controller's Pods as local processes)")
-            runner = pod_runner_spec(layout)
-            cluster.processes.append(start(runner, layout.log(runner.name)))
-            _write_state(cluster, options)
+            if real is not None:
+                _start_real_nodes(cluster, real, node_bins, options, progress)
+            else:
+                progress("starting the pod runner (runs our controller's Pods as local "
+                         "processes)")
+                runner = pod_runner_spec(layout)
+                cluster.processes.append(start(runner, layout.log(runner.name)))
+                _write_state(cluster, options)
     except BaseException:
         cluster.stop(keep_files=True)
         raise
     progress(f"cluster ready in {time.monotonic() - started_at:.1f} s at {layout.url}")
     return cluster
+
+
+def _pools(options: ClusterOptions, progress: Progress) -> tuple[PoolSpec, ...]:
+    pools = (*parse_nodes(options.nodes), *options.extra_pools)
+    if options.real_nodes:
+        return realnode.beside_real_nodes(pools)
+    return with_system_pool(pools, progress)
+
+
+def _start_real_nodes(cluster: RunningCluster, real: realnode.RealNodes,
+                      bins: Mapping[str, Path], options: ClusterOptions,
+                      progress: Progress) -> None:
+    from jobset_infra.cluster.images.build import build_images
+
+    began = time.monotonic()
+    built = build_images([nodeup.SANDBOX_IMAGE, *options.images], progress)
+    sandbox = built[nodeup.SANDBOX_IMAGE].spec.reference
+    nodeup.write_files(cluster.layout, real, bins, sandbox)
+    _run(_apply(cluster, realnode.coredns_rbac()))
+
+    def register(started: Started) -> None:
+        cluster.processes.append(started)
+        _write_state(cluster, options)
+
+    nodeup.start_nodes(cluster.layout, real, [b.archive for b in built.values()],
+                       register=register, progress=progress, timeout=options.start_timeout,
+                       bins=bins)
+    _run(_real_nodes_ready(cluster, real, options.start_timeout))
+    progress(f"{len(real.nodes)} real nodes Ready in {time.monotonic() - began:.1f} s")
+
+
+async def _apply(cluster: RunningCluster, objects: Sequence[Mapping[str, Any]]) -> None:
+    from jobset_infra.cluster.install import apply_all
+
+    async with cluster.client() as api:
+        await apply_all(api, objects)
+
+
+async def _real_nodes_ready(cluster: RunningCluster, real: realnode.RealNodes,
+                            timeout: float) -> None:
+    async with cluster.client() as api:
+        await _until(lambda: _nodes_ready(api, {n.name for n in real.nodes}), timeout,
+                     f"{len(real.nodes)} real Nodes Ready (kubelet)", cluster)
 
 
 async def _serve_crds(cluster: RunningCluster, crds: Sequence[Mapping[str, Any]]) -> None:
@@ -239,8 +305,15 @@ def _ports() -> Ports:
     return Ports(etcd_client, etcd_peer, apiserver, kcm, scheduler, kwok)
 
 
-def _write_files(layout: Layout, options: ClusterOptions) -> None:
-    pki.write_pki(layout.pki.folder, datetime.datetime.now(datetime.UTC))
+def _write_files(layout: Layout, options: ClusterOptions,
+                 real: realnode.RealNodes | None = None) -> None:
+    clients: tuple[pki.Identity, ...] = pki.CLIENTS
+    serving_ips: tuple[str, ...] = ()
+    if real is not None:
+        clients = (*clients, pki.APISERVER_KUBELET_CLIENT, realnode.PROXY_IDENTITY,
+                   realnode.COREDNS_IDENTITY, *(n.identity for n in real.nodes))
+        serving_ips = (*(n.gateway for n in real.nodes), real.kubernetes_service_ip)
+    pki.write_pki(layout.pki.folder, datetime.datetime.now(datetime.UTC), clients, serving_ips)
     layout.token_file.write_text(f'{layout.admin_token},jobset-infra-admin-token,admin-token,'
                                  f'"system:masters"\n')
     layout.token_file.chmod(0o600)
@@ -347,6 +420,8 @@ def _write_state(cluster: RunningCluster, options: ClusterOptions) -> None:
         "processes": [{"name": p.name, "pid": p.pid, "binary": p.binary, "log": str(p.log)}
                       for p in cluster.processes],
     }
+    if cluster.real is not None:
+        state["real_nodes"] = cluster.real.to_state()
     layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
     layout.state_file.chmod(0o600)
 
@@ -360,6 +435,8 @@ def load_state(folder: Path) -> RunningCluster | None:
         processes = [Started(p["name"], int(p["pid"]), p["binary"], Path(p["log"]))
                      for p in state["processes"]]
         pools = parse_nodes(state["nodes"])
+        real = realnode.from_state(layout, state["real_nodes"]) if "real_nodes" in state \
+            else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return RunningCluster(layout, processes, pools)
+    return RunningCluster(layout, processes, pools, real=real)

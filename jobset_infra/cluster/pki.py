@@ -41,6 +41,9 @@ SCHEDULER = Identity("kube-scheduler", "system:kube-scheduler")
 # own node, which one process for hundreds of nodes cannot be, so kwok is an admin here.
 KWOK = Identity("kwok", "kwok", ("system:masters",))
 CLIENTS: tuple[Identity, ...] = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KWOK)
+# With real nodes: what the API server presents to a kubelet (for logs, exec, port-forward).
+APISERVER_KUBELET_CLIENT = Identity("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+                                    ("system:masters",))
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,11 @@ class Pki:
         return self.folder / f"{who.file_stem}.key"
 
 
-def write_pki(folder: Path, now: datetime.datetime, clients: Sequence[Identity] = CLIENTS) -> Pki:
-    """Make the CA, the serving pair, one client pair per identity and the SA key in `folder`."""
+def write_pki(folder: Path, now: datetime.datetime, clients: Sequence[Identity] = CLIENTS,
+              serving_ips: Sequence[str] = ()) -> Pki:
+    """Make the CA, the serving pair, one client pair per identity and the SA key in `folder`.
+    `serving_ips` are more addresses the API server answers on (real nodes' pods reach it at
+    their gateway and at the `kubernetes` Service's address)."""
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -93,7 +99,7 @@ def write_pki(folder: Path, now: datetime.datetime, clients: Sequence[Identity] 
         .sign(ca_key, hashes.SHA256())
     )
     _write_pair(pki.ca_cert, pki.ca_key, ca, ca_key)
-    _write_pair(pki.serving_cert, pki.serving_key, *_serving(ca, ca_key, now))
+    _write_pair(pki.serving_cert, pki.serving_key, *_serving(ca, ca_key, now, serving_ips))
     for who in clients:
         _write_pair(pki.client_cert(who), pki.client_key(who), *_client(who, ca, ca_key, now))
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -104,11 +110,13 @@ def write_pki(folder: Path, now: datetime.datetime, clients: Sequence[Identity] 
 
 
 def _serving(
-    ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, now: datetime.datetime
+    ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, now: datetime.datetime,
+    extra_ips: Sequence[str] = (),
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
     names: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_DNS]
-    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", "10.0.0.1")]
+    ips = dict.fromkeys(("127.0.0.1", "10.0.0.1", *extra_ips))
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
     cert = (
         _builder(subject, ca.subject, key.public_key(), now)

@@ -29,7 +29,7 @@ def _load(name: str) -> dict[str, Any]:
 def test_every_example_is_listed_in_the_readme() -> None:
     readme = (EXAMPLES / "README.md").read_text()
     folders = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
-    assert folders == ["depends-on", "failure-policy", "jax-multislice", "pytorch-ddp",
+    assert folders == ["depends-on", "failure-policy", "jax-cpu", "jax-multislice", "pytorch-ddp",
                        "tpu-multislice", "tpu7x-multislice", "v5p-multislice", "v6e-multislice"]
     for folder in folders:
         assert f"`{folder}/" in readme

@@ -110,6 +110,7 @@ WORKLOAD: Final = ImageSpec(
     description="the examples' workloads: Python with JAX for CPU",
     base=BOOKWORM,
     app=PythonApp(lock="locks/workload.txt"),
+    files=(("examples/jax-cpu/train.py", "/opt/jax-cpu/train.py"),),
     env=_PYTHON_ENV,
     entrypoint=("python",),
     workdir="/tmp",

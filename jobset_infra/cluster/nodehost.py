@@ -1,0 +1,230 @@
+"""The machine side of real nodes: checks, bridges, cgroups, image import and teardown.
+
+Everything here changes the machine, and only what one cluster's run creates: the bridges
+`jsi<i>` with their gateway address (and IPv4 forwarding on those bridges only), one cgroup
+per node in each cgroup v1 hierarchy, the folder under
+/run/jobset-infra, and what kubelet, containerd and kube-proxy make beneath those (pod
+network namespaces, mounts, kube-proxy's nftables table). `teardown` removes all of it.
+Needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from jobset_infra.cluster.processes import ComponentError, Started
+from jobset_infra.cluster.realnode import (
+    POD_NETWORK,
+    RUNC,
+    Node,
+    RealNodeError,
+    RealNodes,
+    collisions,
+)
+
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+CTR_NAMESPACE: Final = "k8s.io"  # the CRI's containerd namespace
+PROXY_TABLES: Final = (("ip", "kube-proxy"), ("ip6", "kube-proxy"))
+# What kubelet sets at start, whatever its configuration says (protectKernelDefaults only turns
+# a difference into a refusal to start): kept before and put back by `teardown`.
+KERNEL_TUNABLES: Final = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+                          "kernel/panic_on_oops", "kernel/keys/root_maxkeys",
+                          "kernel/keys/root_maxbytes")
+SYSCTL: Final = Path("/proc/sys")
+
+
+def preflight(real: RealNodes) -> None:
+    """RealNodeError naming the fix for whatever real nodes cannot start without."""
+    if os.geteuid() != 0:
+        raise RealNodeError("real nodes need root (bridges, cgroups, mounts): run as root, "
+                            "or leave out --real-nodes")
+    missing = [f"{tool} (Debian package {pkg})" for tool, pkg in
+               ((RUNC, "runc"), ("nft", "nftables"), ("ip", "iproute2"), ("mount", "mount"))
+               if shutil.which(tool) is None]
+    if missing:
+        raise RealNodeError(f"real nodes need {', '.join(missing)}: apt-get install -y runc "
+                            "nftables (as .ci/run does)")
+    if not hierarchies():
+        raise RealNodeError(f"no cgroup v1 hierarchy under {CGROUP_ROOT}: real nodes are set "
+                            "up for this machine's cgroup v1 (see docs/cluster.md)")
+    overlapping = collisions(real, host_networks())
+    if overlapping:
+        raise RealNodeError(
+            f"the pod network {POD_NETWORK} overlaps {', '.join(overlapping)} on this machine; "
+            "another real-node cluster runs here (stop it with `jobset-infra cluster down "
+            "--name NAME`), or the host uses the range, which real nodes then cannot")
+
+
+def host_networks() -> list[tuple[str, str]]:
+    """Every IPv4 address and route of the machine as (network, where)."""
+    found: list[tuple[str, str]] = []
+    for link in _ip_json("-4", "addr"):
+        for addr in link.get("addr_info") or []:
+            found.append((f"{addr['local']}/{addr['prefixlen']}", f"address of {link['ifname']}"))
+    for route in _ip_json("-4", "route", "show", "table", "all"):
+        dst = route.get("dst", "")
+        if dst and dst != "default" and route.get("type", "unicast") in ("unicast", "local"):
+            found.append((dst, f"route via {route.get('dev', '?')}"))
+    return found
+
+
+def _ip_json(*args: str) -> list[dict[str, Any]]:
+    out = subprocess.run(["ip", "-j", *args], capture_output=True, text=True, check=True)
+    parsed: list[dict[str, Any]] = json.loads(out.stdout or "[]")
+    return parsed
+
+
+def hierarchies() -> list[Path]:
+    """The cgroup v1 hierarchies of this machine (not the cgroup2 mount at `unified`)."""
+    if not CGROUP_ROOT.is_dir():
+        return []
+    return sorted(p for p in CGROUP_ROOT.iterdir()
+                  if p.is_dir() and p.name != "unified" and (p / "cgroup.procs").exists())
+
+
+def prepare(real: RealNodes) -> None:
+    """The bridges, each with its gateway address, and each node's cgroup; the kernel
+    tunables kubelet will change, recorded for `teardown`."""
+    real.runtime.mkdir(parents=True, exist_ok=True)
+    saved = real.runtime / "sysctls.json"
+    if not saved.exists():
+        saved.write_text(json.dumps({name: (SYSCTL / name).read_text().strip()
+                                     for name in KERNEL_TUNABLES if (SYSCTL / name).exists()}))
+    for node in real.nodes:
+        node.folder.mkdir(parents=True, exist_ok=True)
+        node.runtime.mkdir(parents=True, exist_ok=True)
+        _run("ip", "link", "add", node.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{node.gateway}/{node.subnet.prefixlen}", "dev", node.bridge)
+        _run("ip", "link", "set", node.bridge, "up")
+        # Routed through the host, on these bridges only (the machine's ip_forward stays as it
+        # is): a pod's packet to a Service address that kube-proxy turns into another pod's, and
+        # a pod's packet to another node's pod.
+        Path(f"/proc/sys/net/ipv4/conf/{node.bridge}/forwarding").write_text("1")
+        for hierarchy in hierarchies():
+            folder = hierarchy / node.cgroup.lstrip("/")
+            folder.mkdir(exist_ok=True)
+            if hierarchy.name == "cpuset":  # a v1 cpuset starts empty: nothing could run
+                for name in ("cpuset.cpus", "cpuset.mems"):
+                    (folder / name).write_text((hierarchy / name).read_text())
+
+
+def join_cgroup(started: Started, node: Node) -> None:
+    """Move a node's process (containerd: its shims then start beside it) into the node's
+    cgroup, so `teardown` finds every process the node left."""
+    for hierarchy in hierarchies():
+        with contextlib.suppress(OSError):
+            (hierarchy / node.cgroup.lstrip("/") / "cgroup.procs").write_text(str(started.pid))
+
+
+def wait_containerd(node: Node, ctr: Path, started: Started, timeout: float) -> None:
+    from jobset_infra.cluster.processes import alive, log_tail
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(started):
+            raise ComponentError(f"{started.name} exited during start-up; last lines of "
+                                 f"{started.log}:\n{log_tail(started.log)}")
+        probe = subprocess.run([str(ctr), "--address", str(node.socket), "version"],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise ComponentError(f"{started.name} did not answer on {node.socket} within {timeout:g} s;"
+                         f" see {started.log}")
+
+
+def import_images(node: Node, ctr: Path, archives: Sequence[Path]) -> None:
+    """Load OCI archives into the node's image store, unpacked for the CRI's snapshotter."""
+    for archive in archives:
+        result = subprocess.run(
+            [str(ctr), "--address", str(node.socket), "--namespace", CTR_NAMESPACE, "images",
+             "import", "--snapshotter", "overlayfs", str(archive)],
+            capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ComponentError(f"ctr images import {archive} into {node.name} failed: "
+                                 f"{(result.stderr or result.stdout).strip()[-600:]}")
+
+
+def teardown(real: RealNodes, grace: float = 10.0) -> None:
+    """Remove everything the nodes made: processes left in their cgroups (container shims and
+    containers), mounts under their folders, cgroups, bridges, kube-proxy's table, /run folder.
+    Safe to call twice and on a half-started cluster."""
+    cgroups = [h / n.cgroup.lstrip("/") for n in real.nodes for h in hierarchies()]
+    deadline = time.monotonic() + grace
+    while True:
+        pids = _pids(cgroups)
+        if not pids or time.monotonic() > deadline:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+    _unmount_under([n.folder for n in real.nodes] + [real.runtime])
+    for cgroup in cgroups:
+        _remove_cgroup(cgroup)
+    for bridge in real.bridges:
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
+    if shutil.which("nft"):
+        for family, table in PROXY_TABLES:
+            subprocess.run(["nft", "delete", "table", family, table], capture_output=True,
+                           check=False)
+    _restore_sysctls(real.runtime / "sysctls.json")
+    shutil.rmtree(real.runtime, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        real.runtime.parent.rmdir()  # only when no other cluster's folder is in it
+
+
+def _restore_sysctls(saved: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for name, value in json.loads(saved.read_text()).items():
+            with contextlib.suppress(OSError):
+                (SYSCTL / name).write_text(str(value))
+
+
+def _pids(cgroups: Iterable[Path]) -> set[int]:
+    found: set[int] = set()
+    for cgroup in cgroups:
+        if not cgroup.is_dir():
+            continue
+        for procs in cgroup.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                found |= {int(line) for line in procs.read_text().split()}
+    return found
+
+
+def _unmount_under(folders: Sequence[Path]) -> None:
+    roots = [str(f.resolve()) for f in folders]
+    points: list[str] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4].replace("\\040", " ")
+            if any(point == r or point.startswith(r + "/") for r in roots):
+                points.append(point)
+    for point in sorted(set(points), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def _remove_cgroup(cgroup: Path) -> None:
+    if not cgroup.is_dir():
+        return
+    for child in sorted((p for p in cgroup.rglob("*") if p.is_dir()),
+                        key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        cgroup.rmdir()
+
+
+def _run(*argv: str) -> None:
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RealNodeError(f"{' '.join(argv)} failed: {result.stderr.strip()}")

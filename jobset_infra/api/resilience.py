@@ -23,6 +23,8 @@ __all__ = [
     "METRIC_DOMAIN_FAILURES_TOTAL",
     "METRIC_LABEL_CAUSE",
     "NO_DOMAIN_KEPT_OUT_REASON",
+    "SPARES_USED_REASON",
+    "SPARE_POOL_LABEL",
     "Cause",
 ]
 
@@ -68,6 +70,16 @@ CONDITION_DOMAINS_KEPT_OUT: Final = "TopologyDomainsKeptOut"
 DOMAINS_KEPT_OUT_REASON: Final = "RecentFailures"
 KEPT_OUT_USED_REASON: Final = "NoHealthyDomainFits"
 NO_DOMAIN_KEPT_OUT_REASON: Final = "NoneKeptOut"
+# TopologyDomainsKeptOut reason when hot-spare pools stood in for the pools lost (kept out or
+# with nodes not ready); the message names both.
+SPARES_USED_REASON: Final = "SparePoolsUsed"
+
+# --- Hot-spare pools ----------------------------------------------------------------------------
+
+# Node label ("true") of a hot-spare slice pool (TpuSlicePools(spares=K), tpu/constants.py
+# SPARE_POOL_LABEL writes the same string): placement takes such a pool only when a non-spare
+# pool of the same topology key is lost, and after every non-spare one.
+SPARE_POOL_LABEL: Final = "jobset-infra/spare-pool"
 
 # --- The slice-health ledger --------------------------------------------------------------------
 

@@ -13,6 +13,11 @@ A test or a user ends a running Pod by annotating it, as a container would by ex
 
 exit code 0 makes the Pod Succeeded; any other code Failed, with that code and reason (default
 `Completed` / `Error`) in its container's terminated state, so a Job's podFailurePolicy sees it.
+
+A Node goes NotReady (its kubelet stops reporting Ready, as a dead host's does) while it carries
+the annotation `jobset-infra.dev/not-ready`, and Ready again once it is removed:
+
+    kubectl annotate node N jobset-infra.dev/not-ready=true
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any, Final
 
 EXIT_CODE_ANNOTATION: Final = "jobset-infra.dev/exit-code"
 EXIT_REASON_ANNOTATION: Final = "jobset-infra.dev/exit-reason"
+NOT_READY_ANNOTATION: Final = "jobset-infra.dev/not-ready"
 STAGE_API: Final = "kwok.x-k8s.io/v1alpha1"
 
 JsonObj = dict[str, Any]
@@ -65,6 +71,7 @@ def _is_not(key: str, *values: str) -> JsonObj:
 
 
 _READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+_NOT_READY = _annotation(NOT_READY_ANNOTATION)
 
 # A healthy kubelet's Node conditions, as of now (a heartbeat is the same report again).
 _NODE_HEARTBEAT: Final = """\
@@ -107,6 +114,19 @@ nodeInfo:
   osImage: ""
   systemUUID: ""
 phase: Running
+"""
+
+# A kubelet that stopped reporting: Ready False (the node lifecycle controller then taints the
+# Node not-ready, so nothing new is scheduled there).
+_NODE_NOT_READY: Final = """\
+{{ $now := Now }}
+conditions:
+- lastHeartbeatTime: {{ $now | Quote }}
+  lastTransitionTime: {{ $now | Quote }}
+  message: "kubelet stopped posting node status (jobset-infra.dev/not-ready)"
+  reason: KubeletNotReady
+  status: "False"
+  type: Ready
 """
 
 _POD_RUNNING: Final = """\
@@ -263,9 +283,12 @@ def stages(auto_complete_seconds: float | None = None,
     """
     running = _POD_RUNNING.replace("{local}", _runs_locally(runner_selectors))
     out = [
-        _stage("node-ready", "Node", [_is_not(_READY, "True")],
+        _stage("node-ready", "Node", [_is_not(_READY, "True"), _lacks(_NOT_READY)],
                {"statusTemplate": _NODE_STATUS}),
-        _stage("node-heartbeat", "Node", [_is(".status.phase", "Running"), _is(_READY, "True")],
+        _stage("node-not-ready", "Node", [_is(_READY, "True"), _has(_NOT_READY)],
+               {"statusTemplate": _NODE_NOT_READY}),
+        _stage("node-heartbeat", "Node", [_is(".status.phase", "Running"), _is(_READY, "True"),
+                                          _lacks(_NOT_READY)],
                {"statusTemplate": _NODE_HEARTBEAT}, delay_ms=20_000, jitter_ms=25_000),
         _stage("pod-running", "Pod", [_ALIVE, _is(".status.phase", "Pending")],
                {"statusTemplate": running}),
@@ -283,7 +306,7 @@ def stages(auto_complete_seconds: float | None = None,
     ]
     if auto_complete_seconds is not None:
         delay = max(0, int(auto_complete_seconds * 1000))
-        out.insert(5, _stage(
+        out.insert(6, _stage(
             "pod-auto-complete", "Pod",
             [_ALIVE, _RUNNING, _lacks(_annotation(EXIT_CODE_ANNOTATION)),
              _is(".metadata.ownerReferences.[].kind", "Job")],

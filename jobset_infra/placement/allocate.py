@@ -11,7 +11,9 @@ The choice is deterministic (the same inputs give the same domains on every repl
    then domains held only by other priority levels (upstream scoping: a higher-priority JobSet
    may take a pool a lower one is being preempted from);
 3. within a tier, the domain the Job had before (resume), then the smallest domain that fits
-   (keeping big pools for big Jobs), then natural name order;
+   (keeping big pools for big Jobs), then natural name order; above all that, a domain's
+   `rank` (0 unless given: hot spares 1, pools that failed recently 2) orders the candidates,
+   whatever their tier;
 4. the Jobs are matched to domains by augmenting paths, so if any complete assignment exists,
    one is found even when a greedy pass would have painted itself into a corner.
 """
@@ -80,8 +82,10 @@ class _Options:
     a list of its own.
     """
 
-    def __init__(self, domains: Sequence[Domain], occupancy: Occupancy) -> None:
-        self.domains, self.occupancy = domains, occupancy
+    def __init__(
+        self, domains: Sequence[Domain], occupancy: Occupancy, rank: Mapping[tuple[str, str], int]
+    ) -> None:
+        self.domains, self.occupancy, self.rank = domains, occupancy, rank
         self._fits: dict[tuple[object, ...], list[tuple[Domain, int]]] = {}
         self._lists: dict[tuple[tuple[object, ...], str], list[_Candidate]] = {}
         self._holding = {v.key for vs in occupancy.holders.values() for v in vs}
@@ -102,7 +106,7 @@ class _Options:
         if key not in self._lists:
             self._lists[key] = self._build(replace(request, previous=None))
         shared = self._lists[key]
-        return _preferring(shared, request.previous) if request.previous else shared
+        return _preferring(shared, request.previous, self.rank) if request.previous else shared
 
     def _build(self, request: PlacementRequest) -> list[_Candidate]:
         out = []
@@ -115,6 +119,7 @@ class _Options:
             out.append(_Candidate(tier, domain, room))
         out.sort(
             key=lambda cand: (
+                self.rank.get(cand.slot, 0),
                 cand.tier,
                 cand.domain.name != request.previous,
                 cand.room,
@@ -124,13 +129,16 @@ class _Options:
         return out
 
 
-def _preferring(cands: list[_Candidate], previous: str) -> list[_Candidate]:
+def _preferring(
+    cands: list[_Candidate], previous: str, rank: Mapping[tuple[str, str], int]
+) -> list[_Candidate]:
     """Return `cands` with the domain named `previous` first within its tier (resume)."""
     found = next((c for c in cands if c.domain.name == previous), None)
     if found is None:
         return cands
     pos = cands.index(found)
-    first = next(i for i, c in enumerate(cands) if c.tier == found.tier)
+    first = next(i for i, c in enumerate(cands) if c.tier == found.tier
+                 and rank.get(c.slot, 0) == rank.get(found.slot, 0))
     return [*cands[:first], found, *cands[first:pos], *cands[pos + 1 :]]
 
 
@@ -179,12 +187,19 @@ class _Matcher:
 
 
 def allocate(
-    requests: Sequence[PlacementRequest], domains: Sequence[Domain], occupancy: Occupancy
+    requests: Sequence[PlacementRequest],
+    domains: Sequence[Domain],
+    occupancy: Occupancy,
+    rank: Mapping[tuple[str, str], int] | None = None,
 ) -> Assignment | NoFit:
-    """Return a domain for every request, or a NoFit saying why that is impossible now."""
+    """Return a domain for every request, or a NoFit saying why that is impossible now.
+
+    `rank`: (topology key, domain) -> how late to take it (0, the default, first): hot spares
+    and pools that failed recently go after the others.
+    """
     if not requests:
         return Assignment()
-    table = _Options(domains, occupancy)
+    table = _Options(domains, occupancy, rank or {})
     options = [table.of(r) for r in requests]
     matched = _Matcher(options).match()
     if matched is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "RESERVATION_NAME_LABEL",
     "SLICE_GROUP_LABEL",
     "SLICE_INDEX_LABEL",
+    "SPARE_POOL_LABEL",
     "SPOT_LABEL",
     "SYSTEM_POOL_LABEL",
     "SYSTEM_POOL_VALUE",
@@ -96,6 +97,9 @@ MIN_GKE_VERSION_FLEX_START_TPU: Final = "1.33.0-gke.1712000"
 # Our own node labels on every slice pool: which pool group and which slice index it is.
 SLICE_GROUP_LABEL: Final = "jobset-infra/slice-group"
 SLICE_INDEX_LABEL: Final = "jobset-infra/slice-index"
+# Our node label on a hot-spare slice pool ("true"); the controller reads the same string from
+# api/resilience.py (api and tpu import nothing of each other; a test holds them equal).
+SPARE_POOL_LABEL: Final = "jobset-infra/spare-pool"
 # Label on the CPU system pool's nodes; controllers may select it (TPU nodes are tainted anyway).
 SYSTEM_POOL_LABEL: Final = "jobset-infra/pool"
 SYSTEM_POOL_VALUE: Final = "system"

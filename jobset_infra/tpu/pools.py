@@ -47,6 +47,9 @@ class SlicePool:
     index: int
     node_labels: Mapping[str, str]
     """Labels this package sets on the pool's nodes (GKE adds the accelerator/topology ones)."""
+    spare: bool = False
+    """A hot spare: not one of the slices (nor in Kueue's quota); its nodes carry
+    ``jobset-infra/spare-pool: "true"``, which the controller's placement reads."""
 
     @property
     def node_selector(self) -> Mapping[str, str]:
@@ -82,6 +85,7 @@ class SlicePoolsPlan:
     name: str
     slice: TpuSlice
     pools: tuple[SlicePool, ...]
+    """Every node pool: the slices in order, then the hot spares."""
     zone: str
     location: str
     capacity: Capacity
@@ -107,12 +111,18 @@ class SlicePoolsPlan:
 
     @property
     def slices(self) -> int:
-        """Return the number of slices (= pools = JobSet replicas for one Multislice job)."""
-        return len(self.pools)
+        """Return the number of slices (= pools but spares = JobSet replicas for one Multislice
+        job)."""
+        return sum(1 for pool in self.pools if not pool.spare)
+
+    @property
+    def spares(self) -> int:
+        """Return the number of hot-spare pools (not counted in `slices` nor Kueue's quota)."""
+        return sum(1 for pool in self.pools if pool.spare)
 
     @property
     def pool_names(self) -> tuple[str, ...]:
-        """Return the node-pool names, in slice order."""
+        """Return the node-pool names: the slices in order, then the spares."""
         return tuple(pool.name for pool in self.pools)
 
     @property
@@ -122,12 +132,13 @@ class SlicePoolsPlan:
 
     @property
     def total_nodes(self) -> int:
-        """Return the nodes of all pools when scaled up."""
-        return self.slices * self.nodes_per_pool
+        """Return the nodes of all pools (spares too) when scaled up."""
+        return len(self.pools) * self.nodes_per_pool
 
     @property
     def total_chips(self) -> int:
-        """Return the chips of all slices: the Kueue ``google.com/tpu`` quota they back."""
+        """Return the chips of the slices, spares left out: the Kueue ``google.com/tpu`` quota
+        they back."""
         return self.slices * self.slice.hosts * self.slice.chips_per_host
 
     @property
@@ -197,7 +208,8 @@ def plan_slice_pools(request: SlicePoolsSpec | Mapping[str, Any]) -> SlicePoolsP
     return SlicePoolsPlan(
         name=spec.name,
         slice=tpu_slice,
-        pools=tuple(_pool(spec.name, i) for i in range(spec.slices)),
+        pools=(*(_pool(spec.name, i) for i in range(spec.slices)),
+               *(_spare(spec.name, i) for i in range(spec.spares))),
         zone=spec.zone,
         location=spec.cluster_location,
         capacity=capacity,
@@ -231,6 +243,12 @@ def _workload_policy(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> WorkloadPolic
 def _pool(group: str, index: int) -> SlicePool:
     labels = {c.SLICE_GROUP_LABEL: group, c.SLICE_INDEX_LABEL: str(index)}
     return SlicePool(f"{group}-{index}", index, MappingProxyType(labels))
+
+
+def _spare(group: str, index: int) -> SlicePool:
+    # No slice index: a spare stands in for whichever slice's pool was lost.
+    labels = {c.SLICE_GROUP_LABEL: group, c.SPARE_POOL_LABEL: "true"}
+    return SlicePool(f"{group}-spare-{index}", index, MappingProxyType(labels), spare=True)
 
 
 def _auto_upgrade(spec: SlicePoolsSpec) -> bool:
@@ -285,6 +303,7 @@ def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
             "zone": plan.zone,
             "capacity": _capacity_fingerprint(plan),
             "slices": str(plan.slices),
+            "spares": str(plan.spares),
         }
     )
 
@@ -316,13 +335,20 @@ def replacement_warnings(
         f"changing {key} from {previous[key]!r} to {value!r} replaces all {plan.slices} slice "
         f"pool(s) of {plan.name!r}: running workloads on them are evicted"
         for key, value in current.items()
-        if key != "slices" and key in previous and previous[key] != value
+        if key not in ("slices", "spares") and key in previous and previous[key] != value
     ]
     before = int(previous.get("slices", "0") or 0)
     if before > plan.slices:
         gone = ", ".join(f"{plan.name}-{i}" for i in range(plan.slices, before))
         warnings.append(
             f"reducing slices from {before} to {plan.slices} deletes pool(s) {gone}: "
+            "running workloads on them are evicted"
+        )
+    spares_before = int(previous.get("spares", "0") or 0)
+    if spares_before > plan.spares:
+        gone = ", ".join(f"{plan.name}-spare-{i}" for i in range(plan.spares, spares_before))
+        warnings.append(
+            f"reducing spares from {spares_before} to {plan.spares} deletes pool(s) {gone}: "
             "running workloads on them are evicted"
         )
     return tuple(warnings)

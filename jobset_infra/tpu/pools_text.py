@@ -11,6 +11,8 @@ flavors and quota) without creating any. Entries are comma-separated:
 - `v5e-2x4@ct5lp-hightpu-8t:2`: the same with an explicit machine type (here single-host);
 - `v5e=v5e-2x4@ct5lp-hightpu-4t:4`: pools named `v5e-0..3`, as a stack whose `slices.name` is
   `v5e` names them (so a kwok cluster can stand in for that stack's GKE pools);
+- `v5e-2x4:4+1`: the same 4 slice pools and 1 hot-spare pool (`v5e-2x4-spare-0`, labelled
+  `jobset-infra/spare-pool: "true"`, outside Kueue's quota), as `slices.spares` plans it;
 - `cpu:3`: the CPU pool (`default-pool`) with 3 nodes.
 
 Pure: `parse_pools_text(text)` returns the entries or raises PoolsTextError naming the entry.
@@ -42,8 +44,8 @@ __all__ = [
 POOLS_ZONE: Final = "us-west4-a"
 POOLS_REGION: Final = "us-west4"
 HELP: Final = (
-    "write pools as [<name>=]<accelerator>-<topology>[@<machine type>]:<slices> (e.g. "
-    "v5e-2x4:4) or cpu:<nodes>, separated by commas"
+    "write pools as [<name>=]<accelerator>-<topology>[@<machine type>]:<slices>[+<spares>] "
+    "(e.g. v5e-2x4:4 or v5e-2x4:4+1) or cpu:<nodes>, separated by commas"
 )
 
 
@@ -95,18 +97,24 @@ def _pool_group(entry: PoolsEntry) -> str:
 
 def _entry(entry: str) -> PoolsEntry:
     shape, sep, count_text = entry.rpartition(":")
+    count_text, plus, spares_text = count_text.partition("+")
     if not sep or not shape or not count_text.isdigit() or int(count_text) < 1:
         raise PoolsTextError(f"entry {entry!r} needs a positive count after ':'; {HELP}")
+    if plus and (shape == "cpu" or not spares_text.isdigit()):
+        raise PoolsTextError(
+            f"entry {entry!r}: '+<spares>' takes a count of TPU spare pools; {HELP}")
     count = int(count_text)
     if shape == "cpu":
         return CpuPoolEntry(entry, count)
     name, eq, form = shape.rpartition("=")
     if eq and not name:
         raise PoolsTextError(f"entry {entry!r} has an empty name before '='; {HELP}")
-    return _tpu_entry(entry, form, name or None, count)
+    return _tpu_entry(entry, form, name or None, count, int(spares_text or 0))
 
 
-def _tpu_entry(entry: str, shape: str, name: str | None, slices: int) -> TpuPoolsEntry:
+def _tpu_entry(
+    entry: str, shape: str, name: str | None, slices: int, spares: int = 0
+) -> TpuPoolsEntry:
     form, _, machine_type = shape.partition("@")
     accelerator, dash, topology = form.rpartition("-")
     if not dash or not accelerator or not topology:
@@ -118,7 +126,7 @@ def _tpu_entry(entry: str, shape: str, name: str | None, slices: int) -> TpuPool
             name=name or f"{tpu_slice.family.generation.lower()}-{topology}",
             accelerator=tpu_slice.family.label, topology=topology, zone=POOLS_ZONE,
             cluster_location=POOLS_REGION, machine_type=tpu_slice.vm_type, slices=slices,
-            multislice=tpu_slice.is_multi_host,
+            spares=spares, multislice=tpu_slice.is_multi_host,
         ))
     except (TpuShapeError, SlicePoolsError) as err:
         raise PoolsTextError(f"entry {entry!r}: {err}") from None

@@ -116,6 +116,11 @@ class SlicePoolsSpec:
     machine_type: str | None = None
     """TPU VM type; defaults to the family's VM with the most chips the topology allows."""
     slices: int = 1
+    spares: int = 0
+    """Hot-spare slice pools beside the slices, named ``<name>-spare-0`` ...: the same shape,
+    labelled ``jobset-infra/spare-pool: "true"``, not counted in Kueue's quota. The controller's
+    placement takes a spare only when a slice pool was lost (kept out after an infrastructure
+    failure, or with nodes not ready), so a restart need not wait for the bad pool."""
     capacity: Capacity = Capacity.ON_DEMAND
     reservation: str | None = None
     """Reservation name (or projects/P/reservations/R) when capacity is "reservation"."""

@@ -97,8 +97,11 @@ def _shape_field(spec: SlicePoolsSpec) -> str:
 
 
 def validate_name(spec: SlicePoolsSpec) -> None:
-    """Every generated pool name ``<name>-<index>`` is a valid GKE node-pool name."""
+    """Every generated pool name ``<name>-<index>`` (``<name>-spare-<index>``) is a valid GKE
+    node-pool name."""
     longest = f"{spec.name}-{max(spec.slices - 1, 0)}"
+    if spec.spares > 0:
+        longest = f"{spec.name}-spare-{spec.spares - 1}"
     if not _POOL_NAME.match(spec.name) or len(longest) > _POOL_NAME_MAX:
         raise SlicePoolsError(
             "name",
@@ -112,13 +115,19 @@ def validate_slices(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> None:
     """Rule 11: 1 slice up to a cluster's node limit; a Multislice is of multi-host slices."""
     if spec.slices < 1:
         raise SlicePoolsError("slices", f"must be at least 1, got {spec.slices}")
-    nodes = spec.slices * tpu_slice.hosts
+    if spec.spares < 0:
+        raise SlicePoolsError("spares", f"must be 0 or more, got {spec.spares}")
+    nodes = (spec.slices + spec.spares) * tpu_slice.hosts
     if nodes > c.GKE_MAX_NODES_PER_CLUSTER:
+        field = "spares" if spec.slices * tpu_slice.hosts <= c.GKE_MAX_NODES_PER_CLUSTER \
+            else "slices"
+        spares = f" and {spec.spares} spares" if spec.spares else ""
         raise SlicePoolsError(
-            "slices",
-            f"{spec.slices} slices of {tpu_slice.hosts} node(s) are {nodes} nodes, more than a GKE "
-            f"cluster's {c.GKE_MAX_NODES_PER_CLUSTER}; use at most "
-            f"{c.GKE_MAX_NODES_PER_CLUSTER // tpu_slice.hosts} slices",
+            field,
+            f"{spec.slices} slices{spares} of {tpu_slice.hosts} node(s) are {nodes} nodes, more "
+            f"than a GKE cluster's {c.GKE_MAX_NODES_PER_CLUSTER}; use at most "
+            f"{c.GKE_MAX_NODES_PER_CLUSTER // tpu_slice.hosts} slices{' and spares' * bool(spares)}"
+            f"{' together' * bool(spares)}",
         )
     multislice = spec.multislice if spec.multislice is not None else spec.slices > 1
     if multislice and not tpu_slice.is_multi_host:

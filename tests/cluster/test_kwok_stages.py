@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION, stages
+from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION, NOT_READY_ANNOTATION, stages
 
 
 def by_name(auto_complete: float | None = None) -> dict[str, dict[str, Any]]:
@@ -20,6 +20,7 @@ def selector(spec: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
 
 
 EXIT = f'.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
+NOT_READY = f'.metadata.annotations["{NOT_READY_ANNOTATION}"]'
 
 
 @pytest.mark.parametrize(
@@ -37,10 +38,21 @@ EXIT = f'.metadata.annotations["{EXIT_CODE_ANNOTATION}"]'
                      id="a Pod being deleted is removed, as a kubelet would confirm"),
         pytest.param("pvc-provision", (".spec.volumeName", "DoesNotExist", ()),
                      id="a claim without a volume gets one"),
+        pytest.param("node-not-ready", (NOT_READY, "Exists", ()),
+                     id="a Node annotated not-ready stops reporting Ready"),
+        pytest.param("node-ready", (NOT_READY, "DoesNotExist", ()),
+                     id="kwok makes a Node Ready again only once the annotation is gone"),
+        pytest.param("node-heartbeat", (NOT_READY, "DoesNotExist", ()),
+                     id="a heartbeat never reports a not-ready Node Ready"),
     ],
 )
 def test_stage_selectors(stage: str, expression: tuple[str, str, tuple[str, ...]]) -> None:
     assert expression in selector(by_name()[stage])
+
+
+def test_a_not_ready_node_reports_ready_false() -> None:
+    template = by_name()["node-not-ready"]["next"]["statusTemplate"]
+    assert 'status: "False"' in template and "type: Ready" in template
 
 
 def test_pods_never_end_by_themselves_unless_asked() -> None:

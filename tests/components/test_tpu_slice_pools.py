@@ -75,6 +75,21 @@ def test_four_multi_host_v5e_2x4_slices_on_spot() -> None:
     assert result.warnings() == []
 
 
+def test_hot_spares_are_node_pools_labelled_as_spares_outside_the_quota() -> None:
+    result = _build(make_spec(slices=2, spares=1))
+
+    pools = sorted(result.of_type(GCP_NODE_POOL), key=lambda p: p.name)
+    assert [p.name for p in pools] == ["train-0", "train-1", "train-spare-0"]
+    spare = pools[2].inputs
+    assert spare["nodeConfig"]["labels"] == {"jobset-infra/slice-group": "train",
+                                             "jobset-infra/spare-pool": "true"}
+    assert spare["nodeCount"] == 2 and spare["placementPolicy"] == pools[0].inputs[
+        "placementPolicy"]
+    assert result.values["pool_names"] == ["train-0", "train-1", "train-spare-0"]
+    assert result.values["total_chips"] == 16  # what Kueue's quota counts: the 2 slices
+    assert result.values["fingerprint"]["spares"] == "1"
+
+
 def test_multi_host_tpu7x_slices_get_one_workload_policy_instead_of_tpu_topology() -> None:
     spec = make_spec(name="iw", accelerator="tpu7x", topology="4x4x4", machine_type=None,
                      slices=2, zone="us-central1-c", cluster_location="us-central1")

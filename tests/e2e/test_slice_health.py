@@ -1,14 +1,21 @@
-"""Slice health on the real control plane: a pool whose slice failed for an infrastructure cause
-is kept out of the next assignments, across a controller restart (marker real).
+"""Slice health and hot spares on the real control plane: a slice whose pool's nodes went NotReady
+restarts alone (RestartJob) on the hot-spare pool and the run completes; a pool whose slice
+failed for an infrastructure cause is kept out of the next assignments, across a controller
+restart (marker real).
 
-One cluster holds three GKE-shaped TPU v5e 2x4 slice pools (kwok Nodes) and our controller as its
-Deployment. A 2-slice JobSet lands on two pools. A chip of the first pool goes bad (the device
-plugin's sign: allocatable below capacity) and its slice fails: the controller records
-`tpu_device_error` against the pool in its ledger ConfigMap and the restart lands elsewhere,
-the JobSet saying which pool it kept out and why. Then the chip is repaired (the pool fits
-again), the controller's pod is deleted (a new process, a new leader, reads the ledger back) and
-another slice fails for the program's own reason: the restart still leaves the repaired pool
-aside, where without the history the first pools in order (that one among them) would be chosen.
+One cluster holds three GKE-shaped TPU v5e 2x4 slice pools and one hot-spare pool (kwok Nodes,
+`hp=...:3+1`, as `TpuSlicePools(spares=1)` plans them) and our controller as its Deployment
+(RestartJob gate on). A 3-slice JobSet fills the three pools; the nodes of one go NotReady and
+its slice fails: only that slice is recreated, on the spare, and the JobSet completes. (Its
+failure stays in the ledger, so the second test may find that pool kept out too: it makes no
+difference to what that test checks.) Then a 2-slice JobSet lands on two pools. A chip of the
+first pool goes bad (the device plugin's sign: allocatable below capacity) and its slice fails:
+the controller records `tpu_device_error` against the pool in its ledger ConfigMap and the
+restart lands elsewhere, the JobSet saying which pool it kept out and why. Then the chip is
+repaired (the pool fits again), the controller's pod is deleted (a new process, a new leader,
+reads the ledger back) and another slice fails for the program's own reason: the restart still
+leaves the repaired pool aside, where without the history the first pools in order (that one
+among them) would be chosen.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import pytest_asyncio
 
 from jobset_infra.api import constants as k
 from jobset_infra.api import resilience as res
-from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION
+from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION, NOT_READY_ANNOTATION
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import CONFIGMAPS, JOBSETS, NODES, Resource
 from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
@@ -33,7 +40,8 @@ from tests.waiting import until
 pytestmark = [pytest.mark.real, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(600)]
 
 T = TypeVar("T")
-NODES_TEXT = "hp=v5e-2x4@ct5lp-hightpu-4t:3"
+NODES_TEXT = "hp=v5e-2x4@ct5lp-hightpu-4t:3+1"
+JOBS = Resource("batch", "v1", "jobs", "Job")
 [PLAN] = tpu_plans(parse_pools_text(NODES_TEXT))
 NS = "train"
 PODS = Resource("", "v1", "pods", "Pod")
@@ -51,7 +59,8 @@ async def api() -> AsyncIterator[tuple[KubeClient, Any]]:
     with real_cluster(NODES_TEXT, crds=(jobset_crd(),)) as cluster:
         async with cluster.client() as client:
             config = fast_config(metrics={"bindAddress": ":8443"},
-                                 health={"healthProbeBindAddress": ":8081"})
+                                 health={"healthProbeBindAddress": ":8081"},
+                                 featureGates={"RestartJob": True})
             install = local_install(replicas=1, config=config)
             await install_jobset_system(client, install)
             await client.create(Resource("", "v1", "namespaces", "Namespace", namespaced=False),
@@ -135,6 +144,99 @@ async def restart_controller(api: KubeClient, namespace: str, name: str) -> None
 
     await until(replaced, "a new controller pod running", timeout=WAIT)
     await wait_available(api, namespace, name, WAIT)
+
+
+def slices_restarting_alone(name: str, slices: int) -> dict[str, Any]:
+    job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(PLAN), slices=slices)
+    policy = {"maxRestarts": 3, "rules": [{"name": "sliceAlone", "action": "RestartJob"}]}
+    spec = WorkloadSpec(name=name, namespace=NS, replicated_jobs=[job], failure_policy=policy)
+    return dict(plan_workload(spec).manifest)
+
+
+async def slices_by_job(api: KubeClient, jobset: str) -> dict[str, tuple[str, str, set[str]]]:
+    """Job name -> (its uid, its job-restart-attempt, the pools its running pods are on)."""
+    pools = {n["metadata"]["name"]: n["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL]
+             for n in (await api.list(NODES))["items"]}
+    jobs = {j["metadata"]["name"]: j for j in (await api.list(JOBS, namespace=NS))["items"]
+            if (j["metadata"].get("labels") or {}).get(k.JOBSET_NAME_KEY) == jobset
+            and not j["metadata"].get("deletionTimestamp")}
+    found: dict[str, tuple[str, str, set[str]]] = {
+        name: (j["metadata"]["uid"], j["metadata"]["labels"].get(k.JOB_RESTART_ATTEMPT_KEY, ""),
+               set()) for name, j in jobs.items()}
+    for pod in (await api.list(PODS, namespace=NS))["items"]:
+        owner = (pod["metadata"].get("labels") or {}).get("job-name", "")
+        if (owner in found and not pod["metadata"].get("deletionTimestamp")
+                and (pod.get("status") or {}).get("phase") == "Running"
+                and pod["metadata"]["labels"].get(k.JOB_RESTART_ATTEMPT_KEY)
+                == found[owner][1]):
+            found[owner][2].add(pools[pod["spec"]["nodeName"]])
+    return found
+
+
+async def set_not_ready(api: KubeClient, pool: str, not_ready: bool) -> None:
+    value = "true" if not_ready else None
+    for node in (await api.list(NODES))["items"]:
+        if node["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL] == pool:
+            await api.patch(NODES, node["metadata"]["name"],
+                            {"metadata": {"annotations": {NOT_READY_ANNOTATION: value}}},
+                            content_type=MERGE_PATCH)
+
+    async def reported() -> bool:
+        nodes = [n for n in (await api.list(NODES))["items"]
+                 if n["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL] == pool]
+        return all(condition(n, "Ready").get("status") == ("False" if not_ready else "True")
+                   for n in nodes)
+
+    await until(reported, f"pool {pool}'s nodes {'NotReady' if not_ready else 'Ready'}")
+
+
+async def test_a_slice_on_a_pool_gone_not_ready_restarts_alone_on_the_spare_and_completes(
+    api: tuple[KubeClient, Any],
+) -> None:
+    client, install = api
+    await client.create(JOBSETS, slices_restarting_alone("spare", 3), NS)
+
+    async def all_running() -> dict[str, tuple[str, str, set[str]]] | None:
+        found = await slices_by_job(client, "spare")
+        return found if len(found) == 3 and all(len(p) == 1 for _, _, p in found.values()) \
+            else None
+
+    before = await until(all_running, "3 slices running")
+    assert before is not None
+    on = {name: next(iter(pools)) for name, (_, _, pools) in before.items()}
+    assert sorted(on.values()) == ["hp-0", "hp-1", "hp-2"], on  # the spare is left alone
+    [victim_job] = [name for name, pool in on.items() if pool == "hp-1"]
+    await set_not_ready(client, "hp-1", True)
+    [victim, *_] = [p for p in (await client.list(PODS, namespace=NS))["items"]
+                    if p["metadata"]["labels"].get("job-name") == victim_job]
+    await fail(client, victim, "137")  # its host died under it
+
+    async def moved() -> dict[str, tuple[str, str, set[str]]] | None:
+        found = await slices_by_job(client, "spare")
+        return found if (found.get(victim_job, ("", "", set()))[1:] == ("1", {"hp-spare-0"})
+                         and all(len(p) == 1 for _, _, p in found.values())) else None
+
+    after = await until(moved, f"{victim_job} running again on hp-spare-0")
+    assert after is not None
+    for name, (uid, attempt, pools) in after.items():
+        if name != victim_job:  # only the failed slice moved: the others never stopped
+            assert (uid, attempt, pools) == (before[name][0], before[name][1], {on[name]})
+    assert [f["cause"] for f in await ledger(client, install.namespace)
+            if f["domain"] == "hp-1"] == [res.Cause.NODE_NOT_READY.value]
+    kept = condition(await client.get(JOBSETS, "spare", NS), res.CONDITION_DOMAINS_KEPT_OUT)
+    assert kept.get("reason") == res.SPARES_USED_REASON, kept
+    assert "hot-spare pool(s) hp-spare-0 stand in for lost pool(s) hp-1" in kept["message"]
+
+    for pod in (await client.list(PODS, namespace=NS))["items"]:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            await fail(client, pod, "0")  # every slice finishes its work
+
+    async def completed() -> bool:
+        js = await client.get(JOBSETS, "spare", NS)
+        return condition(js, "Completed").get("status") == "True"
+
+    await until(completed, "the JobSet completed")
+    await set_not_ready(client, "hp-1", False)
 
 
 async def test_a_pool_that_failed_is_kept_out_of_restarts_across_a_controller_restart(

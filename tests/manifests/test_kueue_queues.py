@@ -39,6 +39,15 @@ def test_four_v5e_2x4_pools_make_one_flavor_with_32_chips() -> None:
     ]
 
 
+def test_hot_spare_pools_add_no_quota() -> None:
+    from jobset_infra.tpu.pools import plan_slice_pools
+    from tests.tpu.builders import make_spec
+
+    plan = plan_slice_pools(make_spec(capacity="on-demand", spares=2))
+    objects = queue_objects(QueueSpec(), [plan])
+    assert _quotas(objects.cluster_queue) == {"tpu-v5-lite-podslice-2x4": 32}  # 4 slices, not 6
+
+
 def test_flavor_labels_are_the_pool_node_labels_gke_sets() -> None:
     (flavor,) = plan_flavors([FOUR_V5E])
     assert flavor.node_labels == {

@@ -227,3 +227,44 @@ def test_any_request_yields_a_consistent_plan_or_a_named_error(fields: dict[str,
         assert plan.autoscaling.min_nodes in {0, hosts}
     assert (plan.reservation is not None) == (plan.capacity is Capacity.RESERVATION)
     assert plan.zone.startswith(str(fields["cluster_location"])[: len("us-west4")])
+
+
+def test_spares_are_pools_beside_the_slices_that_quota_and_replicas_leave_out() -> None:
+    plan = plan_slice_pools(make_spec(spares=2))
+    assert plan.pool_names == ("train-0", "train-1", "train-2", "train-3", "train-spare-0",
+                               "train-spare-1")
+    assert (plan.slices, plan.spares, plan.replicas) == (4, 2, 4)
+    assert (plan.total_nodes, plan.total_chips) == (12, 32)  # quota: the slices' chips only
+    spare = plan.pools[5]
+    assert spare.spare and not plan.pools[0].spare
+    assert spare.node_labels == {"jobset-infra/slice-group": "train",
+                                 "jobset-infra/spare-pool": "true"}
+    assert "jobset-infra/spare-pool" not in plan.pools[0].node_labels
+    assert [d.pool for d in plan.placement_domains][-2:] == ["train-spare-0", "train-spare-1"]
+    with pytest.raises(SlicePoolsError, match="replicas: 5 replicas need 5 slices, only 4"):
+        check_jobset_fits(plan, replicas=5, parallelism=2, tpu_request=4)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "message"),
+    [
+        pytest.param({"spares": -1}, "spares", "must be 0 or more", id="negative spares"),
+        pytest.param({"slices": 7000, "spares": 1000}, "spares",
+                     "7000 slices and 1000 spares of 2 node\\(s\\) are 16000 nodes",
+                     id="spares past a GKE cluster's node limit"),
+        pytest.param({"name": "a" * 33, "spares": 10}, "name", "'a{33}-spare-9'",
+                     id="a spare's pool name too long"),
+    ],
+)
+def test_bad_spares_are_named(overrides: dict[str, object], field: str, message: str) -> None:
+    with pytest.raises(SlicePoolsError, match=f"^{field}: .*{message}"):
+        plan_slice_pools(make_spec(**overrides))
+
+
+def test_fewer_spares_warn_of_the_pools_deleted() -> None:
+    before = replacement_fingerprint(plan_slice_pools(make_spec(spares=2)))
+    assert replacement_warnings(before, plan_slice_pools(make_spec(spares=3))) == ()
+    assert replacement_warnings(before, plan_slice_pools(make_spec(spares=0))) == (
+        "reducing spares from 2 to 0 deletes pool(s) train-spare-0, train-spare-1: running "
+        "workloads on them are evicted",
+    )

@@ -23,6 +23,8 @@ from jobset_infra.tpu.pools_text import (
         pytest.param("v5e=v5e-2x4@ct5lp-hightpu-4t:2", ["v5e-0", "v5e-1"],
                      id="a name before '=' names the pools as a stack's slices.name does"),
         pytest.param("v5e-2x4:1,cpu:2", ["v5e-2x4-0"], id="the cpu pool plans no slices"),
+        pytest.param("hp=v5e-2x4:2+1", ["hp-0", "hp-1", "hp-spare-0"],
+                     id="'+<spares>' adds hot-spare pools after the slices"),
     ],
 )
 def test_tpu_entries_plan_the_pools_gke_would_get(text: str, pools: list[str]) -> None:
@@ -45,6 +47,8 @@ def test_cpu_entries_keep_their_node_count() -> None:
     [
         pytest.param("=v5e-2x4:1", "has an empty name before '='", id="an empty name"),
         pytest.param("v5e-2x4:0", "needs a positive count", id="a zero count"),
+        pytest.param("v5e-2x4:2+x", "'\\+<spares>' takes a count", id="spares not a count"),
+        pytest.param("cpu:2+1", "'\\+<spares>' takes a count", id="spares of the cpu pool"),
         pytest.param("v5e-3x3:1", "valid topologies", id="a topology v5e does not have"),
         pytest.param("a=v5e-2x4:1,a=v5e-2x2:1", "pool 'a' is listed twice",
                      id="two entries naming the same pools"),

@@ -9,9 +9,11 @@ Pure; no I/O, no clock. Two decisions of one reconcile pass:
   cluster; `placement.pool_health` decides from the ledger which domains are kept out, and
   for how long.
 * `allocate_healthy_first`: an assignment leaves the kept-out domains aside, and waits for busy
-  healthy ones; only when the healthy domains could not hold the Jobs even if all were free
-  does it use kept-out ones (a restart on a recently failed pool beats no restart at all).
-  The `TopologyDomainsKeptOut` condition (and its event) names each domain left aside and why.
+  healthy ones; when a pool is lost it takes hot-spare pools; only when the healthy domains
+  and spares could not hold the Jobs even if all were free does it use kept-out ones (a
+  restart on a recently failed pool beats no restart at all): `placement.recovery`.
+  The `TopologyDomainsKeptOut` condition (and its event) names each domain left aside and why,
+  and the spares taken.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ from jobset_infra.placement import (
     Occupancy,
     PlacementRequest,
     SlimNode,
-    allocate,
 )
 from jobset_infra.placement.failure_cause import Diagnosis, diagnose
 from jobset_infra.placement.inputs import PlacementInputs
 from jobset_infra.placement.pool_health import DomainFailure, KeptOut
+from jobset_infra.placement.recovery import Recovery, allocate_recovering
 from jobset_infra.placement.strategy import exclusive_topology
 
 __all__ = ["allocate_healthy_first", "domain_failures", "kept_out_condition", "unchanged_quiet"]
@@ -87,34 +89,34 @@ def allocate_healthy_first(
     occupancy: Occupancy,
     kept_out: Mapping[tuple[str, str], KeptOut],
 ) -> tuple[Assignment | NoFit, ConditionSpec]:
-    """Return the assignment over the healthy domains (NoFit while healthy ones that could hold
-    the requests are busy), else over all; and the condition naming the domains kept out
-    (False: none of these requests' domains was)."""
-    aside = [kept_out[(d.topology_key, d.name)] for d in domains
-             if (d.topology_key, d.name) in kept_out]
-    if not aside:
-        return allocate(requests, domains, occupancy), kept_out_condition(())
-    healthy = [d for d in domains if (d.topology_key, d.name) not in kept_out]
-    result = allocate(requests, healthy, occupancy)
-    if isinstance(result, Assignment) or isinstance(
-        allocate(requests, healthy, Occupancy()), Assignment
-    ):
-        # Healthy pools hold it, or will once those busy now are free (a restart's own earlier
-        # Jobs are still being deleted, say): wait for them rather than take a failed one.
-        return result, kept_out_condition(aside)
-    return allocate(requests, domains, occupancy), kept_out_condition(aside, used=True)
+    """Return the assignment of `placement.recovery.allocate_recovering` (healthy pools, then
+    hot spares when a pool was lost, then kept-out pools) and the condition naming the domains
+    kept out and the spares taken (False: none of these requests' domains was kept out)."""
+    found = allocate_recovering(requests, domains, occupancy, kept_out)
+    return found.result, kept_out_condition(found.aside, found.used_kept_out, found)
 
 
-def kept_out_condition(aside: Sequence[KeptOut], used: bool = False) -> ConditionSpec:
+def kept_out_condition(
+    aside: Sequence[KeptOut], used: bool = False, recovery: Recovery | None = None
+) -> ConditionSpec:
     """Return TopologyDomainsKeptOut: True naming each domain set aside (and whether no healthy
-    domain fitted, so they were used anyway), else False (which only flips a True one)."""
-    if not aside:
+    domain fitted, so they were used anyway) and the hot spares that stood in for lost pools,
+    else False (which only flips a True one)."""
+    spares = recovery.spares if recovery is not None and not used else ()
+    if not aside and not spares:
         return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "False", r.NO_DOMAIN_KEPT_OUT_REASON,
                              "no topology domain is kept out")
     names = "; ".join(k.describe() for k in sorted(aside, key=lambda k: k.domain))
     if used:
         message = f"no healthy pool fits, so pools that failed recently may be used: {names}"
         return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "True", r.KEPT_OUT_USED_REASON,
+                             message, event_type="Warning")
+    if spares:
+        assert recovery is not None
+        lost = ", ".join(recovery.lost)
+        message = f"hot-spare pool(s) {', '.join(spares)} stand in for lost pool(s) {lost}"
+        message += f"; kept out: {names}" if names else ""
+        return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "True", r.SPARES_USED_REASON,
                              message, event_type="Warning")
     message = f"kept out of the assignment after recent infrastructure failures: {names}"
     return ConditionSpec(r.CONDITION_DOMAINS_KEPT_OUT, "True", r.DOMAINS_KEPT_OUT_REASON,

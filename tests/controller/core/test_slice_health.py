@@ -157,6 +157,24 @@ def test_when_no_healthy_pool_fits_the_pools_that_failed_are_used() -> None:
     assert (health.status, health.reason) == ("True", res.KEPT_OUT_USED_REASON)
 
 
+def test_a_restart_takes_the_hot_spare_for_the_lost_pool_and_says_so() -> None:
+    from dataclasses import replace
+
+    js = _jobset(replicas=2)
+    jobs = construct_jobs(js, js.spec.replicated_jobs[0], (), 0)
+    spare = [replace(n, name=f"spare-node-{i}",
+                     labels={**n.labels, POOL_KEY: "pool-spare-0", res.SPARE_POOL_LABEL: "true"})
+             for i, n in enumerate(tpu_pools(1, 2))]
+    inputs = _inputs(tpu_pools(2, 2) + spare, ledger=(_failure("pool-0"),))
+    decision = step.place_new_jobs(jobs, Observed(jobset=js, placement=inputs), CoreConfig())
+    assert sorted(_pools(decision.create)) == ["pool-1", "pool-spare-0"]
+    [health] = [x for x in decision.conditions if x.type == res.CONDITION_DOMAINS_KEPT_OUT]
+    assert (health.status, health.reason) == ("True", res.SPARES_USED_REASON)
+    assert health.message.startswith(
+        "hot-spare pool(s) pool-spare-0 stand in for lost pool(s) pool-0; kept out: pool-0 ("
+    ), health.message
+
+
 @pytest.mark.parametrize(
     ("shown", "want"),
     [

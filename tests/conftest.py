@@ -34,6 +34,7 @@ TIERS: dict[str, str] = {
     "tests/controller/core": "unit",
     "tests/controller/runtime": "unit",
     "tests/examples": "unit",
+    "tests/explain": "unit",  # `jobset-infra explain`: its diagnosis over scripted objects
     "tests/manifests": "unit",
     "tests/placement": "unit",
     "tests/plan": "unit",  # the offline plan: Pulumi's mocks, preview checks, `jobset-infra plan`

@@ -15,7 +15,9 @@ restart lands elsewhere, the JobSet saying which pool it kept out and why. Then 
 repaired (the pool fits again), the controller's pod is deleted (a new process, a new leader,
 reads the ledger back) and another slice fails for the program's own reason: the restart still
 leaves the repaired pool aside, where without the history the first pools in order (that one
-among them) would be chosen.
+among them) would be chosen. Last, `jobset-infra explain` (the command, from the cluster's
+kubeconfig) answers for a JobSet that cannot get pools (the ones busy and the one kept out) and
+for one whose pods the scheduler cannot place.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ NS = "train"
 PODS = Resource("", "v1", "pods", "Pod")
 CONTAINER = {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}
 WAIT = 120.0
+KUBECONFIG: list[str] = []  # the module cluster's admin kubeconfig, for `jobset-infra explain`
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -65,6 +68,7 @@ async def api() -> AsyncIterator[tuple[KubeClient, Any]]:
             await install_jobset_system(client, install)
             await client.create(Resource("", "v1", "namespaces", "Namespace", namespaced=False),
                                 {"metadata": {"name": NS}})
+            KUBECONFIG.append(str(cluster.kubeconfig))
             yield client, install
 
 
@@ -275,3 +279,64 @@ async def test_a_pool_that_failed_is_kept_out_of_restarts_across_a_controller_re
     assert js["status"]["restarts"] == 2
     kept = condition(js, res.CONDITION_DOMAINS_KEPT_OUT)
     assert kept.get("status") == "True" and sick in kept["message"], kept
+
+
+def explain_cli(name: str) -> dict[str, Any]:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "jobset_infra.cli", "explain", name, "-n", NS, "-o", "json",
+         "--kubeconfig", KUBECONFIG[0]], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
+    api: tuple[KubeClient, Any],
+) -> None:
+    client, _ = api
+    # Every pool at once, while `hs` holds two and a pool that failed is kept out: no fit.
+    big = two_slices("big")
+    big["spec"]["replicatedJobs"][0]["replicas"] = 4
+    await client.create(JOBSETS, big, NS)
+
+    async def held() -> bool:
+        cond = condition(await client.get(JOBSETS, "big", NS), k.CONDITION_PLACEMENT_PENDING)
+        return cond.get("status") == "True"
+
+    await until(held, "`big` waiting for pools")
+    found = explain_cli("big")
+    assert found["state"] == "WaitingForPools", found
+    states = {p["name"]: p for p in found["pools"]}
+    assert sorted(states) == ["hp-0", "hp-1", "hp-2", "hp-spare-0"]
+    assert states["hp-spare-0"]["spare"] is True
+    assert [p["holder"] for p in states.values() if p["state"] == "occupied"] == [f"{NS}/hs"] * 2
+    kept = [p for p in states.values() if p["state"] == "kept-out"]
+    assert any("tpu_device_error" in p["detail"] for p in kept), states
+    assert any(f"{NS}/hs" in u for u in found["unblock"]), found["unblock"]
+    await client.delete(JOBSETS, "big", NS)
+
+    # A pod that asks for more CPU than any node has: the scheduler's words come back.
+    job = TpuJob("slice", {**CONTAINER, "resources": {"requests": {"cpu": "100000"}}},
+                 TpuTarget.from_plan(PLAN), slices=1)
+    huge = dict(plan_workload(WorkloadSpec(name="huge", namespace=NS,
+                                           replicated_jobs=[job])).manifest)
+    huge["metadata"].pop("annotations", None)  # no exclusive placement: straight to the scheduler
+    for rjob in huge["spec"]["replicatedJobs"]:
+        rjob["template"].get("metadata", {}).pop("annotations", None)
+    await client.create(JOBSETS, huge, NS)
+
+    async def unschedulable() -> bool:
+        return any(condition(p, "PodScheduled").get("reason") == "Unschedulable"
+                   for p in (await client.list(PODS, namespace=NS,
+                                               label_selector=f"{k.JOBSET_NAME_KEY}=huge"))["items"])
+
+    await until(unschedulable, "`huge`'s pods unschedulable")
+    found = explain_cli("huge")
+    assert found["state"] == "PodsBlocked", found
+    blocker = found["blockers"][0]
+    assert (blocker["layer"], blocker["reason"]) == ("pods", "Unschedulable"), blocker
+    assert "Insufficient cpu" in blocker["message"], blocker
+    await client.delete(JOBSETS, "huge", NS)

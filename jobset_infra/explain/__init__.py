@@ -1,0 +1,1 @@
+"""`jobset-infra explain JOBSET`: why a JobSet is (not) running, read-only (diagnosis: pure)."""

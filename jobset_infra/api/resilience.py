@@ -22,6 +22,10 @@ __all__ = [
     "METRIC_DOMAINS_KEPT_OUT",
     "METRIC_DOMAIN_FAILURES_TOTAL",
     "METRIC_LABEL_CAUSE",
+    "METRIC_LABEL_PHASE",
+    "METRIC_PHASE_SECONDS_TOTAL",
+    "METRIC_RECOVERY_SECONDS",
+    "METRIC_RESTARTS_BY_CAUSE_TOTAL",
     "NO_DOMAIN_KEPT_OUT_REASON",
     "SPARES_USED_REASON",
     "SPARE_POOL_LABEL",
@@ -95,3 +99,11 @@ METRIC_LABEL_CAUSE: Final = "cause"
 METRIC_DOMAIN_FAILURES_TOTAL: Final = "jobset_topology_domain_failures_total"
 # Gauge: topology domains kept out of assignments now.
 METRIC_DOMAINS_KEPT_OUT: Final = "jobset_topology_domains_kept_out"
+# Histogram {cause}: seconds from a child Job's failure (its FailureTarget/Failed condition) to
+# every Job of the JobSet running again (all pods ready), by the cause of the first failure.
+METRIC_RECOVERY_SECONDS: Final = "jobset_recovery_seconds"
+# Counter {cause}: failures that started a recovery (one per episode, by its first cause).
+METRIC_RESTARTS_BY_CAUSE_TOTAL: Final = "jobset_restarts_by_cause_total"
+# Counter {phase}: seconds JobSets spent queued, admitted (not every Job running) and running.
+METRIC_PHASE_SECONDS_TOTAL: Final = "jobset_phase_seconds_total"
+METRIC_LABEL_PHASE: Final = "phase"

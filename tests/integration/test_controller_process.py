@@ -212,6 +212,8 @@ async def test_reconcile_logs_are_json_with_namespace_name_and_reconcile_id(
     entries = await until(reconcile_logs, "a 'reconciled' log record")
     entry = entries[0]
     assert {"ts", "level", "logger", "msg"} <= set(entry)
+    # what Cloud Logging reads from a JSON line: the severity and the message
+    assert (entry["severity"], entry["message"]) == ("INFO", "reconciled")
     assert (entry["controller"], entry["namespace"], entry["name"]) == (
         "jobset",
         cluster.namespace,

@@ -49,6 +49,7 @@ from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.pod_watch import jobset_pods, pod_handler, pod_informer
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
+from jobset_infra.controller.runtime.recovery import RecoveryTracker
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
 from jobset_infra.controller.runtime.slice_health import SliceHealthLedger
 from jobset_infra.controller.runtime.spec_cache import SpecCache
@@ -121,6 +122,7 @@ class JobSetController:
             on_job_created=self._record_inflight,
             on_domain_failures=self.health.record,
         )
+        self.recovery = RecoveryTracker(metrics)
         self.reconciles = 0
         metrics.initialise()
         self._wire_handlers()
@@ -361,6 +363,7 @@ class JobSetController:
         if jobset is None:
             self.expectations.forget(key)
             self.executor.forget(key)
+            self.recovery.forget(key)
             return Outcome()
         await self.specs.loaded()  # the spec check's machinery, loaded off the loop once
         now = self._clock()
@@ -371,11 +374,15 @@ class JobSetController:
             deadline = self.expectations.deadline(key) or now
             return Outcome(requeue_after=max(0.0, deadline - now))
         if not self._exclusive(jobset):
-            plan = self.decide(self._snapshot(jobset), self._wall())
-            return await self.executor.execute(key, jobset, plan)
+            return await self._decide_and_execute(key, self._snapshot(jobset))
         async with self.placement_lock:
-            plan = self.decide(self._snapshot(jobset, self._placement()), self._wall())
-            return await self.executor.execute(key, jobset, plan)
+            return await self._decide_and_execute(key, self._snapshot(jobset, self._placement()))
+
+    async def _decide_and_execute(self, key: Hashable, observed: Observed[Manifest]) -> Outcome:
+        wall = self._wall()
+        plan = self.decide(observed, wall)
+        self.recovery.observe(key, observed.jobset, observed.jobs, plan, wall)
+        return await self.executor.execute(key, observed.jobset, plan)
 
     def _snapshot(
         self, jobset: dict[str, Any], placement: PlacementInputs | None = None

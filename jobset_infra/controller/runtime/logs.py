@@ -2,6 +2,9 @@
 
 Reconcile logs carry `controller`, `namespace`, `name` and `reconcileID` (passed as `extra=`),
 so `kubectl logs | jq 'select(.name=="my-jobset")'` follows one JobSet across reconciles.
+Each line also carries the two fields Cloud Logging reads from a JSON log line (GKE's logging
+agent): `severity` (DEBUG, INFO, WARNING, ERROR, CRITICAL) and `message`, beside
+controller-runtime's `level` and `msg`, so the Logs Explorer shows the level and the text.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
         entry: dict[str, Any] = {
             "ts": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
                 timespec="milliseconds"
             ),
             "level": record.levelname.lower(),
+            "severity": record.levelname,
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": message,
+            "message": message,
         }
         for key, value in vars(record).items():
             if key == FIELDS and isinstance(value, dict):

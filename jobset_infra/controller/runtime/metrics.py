@@ -33,6 +33,9 @@ RECONCILE_BUCKETS = (
 )  # fmt: skip
 # controller-runtime pkg/internal/metrics/workqueue.go: ExponentialBuckets(1e-8, 10, 10).
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(10))
+# jobset_recovery_seconds: a restart on a free pool takes seconds, one that waits for a repair
+# or for quota minutes to an hour.
+RECOVERY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 # client-go rest_client_request_duration_seconds.
 REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 _CONTROLLER = ["controller"]
@@ -210,6 +213,30 @@ class Metrics:
             "Topology domains (node pools) kept out of assignments after recent failures",
             registry=r,
         )
+        self._recovery_families()
+
+    def _recovery_families(self) -> None:
+        r, cause = self.registry, [res.METRIC_LABEL_CAUSE]
+        self.recovery_seconds = Histogram(
+            res.METRIC_RECOVERY_SECONDS,
+            "Seconds from a child Job's failure to every Job of its JobSet running again, by "
+            "the cause of the failure",
+            cause, buckets=RECOVERY_BUCKETS, registry=r,
+        )
+        self.restarts_by_cause = Counter(
+            res.METRIC_RESTARTS_BY_CAUSE_TOTAL,
+            "Failures that started a JobSet's recovery, by cause", cause, registry=r,
+        )
+        self.phase_seconds = Counter(
+            res.METRIC_PHASE_SECONDS_TOTAL,
+            "Seconds JobSets spent queued (suspended), admitted (not every Job running) and "
+            "running", [res.METRIC_LABEL_PHASE], registry=r,
+        )
+        for value in res.Cause:  # bounded label sets: every series exists from the start
+            self.recovery_seconds.labels(cause=value.value)
+            self.restarts_by_cause.labels(cause=value.value)
+        for phase in ("queued", "admitted", "running"):
+            self.phase_seconds.labels(phase=phase)
 
     def initialise(self, controller: str = CONTROLLER_NAME) -> None:
         """Create every labelled child at zero, as controller-runtime does at start, so

@@ -1,0 +1,86 @@
+"""Where a JobSet is in its life, and which failures start a recovery (pure; no I/O, no clock).
+
+The runtime's recovery tracker (`controller/runtime/recovery.py`) turns these into the
+resilience metrics: time in each phase, failures by cause, and the time from a failure to every
+Job running again, by cause.
+
+* `phase_of`: `queued` (suspended: waiting for Kueue or a person), `admitted` (resumed, but not
+  every Job of the current attempt exists with all its pods ready: placement, scheduling, pod
+  start, a restart under way), `running` (every Job ready), `finished` (Completed or Failed).
+* `failures_of`: the child Jobs failing now, each once by UID, with a cause: the one the
+  reconcile recorded against the Job's pool (with node evidence) when there is one, else what
+  the Job's failure condition says (`placement.failure_cause.diagnose`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from jobset_infra.api import constants as c
+from jobset_infra.api.resilience import Cause
+from jobset_infra.controller.core.classify import job_failure
+from jobset_infra.controller.core.types import ChildJob, Plan, RecordDomainFailure
+from jobset_infra.placement.failure_cause import diagnose
+
+__all__ = ["Failure", "Phase", "failures_of", "phase_of"]
+
+
+class Phase(StrEnum):
+    """A JobSet's phase for the time-in-phase metric (a bounded label set)."""
+
+    QUEUED = "queued"
+    ADMITTED = "admitted"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A child Job failing, since when, and why."""
+
+    job_uid: str
+    at: datetime | None
+    cause: Cause
+
+
+def phase_of(jobset: Mapping[str, Any], jobs: Sequence[ChildJob]) -> Phase:
+    """Return the JobSet's phase from its manifest and its child Jobs."""
+    status = jobset.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond.get("type") in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and \
+                cond.get("status") == "True":
+            return Phase.FINISHED
+    spec = jobset.get("spec") or {}
+    if spec.get("suspend") is True:
+        return Phase.QUEUED
+    expected = sum(int(r.get("replicas", 1)) for r in spec.get("replicatedJobs") or ())
+    attempt = int(status.get("restarts") or 0)
+    current = [j for j in jobs if j.deletion_timestamp is None and not j.suspend
+               and j.restart_attempt == attempt and job_failure(j) is None]
+    ready = [j for j in current if j.ready + j.succeeded >= _pods(j)]
+    return Phase.RUNNING if expected and len(ready) >= expected else Phase.ADMITTED
+
+
+def _pods(job: ChildJob) -> int:
+    parallelism = 1 if job.parallelism is None else job.parallelism
+    return parallelism if job.completions is None else min(parallelism, job.completions)
+
+
+def failures_of(jobs: Sequence[ChildJob], plan: Plan) -> tuple[Failure, ...]:
+    """Return each failing child Job with its cause (the pool's evidence when recorded)."""
+    recorded = {a.failure.job_uid: a.failure for a in plan.actions
+                if isinstance(a, RecordDomainFailure)}
+    out = []
+    for job in jobs:
+        failure = job_failure(job)
+        if failure is None or job.deletion_timestamp is not None:
+            continue
+        found = recorded.get(job.uid)
+        cause = found.cause if found is not None else diagnose(failure.reason,
+                                                               failure.message).cause
+        out.append(Failure(job.uid, failure.since, cause))
+    return tuple(out)

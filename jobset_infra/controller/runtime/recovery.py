@@ -1,0 +1,73 @@
+"""Recovery time and time in phase, per JobSet, as metrics (the runtime half of core/recovery).
+
+After each reconcile the controller hands the tracker the JobSet, its child Jobs and the plan.
+The tracker keeps, per JobSet, its phase and since when, and an open recovery (the first
+failure's time and cause); it adds the time since the last look to
+`jobset_phase_seconds_total{phase}`, counts a new recovery in
+`jobset_restarts_by_cause_total{cause}`, and when every Job runs again observes
+`jobset_recovery_seconds{cause}`. The state is memory: a new leader starts from what it sees (a
+recovery open across a leader change is not measured). Wall-clock time, as the failure times in
+Job conditions are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobset_infra.controller.core.job_view import ChildJob
+from jobset_infra.controller.core.recovery import Failure, Phase, failures_of, phase_of
+from jobset_infra.controller.core.types import Plan
+from jobset_infra.controller.runtime.metrics import Metrics
+
+__all__ = ["RecoveryTracker"]
+
+
+@dataclass
+class _State:
+    phase: Phase
+    since: datetime
+    failed: Failure | None = None
+    seen: set[str] = field(default_factory=set)
+
+
+class RecoveryTracker:
+    """Per-JobSet phase and open recovery, turned into metrics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._states: dict[Hashable, _State] = {}
+
+    def observe(self, key: Hashable, jobset: Mapping[str, Any], jobs: Sequence[ChildJob],
+                plan: Plan, now: datetime) -> None:
+        """Account for one reconcile of `key` at `now`."""
+        phase = phase_of(jobset, jobs)
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = _State(phase, now)
+        elif state.phase is not Phase.FINISHED:
+            elapsed = max(0.0, (now - state.since).total_seconds())
+            self.metrics.phase_seconds.labels(phase=state.phase.value).inc(elapsed)
+        state.phase, state.since = phase, now
+        for failure in failures_of(jobs, plan):
+            if failure.job_uid in state.seen:
+                continue
+            state.seen.add(failure.job_uid)
+            if state.failed is None:
+                state.failed = failure if failure.at is not None else Failure(
+                    failure.job_uid, now, failure.cause)
+                self.metrics.restarts_by_cause.labels(cause=failure.cause.value).inc()
+        if state.failed is not None and phase is Phase.RUNNING:
+            assert state.failed.at is not None
+            took = max(0.0, (now - state.failed.at).total_seconds())
+            self.metrics.recovery_seconds.labels(cause=state.failed.cause.value).observe(took)
+            state.failed = None
+            state.seen.clear()  # the failed Jobs are gone; their UIDs never come back
+        if phase is Phase.FINISHED:
+            state.failed = None
+
+    def forget(self, key: Hashable) -> None:
+        """Drop a deleted JobSet's state."""
+        self._states.pop(key, None)

@@ -1,0 +1,100 @@
+"""Recovery metrics: a JobSet's phases, its failures by cause and the time to run again
+(core/recovery.py, pure, and the runtime's tracker over a scripted JobSet's life)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from jobset_infra.api import resilience as res
+from jobset_infra.api.resilience import Cause
+from jobset_infra.controller.core.recovery import Phase, failures_of, phase_of
+from jobset_infra.controller.core.types import Plan, RecordDomainFailure
+from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.controller.runtime.recovery import RecoveryTracker
+from jobset_infra.placement.pool_health import DomainFailure
+from jobset_infra.testing.jobs import make_job
+
+T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def jobset(suspend: bool = False, restarts: int = 0, done: str = "") -> dict[str, Any]:
+    conditions = [{"type": done, "status": "True"}] if done else []
+    return {"spec": {"suspend": suspend, "replicatedJobs": [{"name": "w", "replicas": 2}]},
+            "status": {"restarts": restarts, "conditions": conditions}}
+
+
+def job(index: int, ready: bool = True, attempt: int = 0, failed_at: datetime | None = None,
+        reason: str = "BackoffLimitExceeded") -> Any:
+    builder = make_job("js", rjob="w", index=index, parallelism=2, restart_attempt=attempt)
+    builder = builder.uid(f"u{index}-{attempt}").started()
+    if failed_at is not None:
+        builder = builder.failed(at=failed_at, reason=reason)
+    elif ready:
+        builder = builder.active().ready()
+    return builder.view()
+
+
+@pytest.mark.parametrize(
+    ("manifest", "jobs", "want"),
+    [
+        pytest.param(jobset(suspend=True), [], Phase.QUEUED, id="suspended is queued"),
+        pytest.param(jobset(), [job(0)], Phase.ADMITTED,
+                     id="resumed with a Job missing is admitted, not running"),
+        pytest.param(jobset(), [job(0), job(1, ready=False)], Phase.ADMITTED,
+                     id="a Job whose pods are not all ready keeps it admitted"),
+        pytest.param(jobset(), [job(0), job(1)], Phase.RUNNING, id="every Job ready is running"),
+        pytest.param(jobset(restarts=1), [job(0), job(1)], Phase.ADMITTED,
+                     id="ready Jobs of an earlier attempt do not count"),
+        pytest.param(jobset(), [job(0), job(1, failed_at=T0)], Phase.ADMITTED,
+                     id="a failing Job is not running"),
+        pytest.param(jobset(done="Completed"), [], Phase.FINISHED, id="completed is finished"),
+    ],
+)
+def test_phase(manifest: dict[str, Any], jobs: list[Any], want: Phase) -> None:
+    assert phase_of(manifest, jobs) is want
+
+
+def test_a_failure_takes_the_cause_recorded_against_its_pool_else_its_condition() -> None:
+    pooled, plain = job(0, failed_at=T0), job(1, failed_at=T0, reason="DeadlineExceeded")
+    plan = Plan((RecordDomainFailure(DomainFailure("k", "p-0", Cause.NODE_NOT_READY, T0,
+                                                   "default/js-w-0", pooled.uid)),))
+    found = failures_of([pooled, plain, job(2)], plan)
+    assert [(f.job_uid, f.cause) for f in found] == [
+        (pooled.uid, Cause.NODE_NOT_READY), (plain.uid, Cause.DEADLINE_EXCEEDED)]
+    assert found[0].at == T0
+
+
+def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause() -> None:
+    metrics = Metrics()
+    tracker = RecoveryTracker(metrics)
+    at = [T0 + timedelta(seconds=s) for s in (0, 30, 40, 100, 101, 160, 175)]
+    tracker.observe("ns/js", jobset(suspend=True), [], Plan(), at[0])
+    tracker.observe("ns/js", jobset(), [], Plan(), at[1])  # 30 s queued
+    tracker.observe("ns/js", jobset(), [job(0), job(1)], Plan(), at[2])  # 10 s admitted
+    failed = job(1, failed_at=at[3])
+    domain = DomainFailure("k", "p-1", Cause.TPU_DEVICE_ERROR, at[3], "ns/js-w-1", failed.uid)
+    plan = Plan((RecordDomainFailure(domain),))
+    tracker.observe("ns/js", jobset(), [job(0), failed], plan, at[4])  # 61 s running
+    tracker.observe("ns/js", jobset(), [job(0), failed], plan, at[4])  # seen once
+    tracker.observe("ns/js", jobset(restarts=1), [job(0, attempt=1)], Plan(), at[5])
+    tracker.observe("ns/js", jobset(restarts=1), [job(0, attempt=1), job(1, attempt=1)], Plan(),
+                    at[6])
+
+    def sample(name: str, **labels: str) -> float:
+        return metrics.sample(name, labels)
+
+    cause = {"cause": Cause.TPU_DEVICE_ERROR.value}
+    assert sample(f"{res.METRIC_RESTARTS_BY_CAUSE_TOTAL}", **cause) == 1
+    assert sample(f"{res.METRIC_RECOVERY_SECONDS}_count", **cause) == 1
+    assert sample(f"{res.METRIC_RECOVERY_SECONDS}_sum", **cause) == 75  # 100 s -> 175 s
+    assert sample(f"{res.METRIC_RECOVERY_SECONDS}_bucket", le="60.0", **cause) == 0
+    assert sample(f"{res.METRIC_RECOVERY_SECONDS}_bucket", le="120.0", **cause) == 1
+    assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="queued") == 30
+    assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="running") == 61
+    assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="admitted") == 10 + 59 + 15
+    # every cause's series exists before anything fails (bounded labels)
+    assert f'{res.METRIC_RECOVERY_SECONDS}_count{{cause="user_exit"}} 0.0' in \
+        metrics.exposition().decode()

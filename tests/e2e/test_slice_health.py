@@ -152,9 +152,12 @@ async def restart_controller(api: KubeClient, namespace: str, name: str) -> None
 
 def slices_restarting_alone(name: str, slices: int) -> dict[str, Any]:
     job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(PLAN), slices=slices)
-    policy = {"maxRestarts": 3, "rules": [{"name": "sliceAlone", "action": "RestartJob"}]}
-    spec = WorkloadSpec(name=name, namespace=NS, replicated_jobs=[job], failure_policy=policy)
-    return dict(plan_workload(spec).manifest)
+    spec = WorkloadSpec(name=name, namespace=NS, replicated_jobs=[job],
+                        failure_policy={"maxRestarts": 3})
+    manifest = dict(plan_workload(spec).manifest)
+    # RestartJob needs the controller's gate (on here), which the offline check assumes off.
+    manifest["spec"]["failurePolicy"]["rules"] = [{"name": "sliceAlone", "action": "RestartJob"}]
+    return manifest
 
 
 async def slices_by_job(api: KubeClient, jobset: str) -> dict[str, tuple[str, str, set[str]]]:

@@ -164,6 +164,7 @@ class JobSetSystem(pulumi.ComponentResource):
             ("metrics", objects.metrics_service),
             ("metrics-reader", objects.metrics_reader_role),
             ("service-monitor", objects.service_monitor),
+            *((f"pod-monitoring-{m['kind'].lower()}", m) for m in objects.pod_monitoring),
         ):
             if manifest is not None:
                 self._create(key, manifest, [ns])

@@ -97,6 +97,9 @@ class ControllerOptions(BaseModel):
     resources: Resources = Resources()
     service_monitor: bool = False
     """Also render a Prometheus-operator ServiceMonitor (needs its CRD in the cluster)."""
+    pod_monitoring: bool = False
+    """Also render a GKE Managed Prometheus PodMonitoring (monitoring.googleapis.com/v1) and,
+    with secure metrics, the scraper account and token it authenticates with."""
     image_pull_policy: str = "IfNotPresent"
     metrics_scrapers: tuple[MetricsScraper, ...] = DEFAULT_SCRAPERS
     """Who the NetworkPolicy lets reach the metrics port (each scrape is also authenticated and

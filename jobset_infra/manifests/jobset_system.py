@@ -14,6 +14,7 @@ from jobset_infra.manifests import controller, rbac
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.meta import Manifest
+from jobset_infra.manifests.pod_monitoring import pod_monitoring_objects
 
 __all__ = ["SystemObjects", "leader_election_role_name", "system_objects"]
 
@@ -44,6 +45,8 @@ class SystemObjects:
     metrics_service: Manifest
     metrics_reader_role: Manifest
     service_monitor: Manifest | None
+    pod_monitoring: tuple[Manifest, ...] = ()
+    """The PodMonitoring (and its scraper identity) when the install asks for one."""
     workload_role: Manifest | None = None
     """With `controller.watchNamespace`: the workload rules as a Role in that namespace (the
     ClusterRole then holds only the cluster-scoped ones)."""
@@ -67,7 +70,8 @@ class SystemObjects:
     def after_deployment(self) -> list[Manifest]:
         """Return the objects that only describe the running controller (PDB, metrics)."""
         extra = [self.service_monitor] if self.service_monitor is not None else []
-        return [self.pod_disruption_budget, self.metrics_service, self.metrics_reader_role, *extra]
+        return [self.pod_disruption_budget, self.metrics_service, self.metrics_reader_role, *extra,
+                *self.pod_monitoring]
 
     def in_apply_order(self) -> list[Manifest]:
         """Return every object: CRD, prerequisites, Deployment, then the rest."""
@@ -107,6 +111,7 @@ def system_objects(install: ControllerInstall) -> SystemObjects:
         metrics_service=controller.metrics_service(install),
         metrics_reader_role=rbac.metrics_reader_role(f"{install.name}-metrics-reader", labels),
         service_monitor=controller.service_monitor(install) if install.service_monitor else None,
+        pod_monitoring=pod_monitoring_objects(install) if install.pod_monitoring else (),
         workload_role=rbac.workload_role(install.name, watched, labels) if watched else None,
         workload_role_binding=rbac.workload_role_binding(
             install.name, watched, labels, install.name, ns) if watched else None,

@@ -138,6 +138,31 @@ def test_service_monitor_is_optional() -> None:
     assert "ServiceMonitor" in _kinds(build_system(service_monitor=True))
 
 
+def test_pod_monitoring_scrapes_with_a_token_the_metrics_reader_role_allows() -> None:
+    from jobset_infra.manifests.controller_spec import parse_install
+    from jobset_infra.manifests.jobset_system import system_objects
+
+    assert "PodMonitoring" not in _kinds(build_system())
+    assert "PodMonitoring" in _kinds(build_system(pod_monitoring=True))
+    objects = {m["kind"]: m for m in system_objects(
+        parse_install(image="x:1", pod_monitoring=True)).pod_monitoring}
+    assert sorted(objects) == ["ClusterRoleBinding", "PodMonitoring", "Role", "RoleBinding",
+                               "Secret", "ServiceAccount"]
+    [endpoint] = objects["PodMonitoring"]["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"]) == ("metrics", "https")
+    token = endpoint["authorization"]["credentials"]["secret"]
+    assert token == {"name": "jobset-controller-metrics-scraper", "key": "token"}
+    assert objects["Secret"]["type"] == "kubernetes.io/service-account-token"
+    assert objects["ClusterRoleBinding"]["roleRef"]["name"] == "jobset-controller-metrics-reader"
+    assert objects["RoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "collector", "namespace": "gmp-system"}]
+    assert objects["Role"]["rules"][0]["resourceNames"] == [token["name"]]
+    plain = system_objects(parse_install(image="x:1", pod_monitoring=True, config={
+        "metrics": {"secureServing": False}})).pod_monitoring
+    assert [m["kind"] for m in plain] == ["PodMonitoring"]
+    assert "authorization" not in plain[0]["spec"]["endpoints"][0]
+
+
 def test_rendered_builtin_objects_validate_against_the_pinned_schema() -> None:
     run = build_system(pools=[v5e_pools()])
     objects = kubernetes_objects(run.run.registrations)

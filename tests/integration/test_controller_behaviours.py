@@ -387,6 +387,8 @@ async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> No
     await cluster.create_jobset(builder)
     jobs = await wait_jobs(cluster, ["js-a-0", "js-a-1"])
     untouched_uid = jobs[0]["metadata"]["uid"]
+    for name in ("js-a-0", "js-a-1"):
+        await cluster.set_job_status(name, "ready")
     await cluster.set_job_status("js-a-1", "failed")
 
     async def recreated() -> bool:
@@ -400,6 +402,17 @@ async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> No
     await until(recreated, "only js-a-1 recreated with job-restart-attempt 1")
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 0, "a job restart is not a JobSet restart"
+
+    # Recovery metrics: once the new Job is ready too, the recovery is measured, by cause.
+    await cluster.set_job_status("js-a-1", "ready")
+    unknown = {"cause": "unknown"}  # a plain BackoffLimitExceeded, no pool to blame
+
+    async def measured() -> float:
+        return ctl.metrics.sample("jobset_recovery_seconds_count", unknown)
+
+    await eventually(measured, what="the recovery measured")
+    assert ctl.metrics.sample("jobset_restarts_by_cause_total", unknown) == 1
+    assert ctl.metrics.sample("jobset_phase_seconds_total", {"phase": "running"}) > 0
 
 
 async def test_volume_claim_policy_creates_its_pvc_once(

@@ -122,7 +122,7 @@ class JobSetController:
             on_job_created=self._record_inflight,
             on_domain_failures=self.health.record,
         )
-        self.recovery = RecoveryTracker(metrics)
+        self.recovery = RecoveryTracker(metrics, self._wall)
         self.reconciles = 0
         metrics.initialise()
         self._wire_handlers()

@@ -8,6 +8,7 @@ api/constants.py (METRIC_*).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,8 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import resilience as res
@@ -40,6 +43,42 @@ RECOVERY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 _CONTROLLER = ["controller"]
 _QUEUE = ["name", "controller"]
+
+
+PHASES = ("queued", "admitted", "running")
+
+
+class PhaseSeconds(Collector):
+    """`jobset_phase_seconds_total{phase}`: the seconds closed phases took, plus, at each
+    scrape, the time so far of every JobSet's open phase (`open_seconds`, set by the recovery
+    tracker), so a JobSet running for hours without a reconcile still counts."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.closed = dict.fromkeys(PHASES, 0.0)
+        self.open_seconds: Callable[[], Mapping[str, float]] = dict
+        registry.register(self)
+
+    def add(self, phase: str, seconds: float) -> None:
+        """Count `seconds` of a phase that ended."""
+        if phase in self.closed:
+            self.closed[phase] += seconds
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = self.describe_family()
+        now = self.open_seconds()
+        for phase in PHASES:
+            family.add_metric([phase], self.closed[phase] + now.get(phase, 0.0))
+        yield family
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield self.describe_family()
+
+    @staticmethod
+    def describe_family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            res.METRIC_PHASE_SECONDS_TOTAL,
+            "Seconds JobSets spent queued (suspended), admitted (not every Job running) and "
+            "running", labels=[res.METRIC_LABEL_PHASE])
 
 
 @dataclass
@@ -227,16 +266,10 @@ class Metrics:
             res.METRIC_RESTARTS_BY_CAUSE_TOTAL,
             "Failures that started a JobSet's recovery, by cause", cause, registry=r,
         )
-        self.phase_seconds = Counter(
-            res.METRIC_PHASE_SECONDS_TOTAL,
-            "Seconds JobSets spent queued (suspended), admitted (not every Job running) and "
-            "running", [res.METRIC_LABEL_PHASE], registry=r,
-        )
+        self.phase_seconds = PhaseSeconds(r)
         for value in res.Cause:  # bounded label sets: every series exists from the start
             self.recovery_seconds.labels(cause=value.value)
             self.restarts_by_cause.labels(cause=value.value)
-        for phase in ("queued", "admitted", "running"):
-            self.phase_seconds.labels(phase=phase)
 
     def initialise(self, controller: str = CONTROLLER_NAME) -> None:
         """Create every labelled child at zero, as controller-runtime does at start, so

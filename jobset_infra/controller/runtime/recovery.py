@@ -2,8 +2,8 @@
 
 After each reconcile the controller hands the tracker the JobSet, its child Jobs and the plan.
 The tracker keeps, per JobSet, its phase and since when, and an open recovery (the first
-failure's time and cause); it adds the time since the last look to
-`jobset_phase_seconds_total{phase}`, counts a new recovery in
+failure's time and cause); `jobset_phase_seconds_total{phase}` counts the phases that ended and,
+at each scrape, the open ones so far; counts a new recovery in
 `jobset_restarts_by_cause_total{cause}`, and when every Job runs again observes
 `jobset_recovery_seconds{cause}`. The state is memory: a new leader starts from what it sees (a
 recovery open across a leader change is not measured). Wall-clock time, as the failure times in
@@ -12,7 +12,7 @@ Job conditions are.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -36,9 +36,20 @@ class _State:
 class RecoveryTracker:
     """Per-JobSet phase and open recovery, turned into metrics."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, wall: Callable[[], datetime]) -> None:
         self.metrics = metrics
+        self._wall = wall
         self._states: dict[Hashable, _State] = {}
+        metrics.phase_seconds.open_seconds = self.open_seconds
+
+    def open_seconds(self) -> dict[str, float]:
+        """The time so far of every JobSet's current phase, by phase (at scrape time)."""
+        now, out = self._wall(), dict[str, float]()
+        for state in self._states.values():
+            if state.phase is not Phase.FINISHED:
+                seconds = max(0.0, (now - state.since).total_seconds())
+                out[state.phase.value] = out.get(state.phase.value, 0.0) + seconds
+        return out
 
     def observe(self, key: Hashable, jobset: Mapping[str, Any], jobs: Sequence[ChildJob],
                 plan: Plan, now: datetime) -> None:
@@ -49,7 +60,7 @@ class RecoveryTracker:
             state = self._states[key] = _State(phase, now)
         elif state.phase is not Phase.FINISHED:
             elapsed = max(0.0, (now - state.since).total_seconds())
-            self.metrics.phase_seconds.labels(phase=state.phase.value).inc(elapsed)
+            self.metrics.phase_seconds.add(state.phase.value, elapsed)
         state.phase, state.since = phase, now
         for failure in failures_of(jobs, plan):
             if failure.job_uid in state.seen:
@@ -69,5 +80,8 @@ class RecoveryTracker:
             state.failed = None
 
     def forget(self, key: Hashable) -> None:
-        """Drop a deleted JobSet's state."""
-        self._states.pop(key, None)
+        """Drop a deleted JobSet's state (its open phase's time so far is counted)."""
+        state = self._states.pop(key, None)
+        if state is not None and state.phase is not Phase.FINISHED:
+            elapsed = max(0.0, (self._wall() - state.since).total_seconds())
+            self.metrics.phase_seconds.add(state.phase.value, elapsed)

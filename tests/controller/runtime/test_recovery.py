@@ -69,8 +69,8 @@ def test_a_failure_takes_the_cause_recorded_against_its_pool_else_its_condition(
 
 def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause() -> None:
     metrics = Metrics()
-    tracker = RecoveryTracker(metrics)
-    at = [T0 + timedelta(seconds=s) for s in (0, 30, 40, 100, 101, 160, 175)]
+    at = [T0 + timedelta(seconds=s) for s in (0, 30, 40, 100, 101, 160, 175, 200)]
+    tracker = RecoveryTracker(metrics, lambda: at[7])  # the scrape: 25 s after the last look
     tracker.observe("ns/js", jobset(suspend=True), [], Plan(), at[0])
     tracker.observe("ns/js", jobset(), [], Plan(), at[1])  # 30 s queued
     tracker.observe("ns/js", jobset(), [job(0), job(1)], Plan(), at[2])  # 10 s admitted
@@ -93,7 +93,7 @@ def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause() -> Non
     assert sample(f"{res.METRIC_RECOVERY_SECONDS}_bucket", le="60.0", **cause) == 0
     assert sample(f"{res.METRIC_RECOVERY_SECONDS}_bucket", le="120.0", **cause) == 1
     assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="queued") == 30
-    assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="running") == 61
+    assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="running") == 61 + 25  # open so far
     assert sample(res.METRIC_PHASE_SECONDS_TOTAL, phase="admitted") == 10 + 59 + 15
     # every cause's series exists before anything fails (bounded labels)
     assert f'{res.METRIC_RECOVERY_SECONDS}_count{{cause="user_exit"}} 0.0' in \

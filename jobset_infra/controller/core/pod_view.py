@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.placement.failure_cause import PodFailure, pod_failure_from_manifest
 
 __all__ = ["INVALID_ATTEMPT", "PodView", "pod_view_from_manifest"]
+
+# The label the Job controller puts on every Pod of a Job: the Job's name.
+_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 INVALID_ATTEMPT = -1
 """`in_place_restart_attempt` of a Pod whose annotation is not a non-negative integer."""
@@ -34,6 +38,11 @@ class PodView:
     INVALID_ATTEMPT: not a non-negative integer)."""
     max_restart_count: int = 0
     """The largest restartCount of its containers and init containers."""
+    job: str = ""
+    """The Job that owns it (the Job controller's `job-name` label)."""
+    evidence: PodFailure | None = None
+    """What it tells about a failure (its node, DisruptionTarget reason, non-zero exit codes);
+    fed to slice health's diagnosis of a failed Job when the runtime watches Pods."""
 
 
 def _attempt(annotations: Mapping[str, Any]) -> int | None:
@@ -69,4 +78,12 @@ def pod_view_from_manifest(pod: Mapping[str, Any]) -> PodView:
         failed=status.get("phase") == "Failed" if isinstance(status, Mapping) else False,
         in_place_restart_attempt=_attempt(meta.get("annotations") or {}),
         max_restart_count=_max_restart_count(status) if isinstance(status, Mapping) else 0,
+        job=str(labels.get(_JOB_NAME_LABEL, "")) if isinstance(labels, Mapping) else "",
+        evidence=_evidence(pod),
     )
+
+
+def _evidence(pod: Mapping[str, Any]) -> PodFailure | None:
+    """The pod's failure evidence, or None when it has none (no exit code, no disruption)."""
+    found = pod_failure_from_manifest(pod)
+    return found if found.exit_codes or found.disruption else None

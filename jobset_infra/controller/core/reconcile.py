@@ -198,7 +198,8 @@ def mark_jobs_ready(draft: Draft, counts: dict[str, RJobCounts]) -> None:
 
 def record_domain_failures(draft: Draft, jobs: ChildJobs) -> None:
     """Step 10: record each failing Job that held a node pool against it, with its cause."""
-    failures = domain_failures(jobs.failed, draft.observed.placement, draft.now)
+    failures = domain_failures(jobs.failed, draft.observed.placement, draft.now,
+                               draft.observed.pods)
     draft.add(*(RecordDomainFailure(failure) for failure in failures))
 
 

@@ -25,6 +25,7 @@ from jobset_infra.api import resilience as r
 from jobset_infra.api.resilience import Cause
 from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.conditions import ConditionSpec
+from jobset_infra.controller.core.pod_view import PodView
 from jobset_infra.controller.core.types import ChildJob
 from jobset_infra.placement import (
     Assignment,
@@ -34,7 +35,7 @@ from jobset_infra.placement import (
     PlacementRequest,
     SlimNode,
 )
-from jobset_infra.placement.failure_cause import Diagnosis, diagnose
+from jobset_infra.placement.failure_cause import Diagnosis, FailureEvidence, diagnose
 from jobset_infra.placement.inputs import PlacementInputs
 from jobset_infra.placement.pool_health import DomainFailure, KeptOut
 from jobset_infra.placement.recovery import Recovery, allocate_recovering
@@ -44,9 +45,15 @@ __all__ = ["allocate_healthy_first", "domain_failures", "kept_out_condition", "u
 
 
 def domain_failures(
-    failed: Sequence[ChildJob], inputs: PlacementInputs | None, now: datetime
+    failed: Sequence[ChildJob],
+    inputs: PlacementInputs | None,
+    now: datetime,
+    pods: Sequence[PodView] | None = None,
 ) -> tuple[DomainFailure, ...]:
-    """Return a record for each failing Job that held a domain, with the cause of its failure."""
+    """Return a record for each failing Job that held a domain, with the cause of its failure.
+
+    `pods`: the JobSet's Pods when the runtime watches them (None otherwise); a failed Job's
+    pods' exit codes, DisruptionTarget reasons and nodes then count as evidence too."""
     out = []
     for job in failed:
         key = exclusive_topology(job.annotations)
@@ -54,7 +61,9 @@ def domain_failures(
         failure = job_failure(job)
         if key is None or not domain or failure is None:
             continue
-        found = _diagnosis(failure.reason, failure.message, key, domain, inputs)
+        evidence = _evidence(job, pods, inputs)
+        found = _diagnosis(failure.reason, failure.message, key, domain, inputs,
+                           evidence=evidence)
         out.append(DomainFailure(
             topology_key=key,
             domain=domain,
@@ -68,12 +77,28 @@ def domain_failures(
 
 
 def _diagnosis(
-    reason: str, message: str, key: str, domain: str, inputs: PlacementInputs | None
+    reason: str, message: str, key: str, domain: str, inputs: PlacementInputs | None,
+    *, evidence: FailureEvidence | None = None,
 ) -> Diagnosis:
     nodes = () if inputs is None else _real_nodes(inputs, key, domain)
     if inputs is not None and inputs.nodes is not None and not nodes:
         return Diagnosis(Cause.NODE_DELETED, f"pool {domain} has no nodes left")
-    return diagnose(reason, message, None, nodes, domain)
+    return diagnose(reason, message, evidence, nodes, domain)
+
+
+def _evidence(
+    job: ChildJob, pods: Sequence[PodView] | None, inputs: PlacementInputs | None
+) -> FailureEvidence | None:
+    """The failed Job's pods and the nodes they ran on (None: a Node that is gone), if known."""
+    if pods is None:
+        return None
+    found = tuple(p.evidence for p in pods if p.job == job.name and p.evidence is not None)
+    if not found:
+        return None
+    if inputs is None or inputs.nodes is None:  # Nodes unknown: no node evidence, never "gone"
+        return FailureEvidence(found)
+    known = {n.name: n for n in inputs.nodes}
+    return FailureEvidence(found, {p.node: known.get(p.node) for p in found if p.node})
 
 
 def _real_nodes(inputs: PlacementInputs, key: str, domain: str) -> tuple[SlimNode, ...]:

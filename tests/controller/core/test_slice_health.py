@@ -125,6 +125,39 @@ def test_a_failed_slice_is_recorded_against_the_pool_it_held(
     assert kinds.index("RecordDomainFailure") < kinds.index("UpdateStatus")
 
 
+@pytest.mark.parametrize(
+    ("pods", "cause"),
+    [
+        pytest.param(None, Cause.UNKNOWN, id="without a Pod cache the plain backoff is unknown"),
+        pytest.param({"exitCode": 3, "reason": "Error"}, Cause.USER_EXIT,
+                     id="a watched Pod's own exit code makes it the program's failure"),
+        pytest.param({"exitCode": 137, "reason": "OOMKilled"}, Cause.OOM_KILLED,
+                     id="a watched Pod killed for memory is oom_killed"),
+    ],
+)
+def test_watched_pods_exit_codes_feed_the_diagnosis(
+    pods: dict[str, Any] | None, cause: Cause
+) -> None:
+    from jobset_infra.controller.core.pod_view import pod_view_from_manifest
+
+    js = _jobset()
+    jobs = _placed_jobs(js, ["pool-0", "pool-1"])
+    failed = job_from(jobs[1]).failed(at=T0).obj()
+    views = None
+    if pods is not None:
+        pod = {"metadata": {"name": "js-slice-1-0", "namespace": "default", "labels": {
+                   c.JOBSET_NAME_KEY: "js", "batch.kubernetes.io/job-name": "js-slice-1"}},
+               "spec": {"nodeName": "pool-1-node-0"},
+               "status": {"phase": "Failed", "containerStatuses": [
+                   {"name": "main", "state": {"terminated": pods}}]}}
+        views = (pod_view_from_manifest(pod),)
+    observed = Observed(jobset=js, jobs=(child_job_from_manifest(jobs[0]),
+                                         child_job_from_manifest(failed)),
+                        placement=_inputs(tpu_pools(3, 2)), pods=views)
+    (record,) = reconcile(observed, T0, CoreConfig()).of_type(RecordDomainFailure)
+    assert record.failure.cause is cause
+
+
 def test_a_job_that_held_no_pool_records_nothing() -> None:
     js = make_jobset("plain").uid("u").replicated_job("w", replicas=1).model()
     job = construct_jobs(js, js.spec.replicated_jobs[0], (), 0)[0]

@@ -10,8 +10,9 @@ unblock it. The layers are read in the order a JobSet moves through them:
 2. queued: suspended and its Kueue Workload has no quota reserved (the ClusterQueue's quota, what
    the Workload asks, what is in use and by whom), or an admission check is not Ready;
 3. placement: `ExclusivePlacementPending` (the controller's own words on which pools exist and
-   which are busy) with every pool of the JobSet's topology key: free, occupied (by which
-   Job), kept out after failures (until when), not ready, spare;
+   which are busy) with every pool of the JobSet's topology key whose nodes its pods select
+   (their nodeSelector): free, occupied (by which JobSet), kept out after failures (until
+   when), not ready or cordoned, spare;
 4. pods: Pending and unschedulable (the scheduler's message), or containers that cannot start
    (image pull errors, crash loops);
 5. otherwise running, or starting.
@@ -33,7 +34,11 @@ from jobset_infra.placement.failure_cause import (
     pod_failure_from_manifest,
 )
 from jobset_infra.placement.jobs import job_view_from_manifest
-from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
+from jobset_infra.placement.nodes import (
+    SlimNode,
+    matches_node_selector,
+    slim_node_from_manifest,
+)
 from jobset_infra.placement.occupancy import Occupancy
 from jobset_infra.placement.pool_health import HealthPolicy, kept_out, ledger_from_text
 from jobset_infra.placement.recovery import is_spare
@@ -363,7 +368,9 @@ def _pools(g: Gathered) -> tuple[PoolState, ...]:
     if key is None or g.nodes is None:
         return ()
     nodes = [slim_node_from_manifest(n) for n in g.nodes]
-    domains = domains_from_nodes(nodes, key)
+    selectors = _selectors(g, key)
+    domains = [d for d in domains_from_nodes(nodes, key)
+               if any(matches_node_selector(sel, n.labels) for sel in selectors for n in d.nodes)]
     views = [v for j in g.all_jobs if (v := job_view_from_manifest(j)) is not None]
     occupancy = Occupancy.from_views(views)
     aside = kept_out(ledger_from_text(g.ledger), g.now, g.policy) if g.policy.enabled else {}
@@ -381,6 +388,17 @@ def _pools(g: Gathered) -> tuple[PoolState, ...]:
             state, detail = "not-ready", f"nodes not ready or cordoned: {', '.join(_first(bad))}"
         out.append(PoolState(domain.name, state, is_spare(domain), detail, holder))
     return tuple(out)
+
+
+def _selectors(g: Gathered, key: str) -> list[Mapping[str, str]]:
+    """Each replicated job's pod nodeSelector without the topology key: which pools are its
+    kind (the CPU pool is no candidate for a TPU JobSet)."""
+    out: list[Mapping[str, str]] = []
+    for rjob in (g.jobset.get("spec") or {}).get("replicatedJobs") or ():
+        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get(
+            "spec") or {}
+        out.append({k: v for k, v in (pod.get("nodeSelector") or {}).items() if k != key})
+    return out or [{}]
 
 
 def _failures(g: Gathered) -> tuple[Obj, ...]:

@@ -319,7 +319,7 @@ async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
     kept = [p for p in states.values() if p["state"] == "kept-out"]
     assert any("tpu_device_error" in p["detail"] for p in kept), states
     assert any(f"{NS}/hs" in u for u in found["unblock"]), found["unblock"]
-    await client.delete(JOBSETS, "big", NS)
+    await client.delete(JOBSETS, "big", namespace=NS)
 
     # A pod that asks for more CPU than any node has: the scheduler's words come back.
     job = TpuJob("slice", {**CONTAINER, "resources": {"requests": {"cpu": "100000"}}},
@@ -342,4 +342,4 @@ async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
     blocker = found["blockers"][0]
     assert (blocker["layer"], blocker["reason"]) == ("pods", "Unschedulable"), blocker
     assert "Insufficient cpu" in blocker["message"], blocker
-    await client.delete(JOBSETS, "huge", NS)
+    await client.delete(JOBSETS, "huge", namespace=NS)

@@ -12,7 +12,7 @@ from jobset_infra.api import resilience as res
 from jobset_infra.explain.command import render_text
 from jobset_infra.explain.diagnosis import Gathered, explain
 from jobset_infra.placement.pool_health import DomainFailure, ledger_text
-from tests.placement.builders import POOL_KEY, make_job, node_manifest
+from tests.placement.builders import POOL_KEY, TOPO_KEY, make_job, node_manifest
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 UID = "uid-js"
@@ -22,14 +22,19 @@ def jobset(*conditions: tuple[str, str, str, str], suspend: bool = False) -> dic
     return {
         "metadata": {"name": "js", "namespace": "default", "uid": UID,
                      "annotations": {c.EXCLUSIVE_KEY: POOL_KEY}},
-        "spec": {"suspend": suspend, "replicatedJobs": [{"name": "w", "template": {}}]},
+        "spec": {"suspend": suspend, "replicatedJobs": [{"name": "w", "template": {"spec": {
+            "template": {"spec": {"nodeSelector": {TOPO_KEY: "2x4"}}}}}}]},
         "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m}
                                   for t, s, r, m in conditions]},
     }
 
 
 def pools(*names: str, not_ready: str = "") -> list[dict[str, Any]]:
-    return [node_manifest(f"{p}-node-{i}", p, ready=p != not_ready) for p in names for i in (0, 1)]
+    """TPU pools `names` (2x4 nodes), and a CPU pool the JobSet's pods never select."""
+    cpu = node_manifest("cpu-node-0", "default-pool")
+    cpu["metadata"]["labels"].pop(TOPO_KEY)
+    return [node_manifest(f"{p}-node-{i}", p, ready=p != not_ready)
+            for p in names for i in (0, 1)] + [cpu]
 
 
 def workload(reserved: tuple[str, str] | None, chips: int = 16, checks: list[Any] = ()) -> Any:

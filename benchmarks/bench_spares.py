@@ -10,7 +10,7 @@ alternating which group goes first, a JobSet of S slices (failure policy: Restar
 group's S pools; then the nodes of one pool go NotReady (kwok) and that slice's pod exits 137.
 Timed from the failure to every slice running again (the failed slice's new Job's pod Running):
 
-- with a spare, the failed slice is recreated on the spare at once;
+- with a spare, the failed slice is recreated on the spare at once (the pool stays NotReady);
 - without one, every pool is taken or lost, so the slice waits until the lost pool is repaired:
   its nodes come back Ready `--repair` seconds after the failure (a stand-in: GKE's node
   auto-repair recreates a VM in minutes, not seconds), then lands there.
@@ -78,9 +78,20 @@ async def _running(api: KubeClient, name: str) -> dict[str, tuple[str, str]]:
 
 
 async def _set_not_ready(api: KubeClient, nodes: list[str], value: bool) -> None:
+    """Mark `nodes` NotReady (or Ready again) and wait until they report it."""
     for node in nodes:
         await api.patch(NODES, node, {"metadata": {"annotations": {
             NOT_READY_ANNOTATION: "true" if value else None}}}, content_type=MERGE_PATCH)
+    want = "False" if value else "True"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready = {n["metadata"]["name"]: next(
+            (c["status"] for c in (n.get("status") or {}).get("conditions") or ()
+             if c.get("type") == "Ready"), "") for n in (await api.list(NODES))["items"]}
+        if all(ready.get(node) == want for node in nodes):
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"nodes {nodes} not Ready={want} within 120 s")
 
 
 async def one_run(api: KubeClient, plan: SlicePoolsPlan, repair: float,
@@ -99,14 +110,14 @@ async def one_run(api: KubeClient, plan: SlicePoolsPlan, repair: float,
     pool = {n["metadata"]["name"]: n["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL]
             for n in (await api.list(NODES))["items"]}
     lost = [n for n, p in pool.items() if p == pool[node]]
-    await _set_not_ready(api, lost, True)
+    await _set_not_ready(api, lost, True)  # the host died: NotReady, then its process fails
     [victim] = [p for p in (await api.list(PODS, "bench", f"job-name={victim_job}"))["items"]
                 if (p.get("status") or {}).get("phase") == "Running"]
     failed_at = time.monotonic()
     await api.patch(PODS, victim["metadata"]["name"],
                     {"metadata": {"annotations": {EXIT_CODE_ANNOTATION: "137"}}},
                     namespace="bench", content_type=MERGE_PATCH)
-    repaired = False
+    repaired = plan.spares > 0  # with a spare nothing waits for the repair: never repaired
     recovered_s = None
     while time.monotonic() - failed_at < timeout:
         if not repaired and time.monotonic() - failed_at >= repair:
@@ -118,8 +129,7 @@ async def one_run(api: KubeClient, plan: SlicePoolsPlan, repair: float,
             landed = pool[now[victim_job][1]]
             break
         await asyncio.sleep(0.1)
-    if not repaired:
-        await _set_not_ready(api, lost, False)
+    await _set_not_ready(api, lost, False)
     await _delete(api, name)
     return {"group": plan.name, "slices": slices, "spares": plan.spares, "placed_s": placed_s,
             "recovered_s": recovered_s, "failed_pool": pool[node],

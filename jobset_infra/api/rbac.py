@@ -39,6 +39,7 @@ __all__ = [
     "PolicyRule",
     "called_permissions",
     "leader_election_rules",
+    "scraper_token_rules",
 ]
 
 _CORE_GROUP = ""
@@ -159,6 +160,13 @@ COREDNS_RULES: tuple[PolicyRule, ...] = (
 )
 """What CoreDNS's kubernetes plugin reads (as kubeadm grants it), on the local cluster's real
 nodes (`cluster.realnode`); not the controller's."""
+
+
+def scraper_token_rules(secret: str) -> tuple[PolicyRule, ...]:
+    """What GKE Managed Prometheus' collector needs to read the metrics scraper's token Secret
+    that a PodMonitoring's `authorization` names (that one Secret, in its namespace)."""
+    return (PolicyRule((_CORE_GROUP,), ("secrets",), ("get", "list", "watch"),
+                       resource_names=(secret,), called=False),)
 
 IN_PLACE_RESTART_AGENT_RULES: tuple[PolicyRule, ...] = (
     # upstream's in-place restart agent (KEP-467) in each worker Pod, granted in its namespace:

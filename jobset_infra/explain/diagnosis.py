@@ -27,6 +27,8 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import resilience as res
+from jobset_infra.explain.kueue_view import quota_fixes, workload_summary
+from jobset_infra.explain.objects import Obj, condition, conditions, is_true
 from jobset_infra.placement.domains import domains_from_nodes
 from jobset_infra.placement.failure_cause import (
     FailureEvidence,
@@ -46,7 +48,6 @@ from jobset_infra.placement.strategy import child_job_annotations, exclusive_top
 
 __all__ = ["Blocker", "Explanation", "Gathered", "PoolState", "explain"]
 
-Obj = Mapping[str, Any]
 
 # Container waiting reasons that keep a pod from ever running without a change by someone.
 _STUCK_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName",
@@ -125,11 +126,11 @@ def explain(g: Gathered) -> Explanation:
     """Return why the JobSet in `g` is where it is, and what would move it on (pure)."""
     meta = g.jobset.get("metadata") or {}
     name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-    conditions = tuple(_conditions(g.jobset))
+    found_conditions = tuple(conditions(g.jobset))
     pools = _pools(g)
-    workload = _workload(g)
+    workload = workload_summary(g.workload, g.local_queue, g.cluster_queue, g.workloads)
     failures = _failures(g)
-    base = Explanation(name, "", "", conditions, workload, pools, failures=failures)
+    base = Explanation(name, "", "", found_conditions, workload, pools, failures=failures)
     for step in (_finished, _queued, _placement, _pods):
         found = step(g, base)
         if found is not None:
@@ -145,9 +146,9 @@ def explain(g: Gathered) -> Explanation:
 
 
 def _finished(g: Gathered, base: Explanation) -> Explanation | None:
-    if _true(g.jobset, c.CONDITION_COMPLETED):
+    if is_true(g.jobset, c.CONDITION_COMPLETED):
         return _with(base, "Completed", "the JobSet completed")
-    failed = _condition(g.jobset, c.CONDITION_FAILED)
+    failed = condition(g.jobset, c.CONDITION_FAILED)
     if failed is None or failed.get("status") != "True":
         return None
     causes = "; ".join(f"{f['job']}: {f['cause']} ({f['detail']})" for f in base.failures)
@@ -173,12 +174,12 @@ def _queued(g: Gathered, base: Explanation) -> Explanation | None:
     blockers: list[Blocker] = []
     unblock: list[str] = []
     subject = f"Workload {wl.get('name')}"
-    reserved = _condition(g.workload, "QuotaReserved")
+    reserved = condition(g.workload, "QuotaReserved")
     if reserved is None or reserved.get("status") != "True":
         message = str((reserved or {}).get("message") or "waiting for the Kueue scheduler")
         blockers.append(Blocker("kueue", subject, str((reserved or {}).get("reason", "Pending")),
                                 message))
-        unblock.extend(_quota_fixes(wl))
+        unblock.extend(quota_fixes(wl))
     for check in wl.get("admissionChecks") or ():
         if check.get("state") != "Ready":
             blockers.append(Blocker("kueue", f"{subject} admission check {check.get('name')}",
@@ -191,25 +192,8 @@ def _queued(g: Gathered, base: Explanation) -> Explanation | None:
     return _with(base, "Queued", summary, tuple(blockers), tuple(unblock))
 
 
-def _quota_fixes(wl: Obj) -> list[str]:
-    fixes = []
-    queue = wl.get("clusterQueue") or "its ClusterQueue"
-    for flavor, quota in (wl.get("quota") or {}).items():
-        asked, nominal, used = quota["requested"], quota["nominal"], quota["used"]
-        if asked > nominal:
-            fixes.append(f"it asks {asked} {quota['resource']} but {queue}'s nominalQuota of "
-                         f"flavor {flavor} is {nominal}: ask for at most {nominal}, or raise "
-                         "the quota (add slices)")
-        elif asked > nominal - used:
-            holders = ", ".join(wl.get("admittedInQueue") or ()) or "other workloads"
-            fixes.append(f"{used} of {nominal} {quota['resource']} of flavor {flavor} are in "
-                         f"use by {holders}: wait for them to finish, or preempt them with a "
-                         "higher WorkloadPriorityClass")
-    return fixes or [f"see {queue}'s status and the Workload's conditions"]
-
-
 def _placement(g: Gathered, base: Explanation) -> Explanation | None:
-    pending = _condition(g.jobset, c.CONDITION_PLACEMENT_PENDING)
+    pending = condition(g.jobset, c.CONDITION_PLACEMENT_PENDING)
     if pending is None or pending.get("status") != "True":
         return None
     message = str(pending.get("message", ""))
@@ -244,7 +228,7 @@ def _pods(g: Gathered, base: Explanation) -> Explanation | None:
         if meta.get("deletionTimestamp") or status.get("phase") != "Pending":
             continue
         subject = f"pod {meta.get('name')}"
-        scheduled = _condition(pod, "PodScheduled")
+        scheduled = condition(pod, "PodScheduled")
         if scheduled is not None and scheduled.get("status") == "False":
             message = str(scheduled.get("message", ""))
             blockers.append(Blocker("pods", subject, str(scheduled.get("reason", "")), message))
@@ -265,91 +249,6 @@ def _pods(g: Gathered, base: Explanation) -> Explanation | None:
 
 
 # --------------------------------------------------------------------------- evidence
-
-
-def _workload(g: Gathered) -> Obj | None:
-    if g.workload is None:
-        return None
-    meta, spec = g.workload.get("metadata") or {}, g.workload.get("spec") or {}
-    status = g.workload.get("status") or {}
-    cq_name = ((g.local_queue or {}).get("spec") or {}).get("clusterQueue")
-    flavors = sorted({f for ps in (status.get("admission") or {}).get("podSetAssignments") or ()
-                      for f in (ps.get("flavors") or {}).values()})
-    return {
-        "name": f"{meta.get('namespace', '')}/{meta.get('name', '')}",
-        "queue": spec.get("queueName"),
-        "clusterQueue": cq_name,
-        "quotaReserved": _true(g.workload, "QuotaReserved"),
-        "admitted": _true(g.workload, "Admitted"),
-        "flavors": flavors,
-        "admissionChecks": [
-            {"name": a.get("name"), "state": a.get("state"), "message": a.get("message", "")}
-            for a in status.get("admissionChecks") or ()],
-        "quota": _quota(g),
-        "admittedInQueue": _admitted_in_queue(g, cq_name),
-    }
-
-
-def _quota(g: Gathered) -> dict[str, dict[str, Any]]:
-    """flavor -> requested, nominal and used of each resource the Workload asks for."""
-    requested = _requested(g.workload or {})
-    out: dict[str, dict[str, Any]] = {}
-    spec = (g.cluster_queue or {}).get("spec") or {}
-    used = _usage((g.cluster_queue or {}).get("status") or {})
-    for group in spec.get("resourceGroups") or ():
-        for flavor in group.get("flavors") or ():
-            for resource in flavor.get("resources") or ():
-                name = resource.get("name")
-                if name in requested:
-                    out[str(flavor.get("name"))] = {
-                        "resource": name, "requested": requested[name],
-                        "nominal": _count(resource.get("nominalQuota")),
-                        "used": used.get((flavor.get("name"), name), 0)}
-    return out
-
-
-def _requested(workload: Obj) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for pod_set in (workload.get("spec") or {}).get("podSets") or ():
-        count = int(pod_set.get("count") or 0)
-        pod = ((pod_set.get("template") or {}).get("spec")) or {}
-        for container in pod.get("containers") or ():
-            resources = container.get("resources") or {}
-            for name, qty in {**(resources.get("limits") or {}),
-                              **(resources.get("requests") or {})}.items():
-                total[name] = total.get(name, 0) + count * _count(qty)
-    return total
-
-
-def _usage(status: Obj) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for flavor in status.get("flavorsReservation") or status.get("flavorsUsage") or ():
-        for resource in flavor.get("resources") or ():
-            key = (str(flavor.get("name")), str(resource.get("name")))
-            out[key] = _count(resource.get("total"))
-    return out
-
-
-def _admitted_in_queue(g: Gathered, cq_name: str | None) -> list[str]:
-    own = ((g.workload or {}).get("metadata") or {}).get("uid")
-    out = []
-    for wl in g.workloads:
-        admission = (wl.get("status") or {}).get("admission") or {}
-        meta = wl.get("metadata") or {}
-        if admission.get("clusterQueue") == cq_name and meta.get("uid") != own and (
-                _true(wl, "QuotaReserved") and not _true(wl, "Finished")):
-            out.append(f"{meta.get('namespace')}/{meta.get('name')}")
-    return sorted(out)
-
-
-def _count(quantity: object) -> int:
-    """A whole-number quantity ("32", 32, "1k"); fractions and odd forms count as 0."""
-    text = str(quantity or "0")
-    scale = {"k": 1000, "Ki": 1024, "M": 10**6, "Mi": 2**20, "G": 10**9, "Gi": 2**30}
-    for suffix, factor in scale.items():
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * factor
-    return int(text) if text.isdigit() else 0
 
 
 def _topology_key(g: Gathered) -> str | None:
@@ -407,7 +306,7 @@ def _failures(g: Gathered) -> tuple[Obj, ...]:
         for n in g.nodes or ()}
     out = []
     for job in g.jobs:
-        failed = _condition(job, c.JOB_CONDITION_FAILED) or _condition(
+        failed = condition(job, c.JOB_CONDITION_FAILED) or condition(
             job, c.JOB_CONDITION_FAILURE_TARGET)
         if failed is None or failed.get("status") != "True":
             continue
@@ -431,23 +330,6 @@ def _all_running(g: Gathered) -> bool:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _conditions(obj: Obj) -> list[Obj]:
-    return [{k: cond.get(k) for k in ("type", "status", "reason", "message")}
-            for cond in (obj.get("status") or {}).get("conditions") or ()]
-
-
-def _condition(obj: Obj | None, kind: str) -> Obj | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if cond.get("type") == kind:
-            found: Obj = cond
-            return found
-    return None
-
-
-def _true(obj: Obj | None, kind: str) -> bool:
-    return (_condition(obj, kind) or {}).get("status") == "True"
 
 
 def _first(names: Sequence[str], shown: int = 4) -> list[str]:

@@ -12,6 +12,7 @@ a token of an account allowed `GET /metrics`: the objects include that account
 
 from __future__ import annotations
 
+from jobset_infra.api.rbac import scraper_token_rules
 from jobset_infra.manifests.controller import labels, selector_labels
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.meta import Manifest, object_meta
@@ -67,8 +68,7 @@ def pod_monitoring_objects(install: ControllerInstall) -> tuple[Manifest, ...]:
     }
     read_token = {
         "apiVersion": f"{_RBAC}/v1", "kind": "Role", "metadata": object_meta(name, meta_labels, ns),
-        "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": [name],
-                   "verbs": ["get", "list", "watch"]}],
+        "rules": [rule.to_dict() for rule in scraper_token_rules(name)],
     }
     collector, collector_ns = GMP_COLLECTOR
     read_token_binding = {

@@ -194,7 +194,8 @@ async def set_not_ready(api: KubeClient, pool: str, not_ready: bool) -> None:
         return all(condition(n, "Ready").get("status") == ("False" if not_ready else "True")
                    for n in nodes)
 
-    await until(reported, f"pool {pool}'s nodes {'NotReady' if not_ready else 'Ready'}")
+    state = "NotReady" if not_ready else "Ready"
+    await until(reported, f"pool {pool}'s nodes {state}", timeout=WAIT)
 
 
 async def test_a_slice_on_a_pool_gone_not_ready_restarts_alone_on_the_spare_and_completes(
@@ -208,7 +209,7 @@ async def test_a_slice_on_a_pool_gone_not_ready_restarts_alone_on_the_spare_and_
         return found if len(found) == 3 and all(len(p) == 1 for _, _, p in found.values()) \
             else None
 
-    before = await until(all_running, "3 slices running")
+    before = await until(all_running, "3 slices running", timeout=WAIT)
     assert before is not None
     on = {name: next(iter(pools)) for name, (_, _, pools) in before.items()}
     assert sorted(on.values()) == ["hp-0", "hp-1", "hp-2"], on  # the spare is left alone
@@ -223,7 +224,7 @@ async def test_a_slice_on_a_pool_gone_not_ready_restarts_alone_on_the_spare_and_
         return found if (found.get(victim_job, ("", "", set()))[1:] == ("1", {"hp-spare-0"})
                          and all(len(p) == 1 for _, _, p in found.values())) else None
 
-    after = await until(moved, f"{victim_job} running again on hp-spare-0")
+    after = await until(moved, f"{victim_job} running again on hp-spare-0", timeout=WAIT)
     assert after is not None
     for name, (uid, attempt, pools) in after.items():
         if name != victim_job:  # only the failed slice moved: the others never stopped
@@ -242,7 +243,7 @@ async def test_a_slice_on_a_pool_gone_not_ready_restarts_alone_on_the_spare_and_
         js = await client.get(JOBSETS, "spare", NS)
         return condition(js, "Completed").get("status") == "True"
 
-    await until(completed, "the JobSet completed")
+    await until(completed, "the JobSet completed", timeout=WAIT)
     await set_not_ready(client, "hp-1", False)
 
 
@@ -309,7 +310,7 @@ async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
         cond = condition(await client.get(JOBSETS, "big", NS), k.CONDITION_PLACEMENT_PENDING)
         return cond.get("status") == "True"
 
-    await until(held, "`big` waiting for pools")
+    await until(held, "`big` waiting for pools", timeout=WAIT)
     found = explain_cli("big")
     assert found["state"] == "WaitingForPools", found
     states = {p["name"]: p for p in found["pools"]}
@@ -336,7 +337,7 @@ async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
                    for p in (await client.list(PODS, namespace=NS,
                                                label_selector=f"{k.JOBSET_NAME_KEY}=huge"))["items"])
 
-    await until(unschedulable, "`huge`'s pods unschedulable")
+    await until(unschedulable, "`huge`'s pods unschedulable", timeout=WAIT)
     found = explain_cli("huge")
     assert found["state"] == "PodsBlocked", found
     blocker = found["blockers"][0]

@@ -410,7 +410,7 @@ async def test_restart_job_recreates_only_the_failed_job(cluster: Cluster) -> No
     async def measured() -> float:
         return ctl.metrics.sample("jobset_recovery_seconds_count", unknown)
 
-    await eventually(measured, what="the recovery measured")
+    await until(measured, "the recovery measured")
     assert ctl.metrics.sample("jobset_restarts_by_cause_total", unknown) == 1
     assert ctl.metrics.sample("jobset_phase_seconds_total", {"phase": "running"}) > 0
 

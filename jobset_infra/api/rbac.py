@@ -168,6 +168,7 @@ def scraper_token_rules(secret: str) -> tuple[PolicyRule, ...]:
     return (PolicyRule((_CORE_GROUP,), ("secrets",), ("get", "list", "watch"),
                        resource_names=(secret,), called=False),)
 
+
 IN_PLACE_RESTART_AGENT_RULES: tuple[PolicyRule, ...] = (
     # upstream's in-place restart agent (KEP-467) in each worker Pod, granted in its namespace:
     # it server-side-applies its attempt annotation to its own Pod, and watches its JobSet.

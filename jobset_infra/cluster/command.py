@@ -161,6 +161,8 @@ def _up(args: argparse.Namespace) -> int:
     lines = [
         f"export KUBECONFIG={cluster.kubeconfig}",
         f"{kubectl} get nodes -L cloud.google.com/gke-nodepool",
+        f"{kubectl} apply -f examples/jax-cpu/jobset.yaml   # runs for real (--image workload)"
+        if args.real_nodes else
         f"{kubectl} annotate pod POD jobset-infra.dev/exit-code=0   # a Pod's containers exit",
         f"{cli} cluster down{_name_flag(args)}   # stop it all",
         *kubectl_note(),

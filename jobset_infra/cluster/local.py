@@ -116,9 +116,16 @@ class RunningCluster:
         return {p.name: alive(p) for p in self.processes}
 
     def stop(self, keep_files: bool = False) -> list[str]:
-        stopped = stop(self.processes)
-        if self.real is not None:  # containers, mounts, cgroups, bridges: before the folder
+        stopped: list[str] = []
+        names: frozenset[str] = frozenset()
+        if self.real is not None:
+            # The nodes and their containers first: a controller Pod still running holds its
+            # watches open, and kube-apiserver's graceful stop waited for them (11 s, then
+            # SIGKILL). Then mounts, cgroups, bridges: all before the folder goes.
+            names = self.real.process_names()
+            stopped = stop([p for p in self.processes if p.name in names])
             nodehost.teardown(self.real)
+        stopped += stop([p for p in self.processes if p.name not in names])
         if not keep_files:
             shutil.rmtree(self.layout.folder, ignore_errors=True)
         return stopped
@@ -188,7 +195,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
                          options.start_timeout, headers=_health_headers(layout, spec.name))
             if spec.name == "kube-apiserver" and options.crds:
                 progress(f"serving {len(options.crds)} CRDs before the controllers start")
-                _run(_serve_crds(cluster, options.crds))
+                _run(_apply(cluster, options.crds))
         if not options.apiserver_only:
             progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
             _run(_bootstrap(cluster, options.start_timeout))
@@ -249,12 +256,6 @@ async def _real_nodes_ready(cluster: RunningCluster, real: realnode.RealNodes,
         await _until(lambda: _nodes_ready(api, {n.name for n in real.nodes}), timeout,
                      f"{len(real.nodes)} real Nodes Ready (kubelet)", cluster)
 
-
-async def _serve_crds(cluster: RunningCluster, crds: Sequence[Mapping[str, Any]]) -> None:
-    from jobset_infra.cluster.install import apply_all
-
-    async with cluster.client() as api:
-        await apply_all(api, crds)
 
 
 def with_system_pool(pools: tuple[PoolSpec, ...], progress: Progress) -> tuple[PoolSpec, ...]:

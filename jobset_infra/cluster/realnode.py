@@ -129,6 +129,11 @@ class RealNodes:
     def bridges(self) -> tuple[str, ...]:
         return tuple(n.bridge for n in self.nodes)
 
+    def process_names(self) -> frozenset[str]:
+        """The names `process_specs` gives the nodes' processes."""
+        return frozenset({*(f"{kind}-{n.index}" for n in self.nodes
+                            for kind in ("containerd", "kubelet")), "kube-proxy", "coredns"})
+
     def to_state(self) -> dict[str, Any]:
         return {"count": len(self.nodes), "ports": {
             "kubelet": [[n.kubelet_port, n.kubelet_healthz_port] for n in self.nodes],

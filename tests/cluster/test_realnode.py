@@ -162,3 +162,10 @@ def test_beside_real_nodes_kwok_keeps_only_tainted_pools() -> None:
     assert beside_real_nodes(()) == ()
     with pytest.raises(RealNodeError, match=r"untainted kwok pool 'default-pool'.*no --nodes"):
         beside_real_nodes(parse_nodes("v5e-2x4:1,cpu:3"))
+
+
+def test_the_nodes_process_names_are_those_of_their_specs() -> None:
+    real = _plan(2)
+    bins = {name: Path(f"/b/{name}") for name in ("containerd", "kubelet", "kube-proxy",
+                                                  "coredns")}
+    assert real.process_names() == {s.name for s in process_specs(LAYOUT, real, bins)}

@@ -119,6 +119,16 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     return {}
 
 
+async def _explain(w: World, mode: Placer, name: str) -> Any:
+    """`jobset-infra explain`'s answer for the JobSet, read from the cluster as the command does."""
+    from jobset_infra.explain.diagnosis import explain
+    from jobset_infra.explain.gather import gather
+    from jobset_infra.placement.pool_health import HealthPolicy
+
+    return explain(await gather(w.api, GROUP[mode], name, controller_namespace="jobset-system",
+                                policy=HealthPolicy()))
+
+
 async def _pools_by_node(w: World) -> dict[str, str]:
     return {n["metadata"]["name"]: n["metadata"]["labels"][tpu.GKE_NODEPOOL_LABEL]
             for n in await w.items(NODE_RES)}
@@ -216,6 +226,11 @@ async def test_a_jobset_beyond_the_quota_waits_with_kueues_reason(
     message = await world.until(pending, "the workload of `two` waiting for quota")
     assert "insufficient unused quota for google.com/tpu" in message, message
     assert (await world.api.get(JOBSETS, "two", GROUP[mode]))["spec"]["suspend"] is True
+    found = await _explain(world, mode, "two")  # explain: queued over quota, held by `four`
+    assert (found.state, found.blockers[0].layer) == ("Queued", "kueue"), found
+    [quota] = found.workload["quota"].values()
+    assert (quota["requested"], quota["nominal"], quota["used"]) == (16, 40, 32), quota
+    assert f"in use by {GROUP[mode]}/jobset-four-" in found.unblock[0], found.unblock
     assert await _running_pods(world, mode, "two", 0) == []
     await _remove(world, mode, "two")
 
@@ -242,6 +257,8 @@ async def test_a_slice_no_free_pool_can_hold_waits_and_says_why(
 
             message = await world.until(pending, "TAS refusing `one`")
             assert "topology" in message and "tas-slices" in message, message
+            found = await _explain(world, mode, "one")  # explain: Kueue's TAS says why
+            assert found.state == "Queued" and "topology" in found.summary, found
         else:
             # Kueue admits on quota; the controller holds the Job back, saying why.
             async def placement_pending() -> str:
@@ -253,6 +270,12 @@ async def test_a_slice_no_free_pool_can_hold_waits_and_says_why(
             # The cordoned host leaves room for one of the slice's two pods.
             assert re.search(rf"{free} \((room for 1 of the 2 pods|1 of its 2 nodes are not "
                              r"ready)\)", message), message
+            found = await _explain(world, mode, "one")  # explain: no free pool
+            assert found.state == "WaitingForPools", found
+            states = {p.name: (p.state, p.holder) for p in found.pools}
+            assert states[free] == ("not-ready", ""), states
+            assert {states[pool] for pool in taken} == {("occupied", f"{GROUP[mode]}/four")}
+            assert any(f"{GROUP[mode]}/four" in u for u in found.unblock), found.unblock
         assert await _running_pods(world, mode, "one", 0) == []
         await _remove(world, mode, "one")
     finally:

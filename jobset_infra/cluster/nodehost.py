@@ -145,6 +145,11 @@ def wait_containerd(node: Node, ctr: Path, started: Started, timeout: float) -> 
 def import_images(node: Node, ctr: Path, archives: Sequence[Path]) -> None:
     """Load OCI archives into the node's image store, unpacked for the CRI's snapshotter."""
     for archive in archives:
+        # A rebuild of the same image (same key: `image build --rebuild`, the image tier's
+        # reproducibility test) swaps its folder in place; wait out that moment.
+        deadline = time.monotonic() + 30
+        while not archive.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
         result = subprocess.run(
             [str(ctr), "--address", str(node.socket), "--namespace", CTR_NAMESPACE, "images",
              "import", "--snapshotter", "overlayfs", str(archive)],

@@ -60,7 +60,9 @@ class WriteGate:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.in_flight -= 1  # granted, then cancelled before it could go: give it back
-                self._grant()
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            self._grant()
             raise
 
     def _grant(self) -> None:

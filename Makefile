@@ -12,14 +12,14 @@ venv: ## create .venv: the locked runtime and Pulumi SDKs, then the package with
 	$(BIN)/pip install -q --require-hashes -r locks/test.txt
 	$(BIN)/pip install -q -e '.[test,platform,bench,lock]'
 
-tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi, pause) into the cache
+tools: ## build the pinned Go tools (Kubernetes, etcd, kwok, Kueue, upstream JobSet, Pulumi, pause; the real nodes' kubelet, kube-proxy, containerd, CNI, CoreDNS) into the cache
 	python3 tools/build.py
 
 image: ## build the controller image without a Docker daemon (OCI layout and archive; prints the digest)
 	$(BIN)/jobset-infra image build controller
 
 ##@ Real local cluster
-.PHONY: tools image up down cluster-up cluster-down test-real test-chaos
+.PHONY: tools image up down cluster-up cluster-down jax-cpu test-real test-chaos
 up: tools ## the real path: the local cluster, `pulumi up -s local` with the real engine, the JobSet watched to Completed
 	$(BIN)/jobset-infra deploy up
 
@@ -31,6 +31,14 @@ cluster-up: tools ## start the real control plane with TPU-shaped kwok pools and
 
 cluster-down: ## stop it and remove its files
 	$(BIN)/jobset-infra cluster down
+
+jax-cpu: tools ## examples/jax-cpu for real: a real node, the controller from its image, 4 JAX processes to Completed, their output (root)
+	$(BIN)/jobset-infra cluster up --name jax-cpu --real-nodes 1 --controller --image workload
+	export KUBECONFIG=$$($(BIN)/jobset-infra cluster status --name jax-cpu --kubeconfig); \
+	$(BIN)/kubectl apply -f examples/jax-cpu/jobset.yaml \
+	  && $(BIN)/kubectl wait --for=condition=Completed jobset/jax-cpu --timeout=600s \
+	  && $(BIN)/kubectl logs -l jobset.sigs.k8s.io/jobset-name=jax-cpu | grep '^process'; \
+	status=$$?; $(BIN)/jobset-infra cluster down --name jax-cpu; exit $$status
 
 test-real: tools ## only the tiers that run on the real control plane (envtest and full cluster)
 	JOBSET_REQUIRE_REAL=1 $(BIN)/pytest -q -m "envtest or real"

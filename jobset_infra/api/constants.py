@@ -387,6 +387,10 @@ METRIC_REST_REQUEST_RETRIES_TOTAL: Final = "rest_client_request_retries_total"
 METRIC_LEADER_ELECTION_MASTER_STATUS: Final = "leader_election_master_status"
 # jobset-infra: reconciles that went ahead because create/delete expectations timed out.
 METRIC_EXPECTATIONS_EXPIRED_TOTAL: Final = "jobset_controller_expectations_expired_total"
+# jobset-infra: Job writes the congestion window lets be in flight (runtime/congestion.py).
+METRIC_JOB_WRITE_WINDOW: Final = "jobset_controller_job_write_window"
+# jobset-infra: times the window was halved (429, 503/504, timeouts, slow answers).
+METRIC_JOB_WRITE_WINDOW_CUTS_TOTAL: Final = "jobset_controller_job_write_window_cuts_total"
 METRIC_LABEL_JOBSET_NAME: Final = "jobset_name"
 METRIC_LABEL_NAMESPACE: Final = "namespace"
 

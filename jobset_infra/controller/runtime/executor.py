@@ -95,7 +95,6 @@ class PlanExecutor:
         on_job_created: Callable[[dict[str, Any]], None] | None = None,
         on_domain_failures: Callable[[list[DomainFailure]], Awaitable[None]] | None = None,
         window: CongestionWindow | None = None,
-        on_verdict: Callable[[Answer], None] | None = None,
     ) -> None:
         self.client = client
         self.expectations = expectations
@@ -107,7 +106,10 @@ class PlanExecutor:
         self._on_job_written = on_job_written
         self._on_job_created = on_job_created
         self._on_domain_failures = on_domain_failures
-        self.gate = WriteGate(window or CongestionWindow(ceiling=max_parallelism), on_verdict)
+        self.gate = WriteGate(window or CongestionWindow(ceiling=max_parallelism),
+                              self._window_moved)
+        self._cuts_seen = 0
+        metrics.job_write_window.set(self.gate.window.size)
         # JobSets whose last Job create succeeded: their creates go straight to the window.
         # Bounded; a key forgotten early only sends one create alone again.
         self._proven: OrderedDict[Hashable, None] = OrderedDict()
@@ -182,6 +184,14 @@ class PlanExecutor:
         await asyncio.gather(*(lane() for _ in range(lanes)))
         if errors:
             raise errors[0]
+
+    def _window_moved(self, verdict: Answer) -> None:
+        """Report the congestion window after an answer (its size, and any cut)."""
+        window = self.gate.window
+        self.metrics.job_write_window.set(window.size)
+        if window.cuts > self._cuts_seen:
+            self.metrics.job_write_window_cuts.inc(window.cuts - self._cuts_seen)
+            self._cuts_seen = window.cuts
 
     def forget(self, key: Hashable) -> None:
         """The JobSet `key` is gone: a new object by that name sends its first create alone."""

@@ -235,6 +235,16 @@ class Metrics:
             "Reconciles that proceeded because create/delete expectations timed out",
             registry=r,
         )
+        self.job_write_window = Gauge(
+            c.METRIC_JOB_WRITE_WINDOW,
+            "Job creates and deletes the congestion window lets be in flight",
+            registry=r,
+        )
+        self.job_write_window_cuts = Counter(
+            c.METRIC_JOB_WRITE_WINDOW_CUTS_TOTAL,
+            "Times the Job write window was halved (throttled, unavailable, timed out or slow)",
+            registry=r,
+        )
 
     def _slice_health_families(self) -> None:
         r = self.registry

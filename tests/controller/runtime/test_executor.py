@@ -300,11 +300,13 @@ async def test_the_window_is_shared_by_every_jobsets_writes(api: Any) -> None:
 async def test_a_throttling_server_cuts_the_window(api: Any) -> None:
     fake, url = api
     fake.throttled = 3
-    run, _ = executor(url, parallelism=50)
+    run, metrics = executor(url, parallelism=50)
     outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(40))))
     assert outcome.writes == 40, "throttled creates are retried, none lost"
     window = run.gate.window
     assert window.cuts >= 1
+    assert metrics.job_write_window_cuts._value.get() == window.cuts
+    assert metrics.job_write_window._value.get() == window.size
     assert window.threshold < 50, "growth after the cut is additive, below the bound"
     await run.client.close()
 

@@ -11,6 +11,10 @@
   completion; the metrics are scraped from a Pod with a ServiceAccount token.
 - The JAX example (examples/jax-cpu): 2 Jobs x 2 processes find their coordinator and count
   every device; one process failing on the first attempt restarts the JobSet, which completes.
+- In-place restart (KEP-467; the controller runs with the InPlaceRestart gate on): upstream's
+  agent, from the workload image, wraps a worker in 2 Pods (main-container mode); one worker
+  fails, the kubelet restarts both containers in place (restartPolicyRules), no Pod or Job is
+  recreated, and the JobSet completes.
 """
 
 from __future__ import annotations
@@ -27,14 +31,18 @@ from typing import Any
 import pytest
 import yaml
 
+from jobset_infra.api import constants as k
+from jobset_infra.api.controller_config import ControllerConfig
+from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import METRICS_READER_RULES
 from jobset_infra.cluster.command import controller_image
-from jobset_infra.cluster.images.spec import CONTROLLER
+from jobset_infra.cluster.images.spec import CONTROLLER, IN_PLACE_RESTART_AGENT, WORKLOAD
 from jobset_infra.cluster.install import install_jobset_system, local_install
 from jobset_infra.cluster.local import RunningCluster, _run
 from jobset_infra.cluster.realnode import NODE_POOL, POD_NETWORK
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.crd import jobset_crd
+from jobset_infra.manifests.in_place_restart import AGENT_ACCOUNT, agent_objects
 from tests.realnodes import kubectl, real_node_cluster
 from tests.waiting import until_sync
 
@@ -76,7 +84,9 @@ def cluster() -> Iterator[tuple[RunningCluster, list[str]]]:
 def installed(cluster: tuple[RunningCluster, list[str]]) -> tuple[RunningCluster,
                                                                     ControllerInstall]:
     running, _ = cluster
-    install = local_install(image=controller_image())
+    # As it ships, plus the InPlaceRestart gate (its Pod watch) for the in-place restart test.
+    gates = ControllerConfig.from_dict({"featureGates": {str(Feature.IN_PLACE_RESTART): True}})
+    install = local_install(image=controller_image(), config=gates)
 
     async def go() -> None:
         async with running.client() as api:
@@ -329,6 +339,139 @@ def test_a_process_failing_on_the_first_attempt_restarts_the_jobset_which_comple
     restarts = _json(cluster, "get", "jobset", "jax-cpu-restart")["status"]["restarts"]
     assert restarts == 1
     assert sum("(attempt 1): global devices 4" in log for log in logs) == 4, logs
+
+
+# --- in-place restart with upstream's agent ---
+
+# The worker, as Python code: the agent runs WORKER_COMMAND as `$SHELL -c <command>` and the
+# image has no shell, so SHELL is Python. It records each start in the Pod's emptyDir (which
+# outlives a container restart), exits 1 once when the test drops `fail` there, 0 on `done`.
+IPR_WORKER = """
+import os, sys, time
+d = "/scratch"
+open(f"{d}/started.{time.time_ns()}", "w").close()
+print("worker started", flush=True)
+while True:
+    if os.path.exists(f"{d}/done"):
+        sys.exit(0)
+    if os.path.exists(f"{d}/fail"):
+        os.remove(f"{d}/fail")
+        sys.exit(1)
+    time.sleep(0.1)
+"""
+IPR_NAMESPACE = "in-place"
+
+
+def _in_place_jobset(name: str) -> dict[str, Any]:
+    """Upstream's main-container-mode example (site/static/examples/in-place-restart/
+    jobset-main-container-mode.yaml), its agent from the workload image, 2 Pods."""
+    agent = {
+        "name": "in-place-restart-agent", "image": WORKLOAD.reference,
+        "imagePullPolicy": "Never", "command": [IN_PLACE_RESTART_AGENT],
+        "env": [{"name": "JOBSET_NAME", "value": name},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "SHELL", "value": PYTHON},
+                {"name": "WORKER_COMMAND", "value": IPR_WORKER}],
+        # any non-zero exit (the agent's in-place restart code 1, or the worker's own failure)
+        # restarts this container in the same Pod
+        "restartPolicy": "Never",
+        "restartPolicyRules": [{"action": "Restart",
+                                "exitCodes": {"operator": "NotIn", "values": [0]}}],
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
+    pod = {"serviceAccountName": AGENT_ACCOUNT, "restartPolicy": "Never",
+           "terminationGracePeriodSeconds": 1, "containers": [agent],
+           "volumes": [{"name": "scratch", "emptyDir": {}}]}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": IPR_NAMESPACE},
+            "spec": {"failurePolicy": {"maxRestarts": 3, "restartStrategy": "InPlaceRestart"},
+                     "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
+                         "parallelism": 2, "completions": 2, "backoffLimit": k.MAX_INT32,
+                         "podReplacementPolicy": "Failed",
+                         "template": {"spec": pod}}}}]}}
+
+
+def _ipr_pods(cluster: RunningCluster, name: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = _json(cluster, "get", "pods", "-n", IPR_NAMESPACE, "-l",
+                                       f"{k.JOBSET_NAME_KEY}={name}")["items"]
+    return sorted(pods, key=lambda p: p["metadata"]["name"])
+
+
+def _worker_starts(cluster: RunningCluster, pod: str) -> int:
+    count = "import os; print(sum(f.startswith('started.') for f in os.listdir('/scratch')))"
+    out = kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "--", PYTHON, "-c", count,
+                  check=False)
+    return int(out.strip()) if out.strip().isdigit() else -1  # -1: between two containers
+
+
+def _drop(cluster: RunningCluster, pod: str, file: str) -> None:
+    kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "--", PYTHON, "-c",
+            f"open('/scratch/{file}', 'w').close()")
+
+
+def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_the_node(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, _ = installed
+    name = "ipr"
+    _apply(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IPR_NAMESPACE}})
+    _apply(cluster, *agent_objects(IPR_NAMESPACE))  # its account, Role, admission policy
+    began = time.monotonic()
+    _apply(cluster, _in_place_jobset(name))
+
+    def status() -> dict[str, Any]:
+        jobset: dict[str, Any] = _json(cluster, "get", "jobset", name, "-n", IPR_NAMESPACE)
+        return jobset.get("status") or {}
+
+    def starts(count: int) -> bool:
+        pods = _ipr_pods(cluster, name)
+        return len(pods) == 2 and all(_worker_starts(cluster, p["metadata"]["name"]) == count
+                                      for p in pods)
+
+    # both agents annotate attempt 0, the controller lifts the barrier, both workers start
+    until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 0,
+               "currentInPlaceRestartAttempt 0", timeout=240, every=1)
+    until_sync(lambda: starts(1), "both workers started behind the barrier", timeout=120,
+               every=1)
+    pods = _ipr_pods(cluster, name)
+    names = [p["metadata"]["name"] for p in pods]
+    uids = [p["metadata"]["uid"] for p in pods]
+    jobs = {j["metadata"]["uid"] for j in _json(cluster, "get", "jobs", "-n",
+                                                  IPR_NAMESPACE)["items"]}
+    assert [p["status"]["containerStatuses"][0]["restartCount"] for p in pods] == [0, 0]
+    assert all(p["spec"]["nodeName"] == "real-node-0" for p in pods)
+    started = time.monotonic()
+    # one worker fails: its container restarts in place (a new attempt), the other agent sees
+    # the previous attempt outdated and exits to restart its container in place too
+    _drop(cluster, names[0], "fail")
+    until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 1,
+               "currentInPlaceRestartAttempt 1", timeout=180, every=1)
+    until_sync(lambda: starts(2), "both workers started again at attempt 1", timeout=120,
+               every=1)
+    restarted = time.monotonic() - started
+    pods = _ipr_pods(cluster, name)
+    assert [p["metadata"]["uid"] for p in pods] == uids, "no Pod was recreated"
+    assert {j["metadata"]["uid"] for j in _json(cluster, "get", "jobs", "-n",
+                                                  IPR_NAMESPACE)["items"]} == jobs
+    containers = [p["status"]["containerStatuses"][0] for p in pods]
+    assert [c["restartCount"] for c in containers] == [1, 1]
+    # the failed worker's exit code, and the agent's in-place restart code (default 1)
+    assert [c["lastState"]["terminated"]["exitCode"] for c in containers] == [1, 1]
+    assert [p["metadata"]["annotations"][k.IN_PLACE_RESTART_ATTEMPT_KEY] for p in pods] == [
+        "1", "1"]
+    now = status()
+    assert (now.get("previousInPlaceRestartAttempt"), now["restarts"]) == (0, 0), now
+    assert not [c for c in now.get("conditions") or [] if c["status"] == "True" and
+                c["type"] in (k.CONDITION_FAILED, k.CONDITION_RESTARTING)], now
+    # the workers finish: both containers exit 0, the Pods succeed, the JobSet completes
+    for pod in names:
+        _drop(cluster, pod, "done")
+    until_sync(lambda: status().get("terminalState") == "Completed", "the JobSet Completed",
+               timeout=180, every=1)
+    pods = _ipr_pods(cluster, name)
+    assert [p["metadata"]["uid"] for p in pods] == uids
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+    print(f"in place: both Pods restarted and their workers running again {restarted:.1f} s "
+          f"after the failure; the JobSet completed {time.monotonic() - began:.1f} s after "
+          "it was created")
 
 
 # --- the tier can fail ---

@@ -103,14 +103,22 @@ CONTROLLER: Final = ImageSpec(
     exposed_ports=(8081, 8443),
 )
 
+IN_PLACE_RESTART_AGENT: Final = "/usr/local/bin/in-place-restart-agent"
+"""Upstream's in-place restart agent in the workload image."""
+
 WORKLOAD: Final = ImageSpec(
     name="workload",
     repository=f"{REGISTRY}/jax-cpu",
     tag="0.1.0",
-    description="the examples' workloads: Python with JAX for CPU",
+    description="the examples' workloads: Python with JAX for CPU, and upstream's in-place "
+                "restart agent (KEP-467) to wrap a worker in main-container mode",
     base=BOOKWORM,
     app=PythonApp(lock="locks/workload.txt"),
-    files=(("examples/jax-cpu/train.py", "/opt/jax-cpu/train.py"),),
+    # The agent as tools/build.py builds it from sigs.k8s.io/jobset at the pin of
+    # tools/jobset-parity (static). The image has no shell: the agent runs its WORKER_COMMAND as
+    # `$SHELL -c <command>`, so a Pod sets SHELL to Python and gives the worker as Python code.
+    files=(("examples/jax-cpu/train.py", "/opt/jax-cpu/train.py"),
+           ("tool:in-place-restart-agent", IN_PLACE_RESTART_AGENT)),
     env=_PYTHON_ENV,
     entrypoint=("python",),
     workdir="/tmp",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_infra.api import constants as c
+from jobset_infra.api.status import JobSetStatus
 from jobset_infra.controller.core.types import ChildJob, NameHolder, child_job_from_manifest
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 
@@ -157,6 +158,19 @@ def service_name(jobset: Mapping[str, Any]) -> str:
     network = spec.get("network") if isinstance(spec, Mapping) else None
     subdomain = network.get("subdomain") if isinstance(network, Mapping) else None
     return str(subdomain or (meta.get("name", "") if isinstance(meta, Mapping) else ""))
+
+
+_COUNTS = JobSetStatus.model_fields["replicated_jobs_status"].alias  # its key on the wire
+
+
+def only_counts_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when, bookkeeping aside, only status.replicatedJobsStatus changed: the counts a pass
+    wrote from the children it saw, which no later decision reads back."""
+    def without_counts(obj: Mapping[str, Any]) -> dict[str, Any]:
+        status = {k: v for k, v in (obj.get("status") or {}).items() if k != _COUNTS}
+        return {**obj, "status": status}
+
+    return same_but_bookkeeping(without_counts(old), without_counts(new))
 
 
 def same_but_bookkeeping(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -36,6 +36,7 @@ from jobset_infra.controller.runtime.caches import (
     cache_name,
     cache_service,
     jobset_uid,
+    only_counts_changed,
     same_but_bookkeeping,
     service_name,
 )
@@ -73,10 +74,7 @@ def _utcnow() -> datetime.datetime:
 
 
 def _rv(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        return -1
+    return int(value) if value.isdigit() else -1
 
 
 class JobSetController:
@@ -203,14 +201,15 @@ class JobSetController:
             self._tallies.pop(jobset_uid(old), None)
         if kind == "update" and same_but_bookkeeping(old, new):
             return
+        if kind == "update" and only_counts_changed(old, new):  # our count write: batch it
+            return self.queue.add_batched(object_key(new), self._batch_period)
         self.queue.add(object_key(new if new is not None else old))
 
     def _on_job(self, kind: str, old: CachedJob | ForeignJob | None,
                 new: CachedJob | ForeignJob | None) -> None:
         child_old, child_new = _child(old), _child(new)
         if child_old is None and child_new is None:
-            self._on_foreign_job(kind, old, new)
-            return
+            return self._on_foreign_job(kind, old, new)
         self._tally(child_old, child_new)
         entry = child_new if child_new is not None else child_old
         assert entry is not None
@@ -239,8 +238,7 @@ class JobSetController:
             tally.apply(None, new.child)
 
     def _tally_for(self, found: Observed[JobSet]) -> ChildTally:
-        """The JobSet's tally for this pass: the kept one, or a new one when the basis moved
-        (a restart) or it misses a child (built once from the snapshot's children)."""
+        """The kept tally, or a new one when the basis moved (a restart) or it misses a child."""
         basis = tally_basis(found.jobset, self._core)
         tally = self._tallies.get(basis.jobset_uid)
         if tally is None or tally.basis != basis or len(tally) != len(found.jobs):

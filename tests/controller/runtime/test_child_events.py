@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from jobset_infra.controller.runtime.caches import CachedJob, cache_job
+from jobset_infra.controller.runtime.caches import CachedJob, cache_job, only_counts_changed
 from jobset_infra.controller.runtime.controller import _newly_failed
 from jobset_infra.testing.jobs import JobBuilder, make_job
 
@@ -52,3 +52,27 @@ def test_only_a_new_failure_skips_the_batch_period(
     old: Step | None, new: Step | None, wakes: bool
 ) -> None:
     assert _newly_failed(cached(old), cached(new)) is wakes
+
+
+def _jobset(**status: object) -> dict[str, object]:
+    return {"metadata": {"name": "js", "resourceVersion": "1"}, "spec": {"suspend": False},
+            "status": {"restarts": 0, **status}}
+
+
+@pytest.mark.parametrize(
+    ("new", "batched"),
+    [
+        pytest.param(_jobset(replicatedJobsStatus=[{"name": "w", "ready": 3}]), True,
+                     id="our write of the counts alone batches like a child event"),
+        pytest.param(_jobset(restarts=1), False,
+                     id="a counted restart wakes the JobSet at once (its deletes follow)"),
+        pytest.param(_jobset(conditions=[{"type": "Completed", "status": "True"}]), False,
+                     id="a new condition wakes the JobSet at once"),
+        pytest.param({**_jobset(), "spec": {"suspend": True}}, False,
+                     id="a spec change wakes the JobSet at once"),
+    ],
+)
+def test_only_a_change_of_the_counts_is_batched(new: dict[str, object], batched: bool) -> None:
+    old = _jobset(replicatedJobsStatus=[{"name": "w", "ready": 2}])
+    new = {**new, "metadata": {"name": "js", "resourceVersion": "2"}}
+    assert only_counts_changed(old, new) is batched

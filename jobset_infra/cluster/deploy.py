@@ -4,19 +4,22 @@
 
 1. the cluster: reuse the running one of that name, else start it with the stack's node pools
    (`jobset-infra:nodes`) and pods that finish by themselves (`auto_complete_seconds`);
-2. `pulumi up -s <stack> --yes` with the real engine (`cluster.engine`), its output streamed;
+2. `pulumi up -s <stack>` with the real engine (`cluster.engine`, through the Automation API),
+   the CLI's output streamed line by line and a count of the resources it changed at the end;
    the stack's state lives in the cluster folder (`<cluster>/pulumi`), so a new cluster starts
    from an empty stack;
 3. the stack's JobSet (its `jobsetName`/`jobsetNamespace` outputs) watched until it finishes,
    one progress line whenever what Kueue and the controller report changes.
 
-`deploy_down` destroys the stack and stops the cluster. Progress goes to a callback.
+`deploy_down` destroys the stack and stops the cluster. Progress goes to a callback (`say`);
+the CLI's own lines to `echo` (default: printed as they come).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +110,8 @@ def check_stack_targets(config: Mapping[str, Any], cluster: RunningCluster) -> N
         )
 
 
-def deploy_up(options: DeployOptions, say: Progress = print) -> dict[str, Any]:
+def deploy_up(options: DeployOptions, say: Progress = print,
+              echo: Progress = print) -> dict[str, Any]:
     """Cluster, `pulumi up`, the JobSet watched to its end; the stack outputs."""
     started = time.monotonic()
     config = stack_config(options.project, options.stack)
@@ -116,8 +120,9 @@ def deploy_up(options: DeployOptions, say: Progress = print) -> dict[str, Any]:
     engine = engine_for(options.project, cluster)
     engine.select(options.stack)
     say(f"pulumi up -s {options.stack} (the real engine; state in {state_folder(cluster)})")
-    engine.up(options.stack, echo=True)
-    outputs = engine.outputs(options.stack)
+    update = engine.up(options.stack, echo=echo)
+    say(f"pulumi up: {change_line(update.ops())} in {update.seconds:.0f} s")
+    outputs = dict(update.outputs)
     if options.watch and outputs.get("jobsetName"):
         final = asyncio.run(watch_jobset(cluster, str(outputs["jobsetNamespace"]),
                                          str(outputs["jobsetName"]), options.watch_timeout, say))
@@ -126,7 +131,7 @@ def deploy_up(options: DeployOptions, say: Progress = print) -> dict[str, Any]:
     return outputs
 
 
-def deploy_down(options: DeployOptions, say: Progress = print) -> None:
+def deploy_down(options: DeployOptions, say: Progress = print, echo: Progress = print) -> None:
     """`pulumi destroy` of the stack, then the cluster stopped and its folder removed."""
     cluster = load_state(default_folder(options.cluster_name))
     if cluster is None:
@@ -135,8 +140,15 @@ def deploy_down(options: DeployOptions, say: Progress = print) -> None:
     if all(cluster.running().values()) and (state_folder(cluster) / "backend").exists():
         engine = engine_for(options.project, cluster)
         engine.select(options.stack)
-        engine.destroy(options.stack, echo=True)
+        destroyed = engine.destroy(options.stack, echo=echo)
+        say(f"pulumi destroy: {change_line(destroyed.ops())} in {destroyed.seconds:.0f} s")
     say(f"stopped {', '.join(cluster.stop()) or 'nothing'}")
+
+
+def change_line(ops: Mapping[str, str]) -> str:
+    """`3 create, 1 replace` for the resources an engine command changed; pure."""
+    counts = Counter(ops.values())
+    return ", ".join(f"{n} {op}" for op, n in sorted(counts.items())) or "no changes"
 
 
 async def watch_jobset(cluster: RunningCluster, namespace: str, name: str, timeout: float,

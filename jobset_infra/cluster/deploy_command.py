@@ -5,7 +5,8 @@
     jobset-infra deploy down     # pulumi destroy, then the cluster down
 
 `up` starts (or reuses) the local cluster with the stack's node pools, runs `pulumi up -s local`
-with the CLI, language host and Kubernetes provider `make tools` built, and watches the stack's
+(Pulumi's Automation API driving the CLI, language host and Kubernetes provider `make tools`
+built; the CLI's lines printed as they come), and watches the stack's
 JobSet until it finishes. `env` prints the shell exports that make plain `pulumi` commands use
 the same engine, plugins, backend and passphrase (docs/stacks.md, "The real path").
 """
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"[deploy] {line}", flush=True)
 
+    def echo(line: str) -> None:  # the CLI's own output, as it comes
+        print(line, flush=True)
+
     try:
         options = DeployOptions(project=find_project(Path.cwd()), stack=args.stack,
                                 cluster_name=args.name)
@@ -63,15 +67,16 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "down":
             from jobset_infra.cluster.deploy import deploy_down
 
-            deploy_down(options, say)
+            deploy_down(options, say, echo)
             return 0
-        return _up(args, options, say)
+        return _up(args, options, say, echo)
     except (DeployError, EngineError, MissingBinaryError, ComponentError) as err:
         print(f"jobset-infra deploy {args.action}: {err}", file=sys.stderr)
         return 1
 
 
-def _up(args: argparse.Namespace, options: DeployOptions, say: Callable[[str], None]) -> int:
+def _up(args: argparse.Namespace, options: DeployOptions, say: Callable[[str], None],
+        echo: Callable[[str], None]) -> int:
     from dataclasses import replace
 
     from jobset_infra.cluster.deploy import deploy_up
@@ -79,7 +84,7 @@ def _up(args: argparse.Namespace, options: DeployOptions, say: Callable[[str], N
 
     chosen = replace(options, auto_complete_seconds=args.auto_complete,
                      watch=not args.no_watch, watch_timeout=args.timeout)
-    deploy_up(chosen, say)
+    deploy_up(chosen, say, echo)
     kubeconfig = default_folder(options.cluster_name) / "kubeconfig"
     flags = "" if options.cluster_name == "local" else f" --name {options.cluster_name}"
     print(f"""

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.cluster.deploy import DeployError, find_project, progress_line, stack_config
+from jobset_infra.cluster.deploy import (
+    DeployError,
+    change_line,
+    find_project,
+    progress_line,
+    stack_config,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UID = "u-1"
@@ -59,3 +65,15 @@ def test_a_missing_stack_or_project_is_named(tmp_path: Path) -> None:
         find_project(tmp_path)
     with pytest.raises(DeployError, match="no stack file"):
         stack_config(ROOT, "nope")
+
+
+@pytest.mark.parametrize(
+    ("ops", "want_line"),
+    [
+        pytest.param({}, "no changes", id="nothing changed"),
+        pytest.param({"a": "create", "b": "create", "c": "replace"}, "2 create, 1 replace",
+                     id="counts per operation in name order"),
+    ],
+)
+def test_change_line(ops: dict[str, str], want_line: str) -> None:
+    assert change_line(ops) == want_line

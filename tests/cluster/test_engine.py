@@ -1,20 +1,24 @@
-"""The real Pulumi engine's surroundings: its environment, previews parsed, project copies."""
+"""The real Pulumi engine's surroundings: its environment, the Automation API's events read as
+steps and failures, the built CLI it runs, project copies."""
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from pulumi.automation.events import EngineEvent
 
 from jobset_infra.cluster.engine import (
     Engine,
     EngineError,
-    Run,
+    EventLog,
+    Preview,
+    Update,
+    cli_root,
+    command_error,
     engine_env,
-    parse_preview,
-    parse_update,
     project_copy,
 )
 
@@ -61,61 +65,120 @@ def test_a_missing_plugin_names_the_build_command(tmp_path: Path) -> None:
                                         "XDG_CACHE_HOME": str(tmp_path / "cache")})
 
 
+def _events(*raw: dict[str, object]) -> EventLog:
+    """The log of engine events given as the CLI sends them (JSON objects)."""
+    log = EventLog()
+    for sequence, event in enumerate(raw):
+        log(EngineEvent.from_json({"sequence": sequence, "timestamp": 0, **event}))
+    return log
+
+
+def _pre(op: str, urn: str, **more: object) -> dict[str, object]:
+    return {"resourcePreEvent": {"metadata": {
+        "op": op, "urn": urn, "type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+        "provider": "", **more}}}
+
+
 def test_a_preview_reads_as_the_operation_of_each_changed_resource() -> None:
-    out = {"steps": [
-        {"op": "same", "urn": "urn:pulumi:local::jobset-infra::pulumi:pulumi:Stack::x"},
-        {"op": "replace", "urn": JOBSET,
-         "newState": {"type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"},
-         "detailedDiff": {"spec.replicatedJobs[0].replicas": {"kind": "update-replace"}}},
-    ], "changeSummary": {"same": 1, "replace": 1}}
-    preview = parse_preview(Run(("preview",), 0, json.dumps(out), "", 1.0))
+    log = _events(
+        _pre("same", STACK),
+        _pre("replace", JOBSET, keys=["spec"],
+             detailedDiff={"spec.replicatedJobs[0].replicas": {"diffKind": "update-replace",
+                                                               "inputDiff": True}}),
+    )
+    preview = Preview(tuple(log.steps), {"same": 1, "replace": 1})
     assert preview.ops() == {"hello-tpu": "replace"}
     [_, step] = preview.steps
     assert step.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
     assert step.diffs == ("spec.replicatedJobs[0].replicas",)
-    assert preview.change_summary == {"same": 1, "replace": 1}
+    assert step.replace_reasons == ("spec",)
 
 
 def test_an_update_lists_its_steps_in_the_order_the_engine_took_them() -> None:
-    """`up --json` prints one event per line; a replacement is three steps, the old object's
-    deletion first when the resource is replaced delete-before-create."""
-    def pre(op: str, urn: str, **more: object) -> str:
-        return json.dumps({"sequence": 1, "resourcePreEvent": {"metadata": {
-            "op": op, "urn": urn, "type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", **more}}})
-
-    diff = {"detailedDiff": {"spec.replicatedJobs[0].replicas": {"kind": "update-replace"}}}
-    lines = [json.dumps({"preludeEvent": {"config": {}}}), pre("same", STACK),
-             pre("same", COMPONENT),
-             pre("delete-replaced", JOBSET), pre("replace", JOBSET, **diff),
-             json.dumps({"diagnosticEvent": {"message": "not a step"}}),
-             pre("create-replacement", JOBSET, **diff), "",
-             json.dumps({"summaryEvent": {"resourceChanges": {"replace": 1, "same": 1}}})]
-    update = parse_update(Run(("up",), 0, "\n".join(lines), "", 1.0))
+    """A replacement is three steps, the old object's deletion first when the resource is
+    replaced delete-before-create; events that are not steps are no steps."""
+    diff = {"detailedDiff": {"spec.replicatedJobs[0].replicas": {"diffKind": "update-replace"}}}
+    log = _events({"preludeEvent": {"config": {}}}, _pre("same", STACK),
+                  _pre("same", COMPONENT), _pre("delete-replaced", JOBSET),
+                  _pre("replace", JOBSET, **diff),
+                  {"diagnosticEvent": {"message": "not a step", "severity": "info"}},
+                  _pre("create-replacement", JOBSET, **diff),
+                  {"summaryEvent": {"maybeCorrupt": False, "durationSeconds": 1,
+                                    "resourceChanges": {"replace": 1, "same": 1}}})
+    update = Update(tuple(log.steps))
     assert update.ops() == {"hello-tpu": "replace"}
     assert update.sequence("hello-tpu") == ["delete-replaced", "replace", "create-replacement"]
     [replace] = [s for s in update.steps if s.op == "replace"]
     assert replace.diffs == ("spec.replicatedJobs[0].replicas",)
-    assert replace.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+    assert log.failures == []
 
 
-def test_every_command_keeps_its_temporary_files_in_the_state_folder(tmp_path: Path) -> None:
-    """The provider leaves a temporary kubeconfig per command: under the state folder they are
-    removed with the cluster instead of piling up in /tmp."""
+def test_a_failed_command_names_each_resource_that_failed_from_the_events() -> None:
+    log = _events(
+        _pre("create", JOBSET),
+        {"diagnosticEvent": {"urn": JOBSET, "severity": "error", "message":
+                             "resource default/hello-tpu was not created:\n admission webhook "
+                             "denied the request\n"}},
+        {"diagnosticEvent": {"urn": STACK, "severity": "warning", "message": "slow"}},
+        {"diagnosticEvent": {"urn": JOBSET, "severity": "error", "message":
+                             "resource default/hello-tpu was not created:\n admission webhook "
+                             "denied the request\n"}},
+    )
+    err = command_error("up", "local", log, RuntimeError("exit 255"))
+    assert str(err) == ("pulumi up -s local failed:\n  hello-tpu: resource default/hello-tpu "
+                        "was not created: admission webhook denied the request")
+
+
+def test_a_failure_without_events_quotes_the_last_lines_the_cli_printed() -> None:
+    from pulumi.automation import CommandError, CommandResult
+
+    printed = "\n".join(f"line {n}" for n in range(40))
+    err = command_error("stack export", "local", EventLog(),
+                        CommandError(CommandResult(printed, "error: boom", 255)))
+    assert str(err).startswith("pulumi stack export -s local exited 255:\nline 16\n")
+    assert str(err).endswith("line 39\nerror: boom")
+
+
+# A stand-in CLI: the Automation API asks its version, selects the stack, reads outputs.
+FAKE_CLI = """#!{python}
+import json, os, sys
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+if args[:1] == ["version"]:
+    print("v3.274.1")
+elif args[:2] == ["stack", "output"]:
+    print(json.dumps({{"tmp": os.environ["TMPDIR"], "home": os.environ["PULUMI_HOME"]}}))
+elif args[:2] != ["stack", "select"]:
+    sys.exit("unexpected: " + " ".join(sys.argv[1:]))
+"""
+
+
+def test_every_command_runs_the_built_cli_with_temporary_files_in_the_state_folder(
+    tmp_path: Path
+) -> None:
+    """The Automation API runs the CLI `make tools` built (from a folder not named bin), with
+    the engine's environment; the provider leaves a temporary kubeconfig per command, so under
+    the state folder they are removed with the cluster instead of piling up in /tmp."""
     tools = _tools(tmp_path)
-    (tools / "pulumi").write_text('#!/bin/sh\nprintf %s "$TMPDIR"\n')
+    (tools / "pulumi").write_text(FAKE_CLI.format(python=sys.executable))
     state = tmp_path / "state"
     engine = Engine(tmp_path, state, engine_env(state, {"JOBSET_INFRA_TOOLS": str(tools),
                                                         "PATH": "/usr/bin:/bin"}))
-    ran = engine.run("about").check()
-    assert ran.stdout == str(state / "tmp") and (state / "tmp").is_dir()
+    assert engine.outputs("local") == {"tmp": str(state / "tmp"), "home": str(state / "home")}
+    assert (state / "tmp").is_dir()
     assert "TMPDIR" not in engine.env  # what `deploy env` prints for a shell stays without it
+    assert cli_root(state, tools / "pulumi") / "bin" / "pulumi" == state / "cli" / "bin" / "pulumi"
+    assert (state / "cli" / "bin" / "pulumi").resolve() == (tools / "pulumi").resolve()
 
 
-def test_a_failed_command_quotes_its_last_lines() -> None:
-    with pytest.raises(EngineError, match="exited 255:\nerror: boom"):
-        Run(("up",), 255, "", "error: boom\n", 1.0).check()
-    with pytest.raises(EngineError, match="printed no JSON"):
-        parse_preview(Run(("preview",), 0, "not json", "", 1.0))
+def test_a_cli_that_fails_is_an_engine_error_naming_the_command(tmp_path: Path) -> None:
+    tools = _tools(tmp_path)
+    (tools / "pulumi").write_text(FAKE_CLI.format(python=sys.executable))
+    state = tmp_path / "state"
+    engine = Engine(tmp_path, state, engine_env(state, {"JOBSET_INFRA_TOOLS": str(tools),
+                                                        "PATH": "/usr/bin:/bin"}))
+    with pytest.raises(EngineError, match=r"pulumi stack export -s local exited 1:\n"
+                                          r"unexpected: --non-interactive stack export"):
+        engine.resources("local")
 
 
 def test_a_project_copy_runs_with_the_given_venv_and_only_the_stacks_asked_for(

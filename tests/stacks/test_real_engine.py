@@ -1,7 +1,8 @@
 """The stacks with the real Pulumi engine on the real local cluster (`make tools`, marker real).
 
 The CLI, our language host and the Kubernetes provider built from the Go module proxy run
-`pulumi preview | up | refresh | destroy` of the `local` stack, and of v5e-multislice's
+`pulumi preview | up | refresh | destroy` (driven through Pulumi's Automation API, whose typed
+engine events give each step) of the `local` stack, and of v5e-multislice's
 Kubernetes half (everything but its GKE resources), on kube-apiserver with kwok Nodes shaped
 like the stacks' slice pools. The cluster is checked after every step: what the engine says is
 compared with what the API server has.
@@ -141,20 +142,22 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
                 "kueue-clusterqueue-tpu-cluster-queue"} <= set(preview.ops())
         assert _get(cluster, CRDS, JOBSET_CRD) is None  # a preview creates nothing
 
-        engine.up(LOCAL)
+        created = engine.up(LOCAL)
+        assert set(created.ops().values()) == {"create"}
+        assert created.outputs["jobsetName"] == "hello-tpu"  # the stack's outputs, typed
         _assert_platform_installed(cluster)
         assert _completed(cluster, "hello-tpu") == "Completed"
         jobset = _get(cluster, JOBSETS, "hello-tpu", "default")
         assert jobset is not None and _admitted_by_kueue(cluster, jobset)
         _assert_one_slice_per_pool(cluster, "hello-tpu", 4)
 
-        engine.up(LOCAL, "--expect-no-changes")  # a second up changes nothing
+        assert engine.up(LOCAL, expect_no_changes=True).ops() == {}  # a second up: nothing
         same = _get(cluster, JOBSETS, "hello-tpu", "default")
         assert same is not None and same["metadata"]["uid"] == jobset["metadata"]["uid"]
 
         # An update in place: a second controller replica (leader election picks one).
         engine.config_set(LOCAL, "jobset-infra:controller.replicas", "2", path=True)
-        assert engine.update(LOCAL).ops() == {"jobset-controller": "update"}
+        assert engine.up(LOCAL).ops() == {"jobset-controller": "update"}
         controller = _get(cluster, DEPLOYMENTS, "jobset-controller", "jobset-system")
         assert controller is not None and controller["status"].get("readyReplicas") == 2
 
@@ -162,7 +165,7 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
         # engine replaces it, deleting the old one before it creates the new one.
         engine.config_set(LOCAL, "jobset-infra:workload.slices", "2", path=True)
         engine.config_set(LOCAL, "jobset-infra:workload.image", "python:3.12", path=True)
-        update = engine.update(LOCAL)
+        update = engine.up(LOCAL)
         assert update.ops() == {"hello-tpu": "replace"}
         assert update.sequence("hello-tpu") == ["delete-replaced", "replace",
                                                 "create-replacement"]
@@ -184,7 +187,9 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
         engine.refresh(LOCAL)
         assert _changes(engine, LOCAL) == {}  # the state matches the cluster
 
-        engine.destroy(LOCAL)
+        destroyed = engine.destroy(LOCAL)
+        assert set(destroyed.ops().values()) == {"delete"}
+        assert {"hello-tpu", "jobset-crd", "kueue-kueue"} <= set(destroyed.ops())
         left = run(every_object, cluster) - before
         assert left == set()
         assert [r for r in engine.resources(LOCAL)

@@ -12,9 +12,9 @@
 - The JAX example (examples/jax-cpu): 2 Jobs x 2 processes find their coordinator and count
   every device; one process failing on the first attempt restarts the JobSet, which completes.
 - In-place restart (KEP-467; the controller runs with the InPlaceRestart gate on): upstream's
-  agent, from the workload image, wraps a worker in 2 Pods (main-container mode); one worker
-  fails, the kubelet restarts both containers in place (restartPolicyRules), no Pod or Job is
-  recreated, and the JobSet completes.
+  agent, from the workload image, wraps a worker in 2 Pods (main-container mode), or runs as
+  their sidecar (sidecar mode); one worker fails, the kubelet restarts the containers of both
+  Pods in place (restartPolicyRules), no Pod or Job is recreated, and the JobSet completes.
 """
 
 from __future__ import annotations
@@ -396,15 +396,41 @@ def _ipr_pods(cluster: RunningCluster, name: str) -> list[dict[str, Any]]:
     return sorted(pods, key=lambda p: p["metadata"]["name"])
 
 
-def _worker_starts(cluster: RunningCluster, pod: str) -> int:
+def _sidecar_jobset(name: str) -> dict[str, Any]:
+    """Upstream's sidecar-mode example (site/static/examples/in-place-restart/
+    jobset-sidecar-container-mode.yaml): the agent a restartable init container whose startup
+    probe is the barrier, the worker its own container; a non-zero exit of either restarts
+    every container of the Pod in place (RestartAllContainers)."""
+    restart_all = [{"action": "RestartAllContainers",
+                    "exitCodes": {"operator": "NotIn", "values": [0]}}]
+    agent = {
+        "name": "in-place-restart-agent", "image": WORKLOAD.reference,
+        "imagePullPolicy": "Never", "command": [IN_PLACE_RESTART_AGENT],
+        "restartPolicy": "Always", "restartPolicyRules": restart_all,
+        "startupProbe": {"httpGet": {"path": "/barrier-is-down", "port": 8081},
+                         "failureThreshold": 600, "periodSeconds": 1},
+        "env": [{"name": "JOBSET_NAME", "valueFrom": {"fieldRef": {
+                    "fieldPath": f"metadata.annotations['{k.JOBSET_NAME_KEY}']"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
+    worker = {"name": "worker", "image": WORKLOAD.reference, "imagePullPolicy": "Never",
+              "command": [PYTHON, "-c", IPR_WORKER], "restartPolicy": "Never",
+              "restartPolicyRules": restart_all,
+              "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
+    jobset = _in_place_jobset(name)
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.update(initContainers=[agent], containers=[worker])
+    return jobset
+
+
+def _worker_starts(cluster: RunningCluster, pod: str, container: str) -> int:
     count = "import os; print(sum(f.startswith('started.') for f in os.listdir('/scratch')))"
-    out = kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "--", PYTHON, "-c", count,
-                  check=False)
+    out = kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "-c", container, "--", PYTHON,
+                  "-c", count, check=False)
     return int(out.strip()) if out.strip().isdigit() else -1  # -1: between two containers
 
 
-def _drop(cluster: RunningCluster, pod: str, file: str) -> None:
-    kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "--", PYTHON, "-c",
+def _drop(cluster: RunningCluster, pod: str, container: str, file: str) -> None:
+    kubectl(cluster, "exec", "-n", IPR_NAMESPACE, pod, "-c", container, "--", PYTHON, "-c",
             f"open('/scratch/{file}', 'w').close()")
 
 
@@ -423,8 +449,9 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
 
     def starts(count: int) -> bool:
         pods = _ipr_pods(cluster, name)
-        return len(pods) == 2 and all(_worker_starts(cluster, p["metadata"]["name"]) == count
-                                      for p in pods)
+        return len(pods) == 2 and all(
+            _worker_starts(cluster, p["metadata"]["name"], "in-place-restart-agent") == count
+            for p in pods)
 
     # both agents annotate attempt 0, the controller lifts the barrier, both workers start
     until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 0,
@@ -441,7 +468,7 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
     started = time.monotonic()
     # one worker fails: its container restarts in place (a new attempt), the other agent sees
     # the previous attempt outdated and exits to restart its container in place too
-    _drop(cluster, names[0], "fail")
+    _drop(cluster, names[0], "in-place-restart-agent", "fail")
     until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 1,
                "currentInPlaceRestartAttempt 1", timeout=180, every=1)
     until_sync(lambda: starts(2), "both workers started again at attempt 1", timeout=120,
@@ -463,7 +490,7 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
                 c["type"] in (k.CONDITION_FAILED, k.CONDITION_RESTARTING)], now
     # the workers finish: both containers exit 0, the Pods succeed, the JobSet completes
     for pod in names:
-        _drop(cluster, pod, "done")
+        _drop(cluster, pod, "in-place-restart-agent", "done")
     until_sync(lambda: status().get("terminalState") == "Completed", "the JobSet Completed",
                timeout=180, every=1)
     pods = _ipr_pods(cluster, name)
@@ -472,6 +499,63 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
     print(f"in place: both Pods restarted and their workers running again {restarted:.1f} s "
           f"after the failure; the JobSet completed {time.monotonic() - began:.1f} s after "
           "it was created")
+
+
+def test_in_place_restart_with_upstreams_agent_as_a_sidecar_restarts_every_container(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, _ = installed
+    name = "ipr-sidecar"
+    _apply(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IPR_NAMESPACE}})
+    _apply(cluster, *agent_objects(IPR_NAMESPACE))
+    began = time.monotonic()
+    _apply(cluster, _sidecar_jobset(name))
+
+    def status() -> dict[str, Any]:
+        jobset: dict[str, Any] = _json(cluster, "get", "jobset", name, "-n", IPR_NAMESPACE)
+        return jobset.get("status") or {}
+
+    def starts(count: int) -> bool:
+        pods = _ipr_pods(cluster, name)
+        return len(pods) == 2 and all(
+            _worker_starts(cluster, p["metadata"]["name"], "worker") == count for p in pods)
+
+    # the workers start only once the agents' startup probes pass (the barrier lifted)
+    until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 0,
+               "currentInPlaceRestartAttempt 0", timeout=240, every=1)
+    until_sync(lambda: starts(1), "both workers started behind the barrier", timeout=120,
+               every=1)
+    pods = _ipr_pods(cluster, name)
+    names, uids = [p["metadata"]["name"] for p in pods], [p["metadata"]["uid"] for p in pods]
+    started = time.monotonic()
+    # one worker fails: every container of its Pod restarts in place, the other Pod's agent
+    # exits 1 and restarts every container of its own Pod
+    _drop(cluster, names[0], "worker", "fail")
+    until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 1,
+               "currentInPlaceRestartAttempt 1", timeout=180, every=1)
+    until_sync(lambda: starts(2), "both workers started again at attempt 1", timeout=120,
+               every=1)
+    restarted = time.monotonic() - started
+    pods = _ipr_pods(cluster, name)
+    assert [p["metadata"]["uid"] for p in pods] == uids, "no Pod was recreated"
+    workers = [p["status"]["containerStatuses"][0] for p in pods]
+    agents = [p["status"]["initContainerStatuses"][0] for p in pods]
+    assert [c["restartCount"] for c in workers + agents] == [1, 1, 1, 1]
+    # the kubelet records every container of both Pods (also the one whose exit triggered it)
+    # as removed by the in-place restart of all containers
+    assert {c["lastState"]["terminated"]["reason"] for c in workers + agents} == {
+        "RestartingAllContainers"}
+    now = status()
+    assert (now.get("previousInPlaceRestartAttempt"), now["restarts"]) == (0, 0), now
+    for pod in names:
+        _drop(cluster, pod, "worker", "done")
+    until_sync(lambda: status().get("terminalState") == "Completed", "the JobSet Completed",
+               timeout=180, every=1)
+    pods = _ipr_pods(cluster, name)
+    assert [p["metadata"]["uid"] for p in pods] == uids
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+    print(f"sidecar mode: both Pods restarted in place and their workers running again "
+          f"{restarted:.1f} s after the failure; completed {time.monotonic() - began:.1f} s "
+          "after it was created")
 
 
 # --- the tier can fail ---

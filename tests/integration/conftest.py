@@ -33,7 +33,6 @@ from jobset_infra.controller.runtime.caches import ForeignJob
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
     AlreadyExistsError,
-    ApiError,
     KubeClient,
     NotFoundError,
 )
@@ -292,11 +291,7 @@ async def _install_crd(api: KubeClient) -> None:
         conds = (got.get("status") or {}).get("conditions") or ()
         if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
             return False
-        try:  # Established comes a moment before the kind is served (a create gets 503)
-            await api.request("GET", JOBSETS.path(None), params={"limit": "1"})
-        except ApiError:
-            return False
-        return True
+        return await install.kind_served(api, got)  # Established comes before creates work
 
     await envtest.wait_established(established)
     # upstream's webhook defaults the CRD cannot express, as the install has them

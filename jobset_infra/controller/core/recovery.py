@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeGuard
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.resilience import Cause
@@ -48,21 +48,48 @@ class Failure:
 
 
 def phase_of(jobset: Mapping[str, Any], jobs: Sequence[ChildJob]) -> Phase:
-    """Return the JobSet's phase from its manifest and its child Jobs."""
-    status = jobset.get("status") or {}
-    for cond in status.get("conditions") or ():
+    """Return the JobSet's phase from its manifest and its child Jobs. The manifest is the
+    stored object as it is, which may be malformed (the controller reports that as InvalidSpec):
+    any shape gives a phase, never an error."""
+    status = _mapping(jobset.get("status"))
+    for entry in _list(status.get("conditions")):
+        cond = _mapping(entry)
         if cond.get("type") in (c.CONDITION_COMPLETED, c.CONDITION_FAILED) and \
                 cond.get("status") == "True":
             return Phase.FINISHED
-    spec = jobset.get("spec") or {}
+    spec = _mapping(jobset.get("spec"))
     if spec.get("suspend") is True:
         return Phase.QUEUED
-    expected = sum(int(r.get("replicas", 1)) for r in spec.get("replicatedJobs") or ())
-    attempt = int(status.get("restarts") or 0)
+    expected = _expected_jobs(spec)
+    restarts = status.get("restarts")
+    attempt = restarts if _count(restarts) else 0
     current = [j for j in jobs if j.deletion_timestamp is None and not j.suspend
                and j.restart_attempt == attempt and job_failure(j) is None]
     ready = [j for j in current if j.ready + j.succeeded >= _pods(j)]
     return Phase.RUNNING if expected and len(ready) >= expected else Phase.ADMITTED
+
+
+def _expected_jobs(spec: Mapping[str, Any]) -> int:
+    """The Jobs the spec asks for; 0 (never `running`) when a replica count is not a count."""
+    total = 0
+    for rjob in _list(spec.get("replicatedJobs")):
+        replicas = _mapping(rjob).get("replicas", 1)
+        if not _count(replicas):
+            return 0
+        total += replicas
+    return total
+
+
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _pods(job: ChildJob) -> int:

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobset_infra.api import resilience as res
 from jobset_infra.api.resilience import Cause
@@ -55,6 +57,31 @@ def job(index: int, ready: bool = True, attempt: int = 0, failed_at: datetime | 
 )
 def test_phase(manifest: dict[str, Any], jobs: list[Any], want: Phase) -> None:
     assert phase_of(manifest, jobs) is want
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["spec", "status", "replicatedJobs", "replicas", "suspend", "restarts",
+                         "conditions", "type", "status", "name"]), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(["spec", "status", "metadata"]), JSON, max_size=3))
+def test_any_stored_shape_gets_a_phase_and_never_an_error(manifest: dict[str, Any]) -> None:
+    """The stored JobSet may be malformed (replicas "two": a CI run crashed every reconcile of
+    such a JobSet here, before its InvalidSpec could be written)."""
+    assert phase_of(manifest, [job(0)]) in Phase
+
+
+@pytest.mark.parametrize("replicas", [
+    pytest.param("two", id="a replica count in words is never running"),
+    pytest.param(-1, id="a negative replica count is never running"),
+    pytest.param(True, id="a boolean replica count is never running"),
+])
+def test_a_malformed_replica_count_is_admitted_not_running(replicas: object) -> None:
+    manifest = {"spec": {"replicatedJobs": [{"name": "w", "replicas": replicas}]}}
+    assert phase_of(manifest, [job(0), job(1)]) is Phase.ADMITTED
 
 
 def test_a_failure_takes_the_cause_recorded_against_its_pool_else_its_condition() -> None:

@@ -23,6 +23,8 @@ from jobset_infra.tpu.spec import (
     HostMaintenance,
     SlicePoolsError,
     SlicePoolsSpec,
+    slice_pool_name,
+    spare_pool_name,
 )
 from jobset_infra.tpu.validation import validate_spec, zone_region
 
@@ -242,13 +244,13 @@ def _workload_policy(spec: SlicePoolsSpec, tpu_slice: TpuSlice) -> WorkloadPolic
 
 def _pool(group: str, index: int) -> SlicePool:
     labels = {c.SLICE_GROUP_LABEL: group, c.SLICE_INDEX_LABEL: str(index)}
-    return SlicePool(f"{group}-{index}", index, MappingProxyType(labels))
+    return SlicePool(slice_pool_name(group, index), index, MappingProxyType(labels))
 
 
 def _spare(group: str, index: int) -> SlicePool:
     # No slice index: a spare stands in for whichever slice's pool was lost.
     labels = {c.SLICE_GROUP_LABEL: group, c.SPARE_POOL_LABEL: "true"}
-    return SlicePool(f"{group}-spare-{index}", index, MappingProxyType(labels), spare=True)
+    return SlicePool(spare_pool_name(group, index), index, MappingProxyType(labels), spare=True)
 
 
 def _auto_upgrade(spec: SlicePoolsSpec) -> bool:
@@ -337,18 +339,11 @@ def replacement_warnings(
         for key, value in current.items()
         if key not in ("slices", "spares") and key in previous and previous[key] != value
     ]
-    before = int(previous.get("slices", "0") or 0)
-    if before > plan.slices:
-        gone = ", ".join(f"{plan.name}-{i}" for i in range(plan.slices, before))
-        warnings.append(
-            f"reducing slices from {before} to {plan.slices} deletes pool(s) {gone}: "
-            "running workloads on them are evicted"
-        )
-    spares_before = int(previous.get("spares", "0") or 0)
-    if spares_before > plan.spares:
-        gone = ", ".join(f"{plan.name}-spare-{i}" for i in range(plan.spares, spares_before))
-        warnings.append(
-            f"reducing spares from {spares_before} to {plan.spares} deletes pool(s) {gone}: "
-            "running workloads on them are evicted"
-        )
+    for key, now, name in (("slices", plan.slices, slice_pool_name),
+                           ("spares", plan.spares, spare_pool_name)):
+        before = int(previous.get(key, "0") or 0)
+        if before > now:
+            gone = ", ".join(name(plan.name, i) for i in range(now, before))
+            warnings.append(f"reducing {key} from {before} to {now} deletes pool(s) {gone}: "
+                            "running workloads on them are evicted")
     return tuple(warnings)

@@ -19,7 +19,19 @@ __all__ = [
     "Setting",
     "SlicePoolsError",
     "SlicePoolsSpec",
+    "slice_pool_name",
+    "spare_pool_name",
 ]
+
+
+def slice_pool_name(group: str, index: int) -> str:
+    """The GKE node pool of slice `index` of `group` (the one home of the formula)."""
+    return f"{group}-{index}"
+
+
+def spare_pool_name(group: str, index: int) -> str:
+    """The GKE node pool of hot spare `index` of `group`."""
+    return f"{group}-spare-{index}"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ from jobset_infra.tpu.spec import (
     Setting,
     SlicePoolsError,
     SlicePoolsSpec,
+    slice_pool_name,
+    spare_pool_name,
 )
 
 __all__ = [
@@ -99,9 +101,9 @@ def _shape_field(spec: SlicePoolsSpec) -> str:
 def validate_name(spec: SlicePoolsSpec) -> None:
     """Every generated pool name ``<name>-<index>`` (``<name>-spare-<index>``) is a valid GKE
     node-pool name."""
-    longest = f"{spec.name}-{max(spec.slices - 1, 0)}"
+    longest = slice_pool_name(spec.name, max(spec.slices - 1, 0))
     if spec.spares > 0:
-        longest = f"{spec.name}-spare-{spec.spares - 1}"
+        longest = spare_pool_name(spec.name, spec.spares - 1)
     if not _POOL_NAME.match(spec.name) or len(longest) > _POOL_NAME_MAX:
         raise SlicePoolsError(
             "name",

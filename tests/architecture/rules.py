@@ -138,6 +138,10 @@ DECLARED_ONCE_LITERALS: Final[dict[str, tuple[str, frozenset[str]]]] = {
         "jobset_infra.placement.scheduling_terms",
         frozenset({"Gt", "Lt"}),  # node selector operators
     ),
+    "hot-spare pool names": (
+        "jobset_infra.tpu.spec",
+        frozenset({"-spare-"}),  # the f-string part of spare_pool_name (it was spelled thrice)
+    ),
 }
 
 # Permissions once (issue 19 item 3): the controller's RBAC rules are declared in api/rbac.py;

@@ -396,6 +396,30 @@ def _ipr_pods(cluster: RunningCluster, name: str) -> list[dict[str, Any]]:
     return sorted(pods, key=lambda p: p["metadata"]["name"])
 
 
+def _ipr_status(cluster: RunningCluster, name: str) -> dict[str, Any]:
+    jobset: dict[str, Any] = _json(cluster, "get", "jobset", name, "-n", IPR_NAMESPACE)
+    return jobset.get("status") or {}
+
+
+def _both_started(cluster: RunningCluster, name: str, container: str, count: int) -> bool:
+    """Both Pods' workers (in `container`) have started `count` times."""
+    pods = _ipr_pods(cluster, name)
+    return len(pods) == 2 and all(
+        _worker_starts(cluster, p["metadata"]["name"], container) == count for p in pods)
+
+
+def _finishes_in_place(cluster: RunningCluster, name: str, container: str,
+                       names: list[str], uids: list[str]) -> None:
+    """The workers finish: the Pods (the same ones) succeed and the JobSet completes."""
+    for pod in names:
+        _drop(cluster, pod, container, "done")
+    until_sync(lambda: _ipr_status(cluster, name).get("terminalState") == "Completed",
+               "the JobSet Completed", timeout=180, every=1)
+    pods = _ipr_pods(cluster, name)
+    assert [p["metadata"]["uid"] for p in pods] == uids
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+
+
 def _sidecar_jobset(name: str) -> dict[str, Any]:
     """Upstream's sidecar-mode example (site/static/examples/in-place-restart/
     jobset-sidecar-container-mode.yaml): the agent a restartable init container whose startup
@@ -444,14 +468,10 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
     _apply(cluster, _in_place_jobset(name))
 
     def status() -> dict[str, Any]:
-        jobset: dict[str, Any] = _json(cluster, "get", "jobset", name, "-n", IPR_NAMESPACE)
-        return jobset.get("status") or {}
+        return _ipr_status(cluster, name)
 
     def starts(count: int) -> bool:
-        pods = _ipr_pods(cluster, name)
-        return len(pods) == 2 and all(
-            _worker_starts(cluster, p["metadata"]["name"], "in-place-restart-agent") == count
-            for p in pods)
+        return _both_started(cluster, name, "in-place-restart-agent", count)
 
     # both agents annotate attempt 0, the controller lifts the barrier, both workers start
     until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 0,
@@ -489,13 +509,7 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
     assert not [c for c in now.get("conditions") or [] if c["status"] == "True" and
                 c["type"] in (k.CONDITION_FAILED, k.CONDITION_RESTARTING)], now
     # the workers finish: both containers exit 0, the Pods succeed, the JobSet completes
-    for pod in names:
-        _drop(cluster, pod, "in-place-restart-agent", "done")
-    until_sync(lambda: status().get("terminalState") == "Completed", "the JobSet Completed",
-               timeout=180, every=1)
-    pods = _ipr_pods(cluster, name)
-    assert [p["metadata"]["uid"] for p in pods] == uids
-    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+    _finishes_in_place(cluster, name, "in-place-restart-agent", names, uids)
     print(f"in place: both Pods restarted and their workers running again {restarted:.1f} s "
           f"after the failure; the JobSet completed {time.monotonic() - began:.1f} s after "
           "it was created")
@@ -511,13 +525,10 @@ def test_in_place_restart_with_upstreams_agent_as_a_sidecar_restarts_every_conta
     _apply(cluster, _sidecar_jobset(name))
 
     def status() -> dict[str, Any]:
-        jobset: dict[str, Any] = _json(cluster, "get", "jobset", name, "-n", IPR_NAMESPACE)
-        return jobset.get("status") or {}
+        return _ipr_status(cluster, name)
 
     def starts(count: int) -> bool:
-        pods = _ipr_pods(cluster, name)
-        return len(pods) == 2 and all(
-            _worker_starts(cluster, p["metadata"]["name"], "worker") == count for p in pods)
+        return _both_started(cluster, name, "worker", count)
 
     # the workers start only once the agents' startup probes pass (the barrier lifted)
     until_sync(lambda: status().get("currentInPlaceRestartAttempt") == 0,
@@ -546,13 +557,7 @@ def test_in_place_restart_with_upstreams_agent_as_a_sidecar_restarts_every_conta
         "RestartingAllContainers"}
     now = status()
     assert (now.get("previousInPlaceRestartAttempt"), now["restarts"]) == (0, 0), now
-    for pod in names:
-        _drop(cluster, pod, "worker", "done")
-    until_sync(lambda: status().get("terminalState") == "Completed", "the JobSet Completed",
-               timeout=180, every=1)
-    pods = _ipr_pods(cluster, name)
-    assert [p["metadata"]["uid"] for p in pods] == uids
-    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+    _finishes_in_place(cluster, name, "worker", names, uids)
     print(f"sidecar mode: both Pods restarted in place and their workers running again "
           f"{restarted:.1f} s after the failure; completed {time.monotonic() - began:.1f} s "
           "after it was created")

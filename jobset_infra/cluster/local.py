@@ -3,7 +3,8 @@
 `start_cluster(options)` writes the certificates and config files, starts every process in
 order and waits for each to be healthy, creates kwok-managed Nodes shaped like GKE node pools
 (from the same `--nodes` spec as the sim), and waits until they are Ready and the `default`
-ServiceAccount exists (before that, the API server refuses every Pod). CRDs in `options.crds`
+ServiceAccount exists (before that, the API server refuses every Pod; those waits are
+`cluster/readiness.py`). CRDs in `options.crds`
 are served before kube-controller-manager starts (see `ClusterOptions.crds`). It returns a
 `RunningCluster`; `stop()` (or `jobset-infra cluster down`, from the state file) ends it.
 """
@@ -27,12 +28,10 @@ from typing import Any
 
 import yaml
 
-from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, realnode
+from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, readiness, realnode
 from jobset_infra.cluster.adapters import ADAPTERS
 from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
 from jobset_infra.cluster.layout import (
-    KWOK_NODE_ANNOTATION,
-    KWOK_NODE_VALUE,
     Layout,
     NodeNetwork,
     Ports,
@@ -53,11 +52,9 @@ from jobset_infra.cluster.processes import (
     wait_healthy,
 )
 from jobset_infra.controller.runtime.auth import ClusterAccess
-from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
-from jobset_infra.controller.runtime.resources import NODES, Resource
-from jobset_infra.tpu.node_pools import PoolSpec, node_manifests, parse_nodes
+from jobset_infra.controller.runtime.kube import KubeClient
+from jobset_infra.tpu.node_pools import PoolSpec, parse_nodes
 
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 STATE_VERSION = 1
 Progress = Callable[[str], None]
 
@@ -198,7 +195,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
                 _run(_apply(cluster, options.crds))
         if not options.apiserver_only:
             progress(f"creating {sum(p.nodes for p in pools)} Nodes in {len(pools)} pools")
-            _run(_bootstrap(cluster, options.start_timeout))
+            _run(_kwok_nodes_ready(cluster, options.start_timeout))
             if real is not None:
                 _start_real_nodes(cluster, real, node_bins, options, progress)
             else:
@@ -250,11 +247,16 @@ async def _apply(cluster: RunningCluster, objects: Sequence[Mapping[str, Any]]) 
         await apply_all(api, objects)
 
 
+async def _kwok_nodes_ready(cluster: RunningCluster, timeout: float) -> None:
+    async with cluster.client() as api:
+        await readiness.kwok_nodes_ready(api, cluster, cluster.pools, timeout)
+
+
 async def _real_nodes_ready(cluster: RunningCluster, real: realnode.RealNodes,
                             timeout: float) -> None:
     async with cluster.client() as api:
-        await _until(lambda: _nodes_ready(api, {n.name for n in real.nodes}), timeout,
-                     f"{len(real.nodes)} real Nodes Ready (kubelet)", cluster)
+        await readiness.until(lambda: readiness.nodes_ready(api, {n.name for n in real.nodes}),
+                              timeout, f"{len(real.nodes)} real Nodes Ready (kubelet)", cluster)
 
 
 
@@ -343,67 +345,6 @@ def _health_context(layout: Layout, name: str) -> ssl.SSLContext | None:
 
 def _health_headers(layout: Layout, name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {layout.admin_token}"} if name == "kube-apiserver" else {}
-
-
-async def _bootstrap(cluster: RunningCluster, timeout: float) -> None:
-    async with cluster.client() as api:
-        await _create_nodes(api, cluster.pools)
-        names = {n for pool in cluster.pools for n in pool.node_names()}
-        await _until(lambda: _nodes_ready(api, names), timeout,
-                     f"{len(names)} Nodes Ready (kwok)", cluster)
-        await _until(lambda: _has_default_account(api), timeout,
-                     "the default ServiceAccount (controller-manager)", cluster)
-
-
-async def _create_nodes(api: KubeClient, pools: Sequence[PoolSpec]) -> None:
-    now = datetime.datetime.now(datetime.UTC)
-    manifests = [kwok_node(node) for node in node_manifests(pools, now)]
-    for first in range(0, len(manifests), 32):
-        await asyncio.gather(*(api.create(NODES, m) for m in manifests[first:first + 32]))
-
-
-def kwok_node(node: dict[str, Any]) -> dict[str, Any]:
-    """A sim Node made for kwok: its annotation, and no conditions (kwok reports readiness)."""
-    metadata = {**node["metadata"],
-                "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}}
-    status = {k: v for k, v in node["status"].items() if k != "conditions"}
-    return {**node, "metadata": metadata, "status": status}
-
-
-async def _nodes_ready(api: KubeClient, names: set[str]) -> bool:
-    listed = await api.list(NODES)
-    ready = {
-        item["metadata"]["name"] for item in listed["items"]
-        if any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (item.get("status") or {}).get("conditions") or [])
-    }
-    return names <= ready
-
-
-async def _has_default_account(api: KubeClient) -> bool:
-    try:
-        await api.get(SERVICE_ACCOUNTS, "default", "default")
-    except NotFoundError:
-        return False
-    return True
-
-
-async def _until(check: Callable[[], Any], timeout: float, what: str,
-                 cluster: RunningCluster) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if await check():
-                return
-        except ApiError:
-            pass
-        dead = [name for name, up in cluster.running().items() if not up]
-        if dead:
-            raise ComponentError(f"{dead[0]} exited while waiting for {what}; see "
-                                 f"{cluster.layout.log(dead[0])}")
-        await asyncio.sleep(0.25)
-    raise ComponentError(f"timed out after {timeout:g} s waiting for {what}; logs are in "
-                         f"{cluster.layout.folder / 'logs'}")
 
 
 # --- the state file: what `down` and `status` read -------------------------------------------

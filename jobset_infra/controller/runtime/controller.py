@@ -3,8 +3,8 @@
 Informers run on every replica (warm standbys); workers run only on the leader. A reconcile
 reads only caches; the only API calls are the plan's writes. Reconciles of JobSets that ask for
 exclusive topology are serialized under one lock (occupancy -> decide -> create), and occupancy
-counts Jobs created or re-pinned but not yet seen by the informer, so two JobSets never get the
-same domain.
+counts Jobs created or re-pinned but not yet seen by the informer (held_domains.py), so two
+JobSets never get the same domain.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from jobset_infra.controller.runtime.decider import Decide, core_config, core_de
 from jobset_infra.controller.runtime.events import EventRecorder
 from jobset_infra.controller.runtime.executor import Outcome, PlanExecutor
 from jobset_infra.controller.runtime.expectations import Expectations
+from jobset_infra.controller.runtime.held_domains import HeldDomains, freed_domain
 from jobset_infra.controller.runtime.informer import Informer, object_key
 from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeClient
 from jobset_infra.controller.runtime.logs import FIELDS
@@ -55,7 +56,6 @@ from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS
 from jobset_infra.controller.runtime.slice_health import SliceHealthLedger
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.controller.runtime.workqueue import QueueShutDownError, WorkQueue
-from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 from jobset_infra.placement.inputs import (
     PlacementInputs,
     needs_exclusive_placement,
@@ -71,10 +71,6 @@ WallClock = Callable[[], datetime.datetime]
 
 def _utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def _rv(value: str) -> int:
-    return int(value) if value.isdigit() else -1
 
 
 class JobSetController:
@@ -106,8 +102,7 @@ class JobSetController:
         )
         self.expectations = Expectations(tuning.expectations_timeout)
         self.placement_lock = asyncio.Lock()
-        self._views: dict[str, JobPlacementView] = {}  # exclusive Jobs, from the cache
-        self._inflight: dict[str, JobPlacementView] = {}  # written by us, not yet in the cache
+        self.held = HeldDomains()
         self.executor = PlanExecutor(
             client,
             self.expectations,
@@ -117,7 +112,7 @@ class JobSetController:
             clock=clock,
             on_jobset_written=self.jobsets.write_through,
             on_job_written=self.jobs.write_through,
-            on_job_created=self._record_inflight,
+            on_job_created=self.held.record_created,
             on_domain_failures=self.health.record,
         )
         self.recovery = RecoveryTracker(metrics, self._wall)
@@ -222,12 +217,12 @@ class JobSetController:
             if child_new is None or child.deletion_timestamp is not None:
                 self.expectations.observe_delete(owner, child.uid)
                 self.expectations.observe_create(owner, child.name)
-        self._track_view(job_key, child_new)
+        self.held.track(job_key, child_new)
         if owner is not None and _newly_failed(child_old, child_new):
             self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
             self.queue.add_batched(owner, self._batch_period)
-        if _freed_domain(child_old, child_new):
+        if freed_domain(child_old, child_new):
             self._wake_exclusive()
 
     def _tally(self, old: CachedJob | None, new: CachedJob | None) -> None:
@@ -255,17 +250,6 @@ class JobSetController:
         for key in self.jobsets.keys_by_index(NAMESPACE_INDEX, job.namespace):
             if job.name.startswith(key[len(prefix):] + "-"):
                 self.queue.add(key)
-
-    def _track_view(self, job_key: str, new: CachedJob | None) -> None:
-        if new is not None and new.placement is not None:
-            self._views[job_key] = new.placement
-        else:
-            self._views.pop(job_key, None)
-        pending = self._inflight.get(job_key)
-        if pending is not None and (
-            new is None or _rv(new.child.resource_version) >= _rv(pending.resource_version)
-        ):
-            del self._inflight[job_key]
 
     def _on_service(self, kind: str, old: Any, new: Any) -> None:
         entry = new if new is not None else old
@@ -408,17 +392,10 @@ class JobSetController:
         nodes = None
         if self.nodes is not None and self.nodes.usable:
             nodes = tuple(self.nodes.store.values())
-        views = [*self._views.values(), *self._inflight.values()]
         return placement_inputs(
-            nodes, self.config.placement.domains, views, self.config.placement.mode,
+            nodes, self.config.placement.domains, self.held.views(), self.config.placement.mode,
             kept_out=self.health.kept_out(),
         )
-
-    def _record_inflight(self, created: dict[str, Any]) -> None:
-        """A Job we just created holds its domain before the informer shows it."""
-        view = job_view_from_manifest(created)
-        if view is not None and view.key not in self._views:
-            self._inflight[view.key] = view
 
 
 def _child(entry: CachedJob | ForeignJob | None) -> CachedJob | None:
@@ -439,10 +416,3 @@ def _newly_failed(old: CachedJob | None, new: CachedJob | None) -> bool:
     each, and nothing waits on a success the way a restart waits on a failure."""
     failing = new is not None and job_failure(new.child) is not None
     return failing and (old is None or job_failure(old.child) is None)
-
-
-def _freed_domain(old: CachedJob | None, new: CachedJob | None) -> bool:
-    """An exclusive Job stopped holding its domain (finished, suspended, deleting, gone)."""
-    held = old is not None and old.placement is not None and old.placement.holds_domain
-    holds = new is not None and new.placement is not None and new.placement.holds_domain
-    return held and not holds

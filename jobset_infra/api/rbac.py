@@ -87,8 +87,9 @@ class PolicyRule:
 
 WORKLOAD_RULES: tuple[PolicyRule, ...] = (
     # Reads come from list+watch informers, so no rule grants `get` on a watched kind.
-    # JobSets: the informer; `delete` for ttlSecondsAfterFinished.
-    PolicyRule((_JOBSET_GROUP,), ("jobsets",), ("list", "watch", "delete")),
+    # JobSets: the informer; `delete` for ttlSecondsAfterFinished; `create` only with dryRun:
+    # the controller is ready once the API server takes a JobSet create (runtime/served.py).
+    PolicyRule((_JOBSET_GROUP,), ("jobsets",), ("list", "watch", "create", "delete")),
     # Status is written once per reconcile: PUT on the status subresource.
     PolicyRule((_JOBSET_GROUP,), ("jobsets/status",), ("update",)),
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters

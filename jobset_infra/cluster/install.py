@@ -14,8 +14,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError, ServerError
+from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
+from jobset_infra.controller.runtime.served import kind_served
 from jobset_infra.manifests.controller_spec import ControllerInstall, parse_install
 from jobset_infra.manifests.jobset_system import system_objects
 
@@ -124,33 +125,25 @@ async def _until_established(api: KubeClient, name: str, timeout: float = 30.0) 
             crd = {}
         conditions = (crd.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in conditions) and await kind_served(api, crd):
+               for c in conditions) and await crd_served(api, crd):
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"CRD {name} not Established and served within {timeout:g} s")
 
 
-async def kind_served(api: KubeClient, crd: Mapping[str, Any]) -> bool:
-    """Whether the CRD's kind takes reads and writes. Established comes a moment before the API
-    server's handler for the kind, and a list can be answered a moment before a create is: a
-    create in between gets 503 "Resource kind ... not found" (seen in CI both ways). So a list,
-    then a dry-run create of an empty object, which the server refuses as invalid once served."""
+def crd_resource(crd: Mapping[str, Any]) -> Resource | None:
+    """The resource a CRD serves (its first served version), or None while it names none."""
     spec = crd.get("spec") or {}
     versions = [v["name"] for v in spec.get("versions") or () if v.get("served")]
     names = spec.get("names") or {}
     plural, kind = names.get("plural"), names.get("kind")
     if not versions or not plural or not kind:
-        return True
-    group = spec.get("group")
-    where = "namespaces/default/" if spec.get("scope") == "Namespaced" else ""
-    probe = {"apiVersion": f"{group}/{versions[0]}", "kind": kind,
-             "metadata": {"name": "jobset-infra-served-check"}}
-    try:
-        await api.request("GET", f"/apis/{group}/{versions[0]}/{plural}", params={"limit": "1"})
-        await api.request("POST", f"/apis/{group}/{versions[0]}/{where}{plural}",
-                          params={"dryRun": "All"}, body=probe)
-    except (ServerError, NotFoundError):
-        return False
-    except ApiError:
-        return True  # refused on its merits (invalid, forbidden): the kind is served
-    return True
+        return None
+    return Resource(spec.get("group", ""), versions[0], plural, kind,
+                    namespaced=spec.get("scope") == "Namespaced")
+
+
+async def crd_served(api: KubeClient, crd: Mapping[str, Any]) -> bool:
+    """Whether the CRD's kind takes lists and creates (`served.kind_served`)."""
+    res = crd_resource(crd)
+    return res is None or await kind_served(api, res)

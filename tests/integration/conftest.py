@@ -291,7 +291,7 @@ async def _install_crd(api: KubeClient) -> None:
         conds = (got.get("status") or {}).get("conditions") or ()
         if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
             return False
-        return await install.kind_served(api, got)  # Established comes before creates work
+        return await install.crd_served(api, got)  # Established comes before creates work
 
     await envtest.wait_established(established)
     # upstream's webhook defaults the CRD cannot express, as the install has them

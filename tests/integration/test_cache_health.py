@@ -1,12 +1,16 @@
 """A leader whose cache the API server refuses for the renew deadline gives the Lease up and
 takes it again once it can see (on the sim, which can refuse one resource to a running replica).
 A controller started without its RBAC is tested on the real control plane instead
-(tests/chaos/test_controller.py), which made the sim's version of it redundant."""
+(tests/chaos/test_controller.py), which made the sim's version of it redundant. A replica is not
+ready while the API server refuses a JobSet create as a new CRD's does for a few seconds (with
+the real engine: tests/stacks/test_outputs_program.py creates a JobSet as soon as JobSetSystem
+is ready)."""
 
 from __future__ import annotations
 
 import pytest
 
+from jobset_infra.controller.runtime.cache_health import API_NOT_SERVED
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.testing.jobsets import make_jobset
@@ -67,6 +71,37 @@ async def test_a_leader_that_cannot_see_jobs_gives_up_the_lease_and_takes_it_bac
     await ctl.wait_leader(30)
     await until(lambda: _len_is(cluster, 2), "the JobSet's Jobs once it can see")
     assert ctl.readiness().ok and ctl.liveness().ok and not ctl.lost.is_set()
+
+
+class RefuseCreates:
+    """A JobSet create answered 503 as a new CRD's are while admission catches up."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+
+    def __call__(self, request: ApiRequest) -> Intercept | None:
+        if request.resource != "jobsets" or request.verb != "create":
+            return None
+        self.refused += 1
+        return Intercept(error=StatusError(
+            503, "ServiceUnavailable", "Resource kind jobset.x-k8s.io/v1alpha2, Kind=JobSet "
+            "not found. There can be a delay between when CustomResourceDefinitions are "
+            "created and when they are available."))
+
+
+@pytest.mark.sim_only("refuses JobSet creates with a sim hook")
+async def test_not_ready_until_the_api_server_takes_a_jobset_create(cluster: Cluster) -> None:
+    refuse = RefuseCreates()
+    cluster.sim.sim.add_hook(refuse)
+    try:
+        ctl = await cluster.start_controller()
+        await until(lambda: _async(refuse.refused >= 2), "the probe refused twice")
+        verdict = ctl.readiness()
+        assert not verdict.ok and verdict.reasons == (API_NOT_SERVED,), verdict.text()
+    finally:
+        cluster.sim.sim.remove_hook(refuse)
+    await until(lambda: _async(ctl.readiness().ok), "ready once the server takes a create")
+    assert await cluster.jobset("jobset-infra-served-check") is None, "a dry run stores nothing"
 
 
 async def _len_is(cluster: Cluster, count: int) -> bool:

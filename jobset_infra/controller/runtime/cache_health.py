@@ -66,9 +66,17 @@ class Verdict:
         return "ok" if self.ok else "\n".join(self.reasons)
 
 
-def readiness(caches: Iterable[CacheState]) -> Verdict:
-    """Ready while every required cache is in sync (standbys too: they are warm)."""
+API_NOT_SERVED = ("jobsets: the API server does not take a JobSet create yet (a new CRD is "
+                  "served to lists first, to creates seconds later)")
+
+
+def readiness(caches: Iterable[CacheState], api_served: bool = True) -> Verdict:
+    """Ready while every required cache is in sync (standbys too: they are warm), once the API
+    server has taken a JobSet create: then a JobSet a user creates on seeing the Deployment
+    Available (`JobSetSystem.ready`) is not refused (runtime/served.py)."""
     bad = [c.describe() for c in caches if c.required and not (c.running and c.in_sync())]
+    if not api_served:
+        bad.append(API_NOT_SERVED)
     return Verdict(not bad, tuple(bad))
 
 

@@ -155,11 +155,13 @@ class KubeClient:
 
     async def create(
         self, res: Resource, body: Mapping[str, Any], namespace: str | None = None, *,
-        on_answer: AnswerHook | None = None,
+        on_answer: AnswerHook | None = None, dry_run: bool = False,
     ) -> dict[str, Any]:
+        """POST; `dry_run` runs admission and validation and stores nothing."""
         self._declare(res, "create")
         ns = namespace or (body.get("metadata") or {}).get("namespace")
-        return await self.request("POST", res.path(ns), body=body, manager=True,
+        params = {"dryRun": "All"} if dry_run else None
+        return await self.request("POST", res.path(ns), params=params, body=body, manager=True,
                                   on_answer=on_answer)
 
     async def replace(

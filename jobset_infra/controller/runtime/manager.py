@@ -44,6 +44,8 @@ from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.metrics_auth import MetricsAuth
+from jobset_infra.controller.runtime.resources import JOBSETS
+from jobset_infra.controller.runtime.served import PROBE_NAMESPACE, kind_served
 from jobset_infra.controller.runtime.serving_cert import serving_context
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,7 @@ class RunningController:
     lost: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     gave_up: int = 0  # leadership terms ended because a required cache was out of sync
+    api_served: bool = False  # the API server has taken a (dry-run) JobSet create
     _lead: asyncio.Task[None] | None = None
     _killed: bool = False
     _closing: asyncio.Task[None] | None = None
@@ -98,7 +101,7 @@ class RunningController:
         return liveness(self.cache_states(), leadership_running=not broken)
 
     def readiness(self) -> Verdict:
-        return readiness(self.cache_states())
+        return readiness(self.cache_states(), self.api_served)
 
     def healthy(self) -> bool:
         """/healthz: every cache is still being kept and the leadership loop runs."""
@@ -200,7 +203,8 @@ async def start_controller(
     endpoints.healthy = ctl.liveness
     endpoints.ready = ctl.readiness
     ctl.tasks += [asyncio.create_task(i.run()) for i in controller.informers]
-    ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
+    ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller)),
+                  asyncio.create_task(_until_served(ctl, config.controller.watch_namespace))]
     try:
         await _start_endpoints(endpoints, config, client)
         await _wait_synced(controller, config.controller.cache_sync_timeout)
@@ -241,6 +245,16 @@ def _elector(
     return LeaderElector(
         client, le.resource_name, le.resource_namespace, identity, timings=timings, metrics=metrics
     )
+
+
+async def _until_served(ctl: RunningController, watch_namespace: str,
+                        pause: float = 0.5) -> None:
+    """Probe until the API server takes a JobSet create, then mark the replica servable (its
+    readiness waits for it). Once served a kind stays served: one success ends the task."""
+    namespace = watch_namespace or PROBE_NAMESPACE
+    while not await kind_served(ctl.client, JOBSETS, namespace):
+        await asyncio.sleep(pause)
+    ctl.api_served = True
 
 
 async def _wait_synced(controller: JobSetController, timeout: float) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from jobset_infra.controller.runtime.cache_health import (
+    API_NOT_SERVED,
     CacheState,
     liveness,
     may_lead,
@@ -52,6 +53,11 @@ def test_a_failing_probe_says_which_cache_and_why() -> None:
     verdict = readiness([with_(JOBSETS, **FORBIDDEN), JOBS])
     assert verdict.text() == "jobsets: out of sync (list: 403 Forbidden: no)"
     assert readiness([with_(JOBS, listed=False)]).text() == "jobs: not listed yet"
+
+
+def test_not_ready_until_the_api_server_takes_a_jobset_create() -> None:
+    assert readiness([JOBSETS, JOBS], api_served=False).reasons == (API_NOT_SERVED,)
+    assert readiness([JOBSETS, JOBS], api_served=True).ok
 
 
 def test_a_broken_leadership_loop_is_not_alive() -> None:

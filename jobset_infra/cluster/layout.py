@@ -14,13 +14,11 @@ from typing import Final
 
 from jobset_infra.cluster import pki as certs
 from jobset_infra.cluster.binaries import Tools
+from jobset_infra.tpu.node_pools import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE
 
 SERVICE_CIDR: Final = "10.0.0.0/24"
 POD_CIDR: Final = "10.244.0.0/16"
 SERVICE_ACCOUNT_ISSUER: Final = "https://kubernetes.default.svc.cluster.local"
-# kwok manages only the Nodes that carry this annotation (we create them), never a real one.
-KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
-KWOK_NODE_VALUE: Final = "fake"
 # Client rate limits of the controller-manager and scheduler: GKE's control plane is far larger
 # than the defaults (20 and 50 QPS) assume, and benchmarks should time controllers, not these.
 COMPONENT_QPS: Final = 500

@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from jobset_infra.cluster.layout import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, Layout
+from jobset_infra.cluster.layout import Layout
 from jobset_infra.cluster.processes import ComponentError
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import NODES, Resource
-from jobset_infra.tpu.node_pools import PoolSpec, node_manifests
+from jobset_infra.tpu.node_pools import PoolSpec, kwok_node, node_manifests
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
@@ -47,14 +47,6 @@ async def create_nodes(api: KubeClient, pools: Sequence[PoolSpec]) -> None:
     manifests = [kwok_node(node) for node in node_manifests(pools, now)]
     for first in range(0, len(manifests), 32):
         await asyncio.gather(*(api.create(NODES, m) for m in manifests[first:first + 32]))
-
-
-def kwok_node(node: dict[str, Any]) -> dict[str, Any]:
-    """A sim Node made for kwok: its annotation, and no conditions (kwok reports readiness)."""
-    metadata = {**node["metadata"],
-                "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}}
-    status = {k: v for k, v in node["status"].items() if k != "conditions"}
-    return {**node, "metadata": metadata, "status": status}
 
 
 async def nodes_ready(api: KubeClient, names: set[str]) -> bool:

@@ -170,6 +170,8 @@ class JobSetSystem(pulumi.ComponentResource):
                 self._create(key, manifest, [ns])
         self.crd = crd
         self.deployment = deployment
+        # The controller's namespace: what else the stack keeps there waits for it.
+        self.namespace_object: pulumi.Resource = ns
         # CRD and Deployment: `depends_on` these (or the component) before creating JobSets.
         self.ready_resources: list[pulumi.Resource] = [crd, deployment]
         self.namespace = pulumi.Output.from_input(install.namespace)

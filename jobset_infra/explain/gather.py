@@ -22,6 +22,7 @@ from jobset_infra.controller.runtime.resources import (
     JOBSETS,
     NODES,
     PODS,
+    WORKLOADS,
     Resource,
 )
 from jobset_infra.explain.diagnosis import Gathered
@@ -30,7 +31,6 @@ from jobset_infra.placement.pool_health import HealthPolicy
 __all__ = ["CLUSTER_QUEUES", "LOCAL_QUEUES", "WORKLOADS", "gather"]
 
 _KUEUE_GROUP, _KUEUE_VERSION = c.KUEUE_API_VERSION.split("/")
-WORKLOADS = Resource(_KUEUE_GROUP, _KUEUE_VERSION, "workloads", "Workload")
 LOCAL_QUEUES = Resource(_KUEUE_GROUP, _KUEUE_VERSION, "localqueues", "LocalQueue")
 CLUSTER_QUEUES = Resource(_KUEUE_GROUP, _KUEUE_VERSION, "clusterqueues", "ClusterQueue",
                           namespaced=False)

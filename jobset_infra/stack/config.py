@@ -164,6 +164,14 @@ class StackConfig(_Strict):
     nodes: str | None = None
     """local: the existing cluster's node pools in `cluster up --nodes` syntax (v5e-2x4:4,cpu:2);
     its TPU pools become the controller's placement domains and Kueue's TPU queue."""
+    kwok_pools: str | None = None
+    """local: TPU slice pools the stack itself creates as kwok Nodes (same syntax as `nodes`), the
+    local stand-in for the GKE node pools a gke stack owns: changing it replaces, shrinks or
+    deletes them through the engine. Placement domains and Kueue's queue like `nodes`."""
+    drain_jobsets: bool = False
+    """Let an update that replaces, shrinks or deletes a slice pool under running JobSets suspend
+    them first (through Kueue when queued) and resume them on the new pools afterwards. Without
+    it such an update fails at preview, naming each JobSet (docs/resilience.md)."""
     project: str | None = None
     """gke: GCP project."""
     region: str | None = None
@@ -194,7 +202,7 @@ class StackConfig(_Strict):
             raise ValueError("\n".join(problems))
         return self
 
-    @field_validator("nodes")
+    @field_validator("nodes", "kwok_pools")
     @classmethod
     def _pools(cls, value: str | None) -> str | None:
         if value is not None:
@@ -219,7 +227,11 @@ class StackConfig(_Strict):
         """Return the TPU slice pools: local from `nodes`, gke from `slices`."""
         if self.platform == "gke":
             return (self.slice_pools_plan(),)
-        return tuple(tpu_plans(parse_pools_text(self.nodes or "")))
+        return (*tpu_plans(parse_pools_text(self.nodes or "")), *self.kwok_pool_plans())
+
+    def kwok_pool_plans(self) -> tuple[SlicePoolsPlan, ...]:
+        """Return the TPU slice pools the stack creates as kwok Nodes (local only)."""
+        return tuple(tpu_plans(parse_pools_text(self.kwok_pools or "")))
 
     def cluster_spec(self) -> GkeClusterSpec:
         """Return the GkeCluster spec (gke only)."""
@@ -250,11 +262,28 @@ def _local_problems(config: StackConfig) -> list[str]:
             "controller.build: local has no registry to push to; build the image, load it into "
             "the cluster (kind load docker-image) and set controller.image"
         )
+    problems += _kwok_pool_problems(config)
     if config.workload and config.workload.queued and config.kueue.enabled and not problems \
             and not config.pool_plans():
         problems.append("workload.queued: the stack has no TPU pools (nodes), so Kueue has no "
                         "queue; set it to false or add TPU pools to nodes")
     return problems
+
+
+def _kwok_pool_problems(config: StackConfig) -> list[str]:
+    if config.kwok_pools is None:
+        return []
+    entries = parse_pools_text(config.kwok_pools)
+    if len(tpu_plans(entries)) != len(entries):
+        return ["kwok_pools: only TPU slice pools (the CPU pool is the cluster's: put cpu:<n> "
+                "in nodes)"]
+    existing = {p.name for plan in tpu_plans(parse_pools_text(config.nodes or ""))
+                for p in plan.pools}
+    twice = sorted(existing & {p.name for plan in config.kwok_pool_plans() for p in plan.pools})
+    if twice:
+        return [f"kwok_pools: pool {twice[0]!r} is also in nodes (the cluster's own pools); "
+                "name the stack's pools apart, e.g. mine=v5e-2x4:2"]
+    return []
 
 
 def _gke_problems(config: StackConfig) -> list[str]:
@@ -264,8 +293,9 @@ def _gke_problems(config: StackConfig) -> list[str]:
         for key in required
         if getattr(config, key) is None
     ]
-    if config.nodes is not None:
-        problems.append("nodes: GKE stacks plan their pools from slices; remove it")
+    for key in ("nodes", "kwok_pools"):
+        if getattr(config, key) is not None:
+            problems.append(f"{key}: GKE stacks plan their pools from slices; remove it")
     if config.context is not None and config.kubeconfig is None:
         problems.append("context: GKE stacks build their own provider; remove it (or set "
                         "kubeconfig to deploy onto an existing cluster)")

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from jobset_infra.stack.config import (
     load_stack_config,
     placeholder_problems,
 )
+from jobset_infra.stack.pool_drain import LIVE, Live, PoolChangeGuard, kwok_pools
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
 __all__ = ["Platform", "build_platform", "read_config", "run"]
@@ -54,6 +56,7 @@ class Platform:
     workload: JobSet | None
     cluster: GkeCluster | None = None
     pools: TpuSlicePools | None = None
+    guard: PoolChangeGuard | None = None
 
 
 def read_config() -> dict[str, Any]:
@@ -65,7 +68,8 @@ def run() -> Platform:
     """Read and validate the stack config, build the platform, export its outputs."""
     config = load_stack_config(read_config())
     refuse_placeholders(config)
-    platform = build_platform(config)
+    # Under Pulumi's mocks (`jobset-infra plan`) nothing is read from or written to a cluster.
+    platform = build_platform(config, live=None if _under_mocks() else LIVE)
     _export(platform)
     return platform
 
@@ -81,40 +85,63 @@ def refuse_placeholders(config: StackConfig) -> None:
         pulumi.log.warn(f"{problem} (`pulumi up` refuses this)")
 
 
-def build_platform(config: StackConfig) -> Platform:
-    """Create every resource the config describes."""
+def _under_mocks() -> bool:
+    return isinstance(pulumi.runtime.settings.get_monitor(), pulumi.runtime.mocks.MockMonitor)
+
+
+def build_platform(config: StackConfig, live: Live | None = None) -> Platform:
+    """Create every resource the config describes; `live` reads and drains the cluster's
+    running JobSets around pool changes (None: nothing is read, nothing drained)."""
     if config.existing_cluster:
-        return _existing(config)
-    return _gke(config)
+        return _existing(config, live)
+    return _gke(config, live)
 
 
-def _existing(config: StackConfig) -> Platform:
-    """The Kubernetes half onto a cluster whose node pools already exist."""
-    provider = _kubeconfig_provider(config)
+def _existing(config: StackConfig, live: Live | None) -> Platform:
+    """The Kubernetes half onto a cluster whose node pools already exist (or, with
+    `kwok_pools`, kwok Nodes the stack creates as its own pools)."""
+    kubeconfig = _kubeconfig_text(config)
+    provider = _kubeconfig_provider(config, kubeconfig)
     plans = config.pool_plans()
     system = _system(config, provider, pools=plans)
-    kueue = _kueue(config, provider, pools=plans, after=system)
+    guard = PoolChangeGuard(config, provider, kubeconfig=kubeconfig or "",
+                            context=config.context, system=system, live=live)
+    pools = kwok_pools(config, provider, after=guard.anchor)
+    kueue = _kueue(config, provider, pools=plans, after=[system, guard.anchor])
+    guard.finish(changed=pools, ready=_ready(system, kueue))
     workload = (_tpu_workload(config, provider, system, kueue, plans[0]) if plans
                 else _cpu_workload(config, provider, system, kueue))
-    return Platform(provider, system, kueue, workload)
+    return Platform(provider, system, kueue, workload, guard=guard)
 
 
-def _gke(config: StackConfig) -> Platform:
+def _gke(config: StackConfig, live: Live | None) -> Platform:
     cluster = GkeCluster("gke", config.cluster_spec())
+    system = _system(config, cluster.provider, pools=(config.slice_pools_plan(),))
+    guard = PoolChangeGuard(config, cluster.provider, kubeconfig=cluster.kubeconfig,
+                            context=None, system=system, live=live)
     pools = TpuSlicePools(
-        "tpu", TpuSlicePoolsArgs.for_cluster(cluster, config.slice_pools_spec())
+        "tpu", TpuSlicePoolsArgs.for_cluster(cluster, config.slice_pools_spec()),
+        opts=pulumi.ResourceOptions(depends_on=[guard.anchor]),
     )
-    system = _system(config, cluster.provider, pools=(pools.plan,))
-    kueue = _kueue(config, cluster.provider, pools=(pools.plan,), after=system)
+    kueue = _kueue(config, cluster.provider, pools=(pools.plan,), after=[system, guard.anchor])
+    guard.finish(changed=[*pools.pools], ready=_ready(system, kueue))
     workload = _tpu_workload(config, cluster.provider, system, kueue, pools)
-    return Platform(cluster.provider, system, kueue, workload, cluster, pools)
+    return Platform(cluster.provider, system, kueue, workload, cluster, pools, guard)
 
 
-def _kubeconfig_provider(config: StackConfig) -> k8s.Provider:
+def _ready(system: JobSetSystem, kueue: Kueue | None) -> list[pulumi.Resource]:
+    return [*system.ready_resources, *(kueue.ready_resources if kueue is not None else ())]
+
+
+def _kubeconfig_text(config: StackConfig) -> str | None:
+    path = Path(os.path.expanduser(config.kubeconfig or "~/.kube/config"))
+    return path.read_text() if path.is_file() else None
+
+
+def _kubeconfig_provider(config: StackConfig, kubeconfig: str | None) -> k8s.Provider:
     path = Path(os.path.expanduser(config.kubeconfig or "~/.kube/config"))
     # The file's contents (not its path) go to the provider, so the state never depends on
     # whatever KUBECONFIG happens to point at when someone runs `pulumi up` later.
-    kubeconfig = path.read_text() if path.is_file() else None
     if kubeconfig is None and not pulumi.runtime.is_dry_run():
         raise FileNotFoundError(
             f"jobset-infra:kubeconfig: {path} does not exist; create the cluster (jobset-infra "
@@ -156,7 +183,7 @@ def _kueue(
     config: StackConfig,
     provider: k8s.Provider,
     pools: tuple[SlicePoolsPlan, ...],
-    after: pulumi.Resource,
+    after: Sequence[pulumi.Resource],
 ) -> Kueue | None:
     if not config.kueue.enabled:
         return None
@@ -173,7 +200,7 @@ def _kueue(
             placement=config.placement,
         ),
         # After the JobSet CRD, so Kueue's JobSet integration finds the API when it starts.
-        opts=pulumi.ResourceOptions(depends_on=[after]),
+        opts=pulumi.ResourceOptions(depends_on=list(after)),
     )
 
 
@@ -273,6 +300,8 @@ def _export(platform: Platform) -> None:
         pulumi.export("tpuChips", platform.pools.total_chips)
     if platform.kueue is not None:
         pulumi.export("localQueue", platform.kueue.local_queue_name)
+    if platform.guard is not None and platform.guard.resumed is not None:
+        pulumi.export("resumedJobSets", platform.guard.resumed)
     if platform.workload is not None:
         pulumi.export("jobsetName", platform.workload.name)
         pulumi.export("jobsetNamespace", platform.workload.namespace)

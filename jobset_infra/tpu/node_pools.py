@@ -38,6 +38,8 @@ from jobset_infra.tpu.slice import TpuSlice
 __all__ = [
     "CPU_MACHINE_TYPE",
     "CPU_POOL",
+    "KWOK_NODE_ANNOTATION",
+    "KWOK_NODE_VALUE",
     "SIM_KUBELET_VERSION",
     "SIM_REGION",
     "SIM_ZONE",
@@ -45,6 +47,7 @@ __all__ = [
     "NodeSpecError",
     "PoolSpec",
     "VmSize",
+    "kwok_node",
     "node_manifests",
     "parse_nodes",
     "vm_size",
@@ -61,6 +64,10 @@ SIM_KUBELET_VERSION: Final = "v1.33.5-gke.1000000"
 CPU_POOL: Final = "default-pool"
 CPU_MACHINE_TYPE: Final = "e2-standard-8"
 _CPU_MAX_PODS: Final = 110
+# kwok manages only the Nodes that carry this annotation (the local cluster and a local stack's
+# own pools create them), never a real one.
+KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
+KWOK_NODE_VALUE: Final = "fake"
 
 
 @dataclass(frozen=True)
@@ -223,3 +230,12 @@ def _node(pool: PoolSpec, name: str, at: str, ip: str) -> _JsonObj:
             },
         },
     }
+
+
+def kwok_node(node: _JsonObj) -> _JsonObj:
+    """A Node of `node_manifests` made for kwok: its annotation, and no conditions (kwok reports
+    readiness)."""
+    metadata = {**node["metadata"],
+                "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}}
+    status = {k: v for k, v in node["status"].items() if k != "conditions"}
+    return {**node, "metadata": metadata, "status": status}

@@ -239,7 +239,8 @@ def test_broken_stack_config_exits_1_with_one_line_per_problem(
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors == [
         "error: jobset-infra:projct: unknown key; valid keys: platform, kubeconfig, context, "
-        "nodes, project, region, zone, cluster, slices, controller, kueue, placement, workload",
+        "nodes, kwok_pools, drain_jobsets, project, region, zone, cluster, slices, controller, "
+        "kueue, placement, workload",
         "error: jobset-infra:zone: required on platform gke "
         "(pulumi config set jobset-infra:zone ...)",
     ]

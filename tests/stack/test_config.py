@@ -434,3 +434,26 @@ def test_the_stack_plans_its_pools_in_the_cluster_as_the_component_does() -> Non
                for p in problems), problems
     config = load_stack_config(committed_config("tpu7x-multislice"))
     assert config.slice_pools_plan().auto_upgrade is False  # the pinned version, no channel
+
+
+@pytest.mark.parametrize(("stack", "changes", "expected"), [
+    pytest.param("v5e-multislice", {"kwok_pools": "v5e-2x4:1"},
+                 f"{NS}:kwok_pools: GKE stacks plan their pools from slices; remove it",
+                 id="kwok pools are the local platform's"),
+    pytest.param("local", {"kwok_pools": "cpu:2"}, f"{NS}:kwok_pools: only TPU slice pools",
+                 id="the CPU pool stays the cluster's"),
+    pytest.param("local", {"kwok_pools": "v5e-2x4:1"},
+                 f"{NS}:kwok_pools: pool 'v5e-2x4-0' is also in nodes",
+                 id="a kwok pool may not take the name of one of the cluster's"),
+    pytest.param("local", {"drain_jobsets": "sometimes"}, f"{NS}:drain_jobsets:",
+                 id="the drain opt-in is a boolean"),
+])
+def test_pool_change_keys_are_checked(stack: str, changes: dict[str, Any],
+                                      expected: str) -> None:
+    assert any(p.startswith(expected) for p in _problems(_with(stack, **changes)))
+
+
+def test_kwok_pools_are_planned_beside_the_clusters_own() -> None:
+    config = load_stack_config(_with("local", kwok_pools="mine=v5e-2x4:2", drain_jobsets=True))
+    assert [plan.name for plan in config.pool_plans()] == ["v5e-2x4", "mine"]
+    assert config.drain_jobsets

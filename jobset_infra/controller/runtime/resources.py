@@ -55,6 +55,9 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 PODS = Resource("", "v1", "pods", "Pod")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
+# Kueue's Workload: what `explain` reads and a stack's pool-change drain deactivates.
+WORKLOADS = Resource(c.KUEUE_GROUP, c.KUEUE_API_VERSION.rpartition("/")[2], "workloads",
+                     "Workload")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
 TOKEN_REVIEWS = Resource(
     "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False

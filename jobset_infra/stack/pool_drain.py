@@ -1,0 +1,158 @@
+"""The Pulumi side of pool changes under running JobSets: check at preview, drain at update.
+
+`PoolChangeGuard` runs in the stack program between the controller (its namespace) and the
+pools (docs/resilience.md, "Pool changes that know about running JobSets"):
+
+1. over the cluster's kubeconfig (an output, so it runs whenever the cluster exists, at preview
+   too), it reads the pool record, the JobSets, Jobs and Workloads (`stack.live`), and asks
+   `stack.pool_guard.guard` what this update does to them. Refused: the program fails with the
+   list and the fix (`pulumi.RunError`: one error line, no traceback). With the opt-in, at
+   update only, it cordons the changed pools and suspends the JobSets at risk;
+2. the drain record (ConfigMap `DRAIN_RECORD`, listing what was drained) is created from that
+   result, so it exists only once the drain is done; the pools and Kueue depend on it, so the
+   engine changes them only after the JobSets stopped;
+3. `finish(changed, ready)`: once the pools and the platform are updated, the pool record
+   (ConfigMap `POOL_RECORD`) is written for the next run, and every JobSet a drain marked is
+   resumed (at update only); the stack exports their names as `resumedJobSets`.
+
+`kwok_pools(config, ...)`: a local stack's own TPU pools (`jobset-infra:kwok_pools`) as kwok
+Nodes, the local stand-in for GKE node pools: a changed setting replaces a pool's Nodes (deleted
+before their replacements are created, as GKE recreates a pool of the same name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from jobset_infra.components.jobset_system import JobSetSystem
+from jobset_infra.controller.runtime.auth import AuthError
+from jobset_infra.controller.runtime.kube_errors import ApiError
+from jobset_infra.placement.drain import AtRiskJobSet
+from jobset_infra.stack import live as live_cluster
+from jobset_infra.stack.config import StackConfig
+from jobset_infra.stack.pool_guard import (
+    POOL_RECORD,
+    drained_keys,
+    guard,
+    parse_pool_record,
+    pool_record_data,
+)
+from jobset_infra.tpu.node_pools import kwok_node, node_manifests, parse_nodes
+from jobset_infra.tpu.pool_changes import pool_settings
+
+__all__ = ["DRAIN_RECORD", "LIVE", "Live", "PoolChangeGuard", "kwok_pools"]
+
+DRAIN_RECORD: Final = "jobset-infra-pool-drain"
+"""The ConfigMap listing the JobSets the last update drained; the pools wait for it."""
+POOL_SETTINGS_ANNOTATION: Final = "jobset-infra.dev/pool-settings"
+"""On a kwok pool's Node: a digest of its pool's settings; a change replaces the Node."""
+_EPOCH: Final = datetime(2026, 1, 1, tzinfo=UTC)  # Node manifests' timestamps: stable inputs
+
+
+@dataclass(frozen=True)
+class Live:
+    """The cluster reads and writes the guard makes (`stack.live`; tests pass fakes)."""
+
+    read: Callable[[str, str | None, str], Awaitable[live_cluster.LiveView]]
+    drain: Callable[[str, str | None, Sequence[str], Sequence[AtRiskJobSet]], Awaitable[None]]
+    resume: Callable[[str, str | None], Awaitable[list[str]]]
+
+
+LIVE: Final = Live(live_cluster.read_live, live_cluster.drain, live_cluster.resume)
+
+
+class PoolChangeGuard:
+    """Checks (and with the opt-in drains) the running JobSets a pool change would kill."""
+
+    def __init__(self, config: StackConfig, provider: k8s.Provider, *,
+                 kubeconfig: pulumi.Input[str], context: str | None, system: JobSetSystem,
+                 live: Live | None) -> None:
+        self._config, self._provider, self._context, self._live = (
+            config, provider, context, live)
+        self._namespace = config.controller.namespace
+        self._kubeconfig = pulumi.Output.from_input(kubeconfig)
+        self._current = pool_settings(config.pool_plans())
+        drained: pulumi.Output[list[str]] = pulumi.Output.unsecret(
+            self._kubeconfig.apply(self._check))
+        self.anchor = k8s.core.v1.ConfigMap(
+            "pool-drain-record",
+            metadata={"name": DRAIN_RECORD, "namespace": self._namespace},
+            data={"drained.json": drained.apply(json.dumps)},
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=[system.namespace_object]))
+        self.resumed: pulumi.Output[list[str]] | None = None
+
+    async def _check(self, kubeconfig: str) -> list[str]:
+        if not kubeconfig or self._live is None:
+            return []
+        try:
+            view = await self._live.read(kubeconfig, self._context, self._namespace)
+        except (AuthError, ApiError, OSError) as err:
+            pulumi.log.warn(f"cannot read the cluster's JobSets ({err}): this update cannot "
+                            "tell which running JobSets its pool changes would kill")
+            return []
+        previous, problem = parse_pool_record(view.record)
+        if problem:
+            pulumi.log.warn(problem)
+        decision = guard(previous, self._current, view.jobsets, view.jobs, view.workloads,
+                         drain=self._config.drain_jobsets)
+        if decision.refused:
+            raise pulumi.RunError(decision.message())
+        if decision.at_risk:
+            pulumi.log.warn(decision.message())
+        if self._config.drain_jobsets and decision.changes and not pulumi.runtime.is_dry_run():
+            pools = [change.pool for change in decision.changes]
+            await self._live.drain(kubeconfig, self._context, pools, decision.drains)
+        return drained_keys(decision.drains)
+
+    def finish(self, changed: Sequence[pulumi.Resource], ready: Sequence[pulumi.Resource]
+               ) -> None:
+        """Record the pools once `changed` and `ready` are done, then resume drained JobSets."""
+        after = [self.anchor, *changed, *ready]
+        record = k8s.core.v1.ConfigMap(
+            "pool-record",
+            metadata={"name": POOL_RECORD, "namespace": self._namespace},
+            data=pool_record_data(self._current),
+            opts=pulumi.ResourceOptions(provider=self._provider, depends_on=after))
+        done = pulumi.Output.all(record.id, self._kubeconfig, *(_done(r) for r in after))
+        self.resumed = pulumi.Output.unsecret(done.apply(lambda v: self._resume(v[1])))
+
+    async def _resume(self, kubeconfig: str) -> list[str]:
+        if not kubeconfig or self._live is None or pulumi.runtime.is_dry_run():
+            return []
+        return await self._live.resume(kubeconfig, self._context)
+
+
+def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
+    """An output that resolves once `resource` is done (a component: once registered)."""
+    if isinstance(resource, pulumi.CustomResource):
+        return resource.id
+    return resource.urn
+
+
+def kwok_pools(config: StackConfig, provider: k8s.Provider, after: pulumi.Resource
+               ) -> list[pulumi.Resource]:
+    """The Nodes of the stack's own kwok pools (none unless `kwok_pools` is set)."""
+    if not config.kwok_pools:
+        return []
+    settings = pool_settings(config.kwok_pool_plans())
+    nodes: list[pulumi.Resource] = []
+    for pool in parse_nodes(config.kwok_pools):
+        digest = hashlib.sha256(json.dumps(settings[pool.name], sort_keys=True).encode())
+        for manifest in node_manifests([pool], _EPOCH):
+            node = kwok_node(manifest)
+            node["metadata"]["annotations"][POOL_SETTINGS_ANNOTATION] = digest.hexdigest()[:16]
+            nodes.append(pulumi.CustomResource(
+                "kubernetes:core/v1:Node", node["metadata"]["name"], node,
+                opts=pulumi.ResourceOptions(
+                    provider=provider, depends_on=[after],
+                    replace_on_changes=[f'metadata.annotations["{POOL_SETTINGS_ANNOTATION}"]'],
+                    delete_before_replace=True)))
+    return nodes

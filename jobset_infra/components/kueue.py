@@ -35,7 +35,11 @@ import yaml
 from jobset_infra.api import constants as k
 from jobset_infra.components.inputs import once_resolved
 from jobset_infra.components.k8s_objects import kubernetes_object
-from jobset_infra.components.providers import is_kubernetes_provider, kubernetes_provider
+from jobset_infra.components.providers import (
+    explicit_dependencies,
+    is_kubernetes_provider,
+    kubernetes_provider,
+)
 from jobset_infra.manifests.kueue_install import KUEUE_CHART, helm_values
 from jobset_infra.manifests.kueue_queues import QueueObjects, namespace_manifest, queue_objects
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec, check_queue_namespaces
@@ -140,7 +144,7 @@ class Kueue(pulumi.ComponentResource):
         self._after = list(args.after)
         # Who places slices admitted through these queues (KueueArgs.placement).
         self.placement: Placer = Placer(args.placement)
-        after = _explicit_dependencies(opts)
+        after = explicit_dependencies(opts)
         installed = (self._chart(args.install, after) if args.install.chart_path is not None
                      else self._release(args.install, after))
         namespaces = self._namespaces(args) if args.create_namespaces else []
@@ -277,15 +281,3 @@ def _post_renderer(install: KueueInstall) -> k8s.helm.v4.PostRendererArgs | None
         command=str(command),
         args=["kueue-postrender", f"--port={loopback.port}", f"--ca-bundle={bundle}"],
     )
-
-
-def _explicit_dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    """Return the component's own `depends_on` resources, so the release waits for them too.
-
-    Passing `depends_on=[jobset_system]` makes the release start after the JobSet CRD exists,
-    so Kueue's JobSet integration sees the API when it starts (older Kueue needed a restart).
-    """
-    if opts is None or opts.depends_on is None:
-        return []
-    found = opts.depends_on if isinstance(opts.depends_on, list) else [opts.depends_on]
-    return [r for r in found if isinstance(r, pulumi.Resource)]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-__all__ = ["is_kubernetes_provider", "kubernetes_provider"]
+__all__ = ["explicit_dependencies", "is_kubernetes_provider", "kubernetes_provider"]
 
 
 def is_kubernetes_provider(value: object) -> bool:
@@ -55,3 +55,17 @@ def _from_options(opts: pulumi.ResourceOptions | None) -> list[object]:
     elif isinstance(providers, Sequence):
         found += list(providers)
     return found
+
+
+def explicit_dependencies(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    """Return the component's own `depends_on` resources, for the children that must wait for
+    them too (Pulumi does not pass a component's `depends_on` on to its children).
+
+    Kueue: `depends_on=[jobset_system]` makes the release start after the JobSet CRD exists,
+    so Kueue's JobSet integration sees the API when it starts (older Kueue needed a restart).
+    TpuSlicePools: the stack's pool drain (docs/resilience.md) must end before a pool changes.
+    """
+    if opts is None or opts.depends_on is None:
+        return []
+    found = opts.depends_on if isinstance(opts.depends_on, list) else [opts.depends_on]
+    return [r for r in found if isinstance(r, pulumi.Resource)]

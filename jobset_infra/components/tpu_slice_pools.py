@@ -16,6 +16,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from jobset_infra.components.gke_cluster import GkeCluster
+from jobset_infra.components.providers import explicit_dependencies
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.cluster import NODE_OAUTH_SCOPES, pools_in_cluster
 from jobset_infra.tpu.parse import parse_slice_pools_spec
@@ -86,7 +87,7 @@ class TpuSlicePools(pulumi.ComponentResource):
         self.slice: TpuSlice = plan.slice
         for warning in replacement_warnings(args.previous_fingerprint, plan):
             pulumi.log.warn(warning, resource=self)
-        child = pulumi.ResourceOptions(parent=self)
+        child = pulumi.ResourceOptions(parent=self, depends_on=explicit_dependencies(opts))
         # The workload policy this component created (multi-host TPU7x), else None.
         self.workload_policy: gcp.compute.ResourcePolicy | None = _workload_policy(
             plan, args, child)

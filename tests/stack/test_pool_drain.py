@@ -151,3 +151,16 @@ def test_a_change_of_pools_nothing_runs_on_goes_ahead(tmp_path: Path) -> None:
     cluster = FakeCluster(record=_recorded("a=v5e-2x4:2")).running("a-0")
     run = _run(_config(tmp_path, "a=v5e-2x4:1"), cluster)  # deletes a-1; train is on a-0
     assert not [w for w in run.warnings() if "JobSet" in w]
+
+
+def test_a_gke_stacks_slice_pools_wait_for_the_drain_record() -> None:
+    from tests.stacks.stack_runs import run_stack
+
+    run = run_stack("v5e-multislice")
+    anchor = run.named("pool-drain-record", CONFIGMAP)
+    pools = [r for r in run.of_type("gcp:container/nodePool:NodePool")
+             if r.parent_type == "jobset-infra:index:TpuSlicePools"]
+    assert [p.name for p in pools] == ["v5e-0", "v5e-1", "v5e-2", "v5e-3"]
+    assert all(anchor.urn in p.dependencies for p in pools)
+    record = run.named("pool-record", CONFIGMAP)
+    assert {p.urn for p in pools} <= set(record.dependencies)

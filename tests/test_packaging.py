@@ -101,14 +101,20 @@ def test_the_version_is_declared_once_and_both_commands_print_it(
 @pytest.mark.slow
 def test_python_m_build_makes_an_sdist_and_a_wheel_with_the_data_files(tmp_path: Path) -> None:
     """What a release uploads: `python -m build` (no isolation: the venv's locked setuptools)."""
+    import shutil
     import subprocess
     import tarfile
     import zipfile
 
     from jobset_infra import __version__
 
+    # From a copy of the checkout: the build writes its egg-info into the source tree, and CI's
+    # .ci/pythons installs the same checkout editable (writing it too) while the suite runs.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "*.egg-info", "build", "dist", "__pycache__", ".*_cache"))
     ran = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
-                          str(tmp_path), str(ROOT)], capture_output=True, text=True, check=False)
+                          str(tmp_path), str(source)], capture_output=True, text=True, check=False)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     [wheel] = tmp_path.glob(f"jobset_infra-{__version__}-py3-none-any.whl")
     [sdist] = tmp_path.glob(f"jobset_infra-{__version__}.tar.gz")

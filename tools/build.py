@@ -119,6 +119,8 @@ GROUPS: tuple[Group, ...] = (
         Binary("jobset-goclient", "./cmd/jobset-goclient"),
         Binary("in-place-restart-agent", "sigs.k8s.io/jobset/cmd/in-place-restart-agent"),
     )),
+    # The CLI and our Python language host (which also runs Python plugins, our component
+    # package) in one group: one go.mod pins the sdk/v3 whose LanguageRuntime service they share.
     Group("pulumi", (
         Binary("pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", (_PULUMI_VERSION,),
                tags="osusergo,grpcnotrace"),

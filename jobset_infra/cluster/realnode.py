@@ -1,6 +1,6 @@
 """Real nodes of the local cluster: what runs, with which configuration, on which addresses.
 
-Pure: `plan(layout, count)` turns the cluster folder and the number of nodes into every address,
+Pure: `plan(folder, count)` turns the cluster folder and the number of nodes into every address,
 file and command line; `nodehost` does the I/O (bridges, cgroups, image import, teardown) and
 `local` starts the processes. Each node is a containerd 2 (with Debian's runc and the CNI
 reference plugins) and a kubelet; the cluster has one kube-proxy and one CoreDNS, as the nodes
@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from jobset_infra.api.rbac import COREDNS_RULES
 from jobset_infra.cluster import pki
-from jobset_infra.cluster.layout import Layout, ProcessSpec
+from jobset_infra.cluster.layout import Layout, NodeNetwork, ProcessSpec
 from jobset_infra.tpu.node_pools import PoolSpec
 
 POD_NETWORK: Final = ipaddress.IPv4Network("198.18.0.0/15")
@@ -109,6 +109,7 @@ class Node:
 class RealNodes:
     """Every real node of one cluster, and the cluster-wide kube-proxy and CoreDNS ports."""
 
+    folder: Path  # the cluster's folder
     nodes: tuple[Node, ...]
     runtime: Path
     proxy_healthz_port: int
@@ -150,32 +151,44 @@ def node_name(index: int) -> str:
     return f"real-node-{index}"
 
 
-def plan(layout: Layout, count: int, ports: list[int]) -> RealNodes:
-    """The nodes of a cluster with `count` real nodes; `ports` are free loopback ports, two per
-    node then four (`needed_ports(count)` of them)."""
+def plan(folder: Path, count: int, ports: list[int]) -> RealNodes:
+    """The nodes of the cluster in `folder` with `count` real nodes; `ports` are free loopback
+    ports, two per node then four (`needed_ports(count)` of them)."""
     if not 1 <= count <= MAX_NODES:
         raise RealNodeError(f"--real-nodes must be between 1 and {MAX_NODES}, not {count}")
     if len(ports) != needed_ports(count):
         raise ValueError(f"{needed_ports(count)} ports needed, {len(ports)} given")
-    runtime = runtime_folder(layout.folder)
+    runtime = runtime_folder(folder)
     subnets = list(POD_NETWORK.subnets(new_prefix=NODE_PREFIX))
     nodes = tuple(
-        Node(i, node_name(i), subnets[i], layout.folder / "nodes" / node_name(i),
+        Node(i, node_name(i), subnets[i], folder / "nodes" / node_name(i),
              runtime / str(i), ports[2 * i], ports[2 * i + 1])
         for i in range(count)
     )
     rest = ports[2 * count:]
-    return RealNodes(nodes, runtime, rest[0], rest[1], rest[2], rest[3])
+    return RealNodes(folder, nodes, runtime, rest[0], rest[1], rest[2], rest[3])
+
+
+def footprint(folder: Path, count: int) -> RealNodes:
+    """What `count` nodes of the cluster in `folder` leave on the machine (bridges, cgroups,
+    folders), without their ports: enough to tear down a cluster whose state file is gone."""
+    return plan(folder, count, [0] * needed_ports(count))
 
 
 def needed_ports(count: int) -> int:
     return 2 * count + 4
 
 
-def from_state(layout: Layout, state: Mapping[str, Any]) -> RealNodes:
+def from_state(folder: Path, state: Mapping[str, Any]) -> RealNodes:
     ports = state["ports"]
     flat = [p for pair in ports["kubelet"] for p in pair] + ports["proxy"] + ports["dns"]
-    return plan(layout, int(state["count"]), [int(p) for p in flat])
+    return plan(folder, int(state["count"]), [int(p) for p in flat])
+
+
+def node_network(real: RealNodes) -> NodeNetwork:
+    """The control plane's side of the node network: where the API server listens for pods
+    (and for every client: `Layout.url`), and the Services' range."""
+    return NodeNetwork(real.apiserver_address, str(SERVICE_NETWORK))
 
 
 def collisions(real: RealNodes, host_networks: list[tuple[str, str]]) -> list[str]:

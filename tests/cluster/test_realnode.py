@@ -9,7 +9,7 @@ import pytest
 
 from jobset_infra.cluster import pki
 from jobset_infra.cluster.binaries import Tools
-from jobset_infra.cluster.layout import Layout, NodeNetwork, Ports, plan_processes
+from jobset_infra.cluster.layout import Layout, Ports, plan_processes
 from jobset_infra.cluster.realnode import (
     MAX_NODES,
     POD_NETWORK,
@@ -20,19 +20,22 @@ from jobset_infra.cluster.realnode import (
     collisions,
     containerd_config,
     corefile,
+    footprint,
     from_state,
     kube_proxy_config,
     kubelet_config,
     needed_ports,
+    node_network,
     plan,
     process_specs,
 )
+from jobset_infra.cluster.stale import Record, is_stale
 
 LAYOUT = Layout(Path("/c"), Ports(1, 2, 3, 4, 5, 6), "t")
 
 
 def _plan(count: int = 2) -> RealNodes:
-    return plan(LAYOUT, count, list(range(100, 100 + needed_ports(count))))
+    return plan(LAYOUT.folder, count, list(range(100, 100 + needed_ports(count))))
 
 
 def test_each_node_owns_a_slash_20_of_the_benchmarking_range_and_services_the_last() -> None:
@@ -50,12 +53,12 @@ def test_each_node_owns_a_slash_20_of_the_benchmarking_range_and_services_the_la
 @pytest.mark.parametrize("count", [0, MAX_NODES + 1])
 def test_a_node_count_out_of_range_is_refused_naming_the_flag(count: int) -> None:
     with pytest.raises(RealNodeError, match="--real-nodes must be between 1 and 31"):
-        plan(LAYOUT, count, list(range(needed_ports(max(count, 1)))))
+        plan(LAYOUT.folder, count, list(range(needed_ports(max(count, 1)))))
 
 
 def test_the_plan_survives_the_state_file() -> None:
     real = _plan(2)
-    assert from_state(LAYOUT, real.to_state()) == real
+    assert from_state(LAYOUT.folder, real.to_state()) == real
 
 
 def test_an_address_or_route_of_the_host_in_the_range_is_a_collision() -> None:
@@ -129,8 +132,7 @@ def test_with_real_nodes_the_api_server_is_reachable_from_pods_and_serves_the_en
     loopback = plan_processes(LAYOUT, tools)[1].argv
     assert "--bind-address=127.0.0.1" in loopback
     assert "--endpoint-reconciler-type=none" in loopback
-    layout = Layout(Path("/c"), LAYOUT.ports, "t",
-                    NodeNetwork("198.18.0.1", str(SERVICE_NETWORK)))
+    layout = Layout(Path("/c"), LAYOUT.ports, "t", node_network(_plan(2)))
     argv = plan_processes(layout, tools)[1].argv
     assert "--advertise-address=198.18.0.1" in argv
     assert "--bind-address=0.0.0.0" in argv
@@ -169,3 +171,43 @@ def test_the_nodes_process_names_are_those_of_their_specs() -> None:
     bins = {name: Path(f"/b/{name}") for name in ("containerd", "kubelet", "kube-proxy",
                                                   "coredns")}
     assert real.process_names() == {s.name for s in process_specs(LAYOUT, real, bins)}
+
+
+def test_a_cluster_is_stale_once_its_owner_or_every_process_it_started_is_gone() -> None:
+    # owned (a test's process, a `cluster up` still running)
+    assert is_stale(owner_alive=False, processes_alive=[True, True])  # orphaned: swept
+    assert not is_stale(owner_alive=True, processes_alive=[])  # still starting
+    assert not is_stale(owner_alive=True, processes_alive=[True, False])
+    assert is_stale(owner_alive=True, processes_alive=[False, False])  # all killed
+    # handed over by `cluster up`: only once nothing of it runs
+    assert not is_stale(owner_alive=None, processes_alive=[True, False])
+    assert is_stale(owner_alive=None, processes_alive=[False, False])
+
+
+def test_a_record_survives_its_file_and_a_footprint_needs_no_ports() -> None:
+    record = Record(Path("/c"), 2, (41, 12345))
+    assert Record.from_json(record.to_json()) == record
+    assert Record.from_json(Record(Path("/c"), 1, None).to_json()).owner is None
+    left = footprint(Path("/c"), 2)
+    assert left.bridges == _plan(2).bridges
+    assert [n.cgroup for n in left.nodes] == [n.cgroup for n in _plan(2).nodes]
+    assert left.runtime == _plan(2).runtime and left.folder == Path("/c")
+
+
+def test_up_with_real_nodes_sweeps_killed_clusters_before_it_claims_its_folder(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from jobset_infra.cluster import local, nodeup
+
+    class SweptError(Exception):
+        pass
+
+    def sweep(progress: object) -> list[Path]:
+        raise SweptError
+
+    monkeypatch.setattr(nodeup, "node_binaries", lambda env=None: {})
+    monkeypatch.setattr(local, "sweep_stale", sweep)
+    tools = Tools(*(Path(f"/b/{n}") for n in Tools.names()))
+    options = local.ClusterOptions(nodes="", folder=tmp_path / "c", real_nodes=1)
+    with pytest.raises(SweptError):
+        local.start_cluster(options, progress=lambda _line: None, tools=tools)
+    assert not (tmp_path / "c").exists()

@@ -36,10 +36,9 @@ from jobset_infra.cluster.local import (
     start_cluster,
 )
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
-from jobset_infra.controller.runtime.resources import JOBSETS, Resource
+from jobset_infra.controller.runtime.resources import JOBSETS, WORKLOADS
 
 Progress = Callable[[str], None]
-WORKLOADS: Final = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 NAMESPACE_KEY: Final = "jobset-infra"
 DEFAULT_NODES: Final = "cpu:3"
 

@@ -8,9 +8,10 @@ pools (docs/resilience.md, "Pool changes that know about running JobSets"):
    `stack.pool_guard.guard` what this update does to them. Refused: the program fails with the
    list and the fix (`pulumi.RunError`: one error line, no traceback). With the opt-in, at
    update only, it cordons the changed pools and suspends the JobSets at risk;
-2. the drain record (ConfigMap `DRAIN_RECORD`, listing what was drained) is created from that
-   result, so it exists only once the drain is done; the pools and Kueue depend on it, so the
-   engine changes them only after the JobSets stopped;
+2. the drain step (ConfigMap `DRAIN_STEP`, the same data every time) is registered only once
+   that result is known, so after the drain; the pools and Kueue depend on it, so the engine
+   changes them only after the JobSets stopped. The stack exports what was (or, at preview,
+   will be) drained as `drainedJobSets`;
 3. `finish(changed, ready)`: once the pools and the platform are updated, the pool record
    (ConfigMap `POOL_RECORD`) is written for the next run, and every JobSet a drain marked is
    resumed (at update only); the stack exports their names as `resumedJobSets`.
@@ -48,10 +49,12 @@ from jobset_infra.stack.pool_guard import (
 from jobset_infra.tpu.node_pools import kwok_node, node_manifests, parse_nodes
 from jobset_infra.tpu.pool_changes import pool_settings
 
-__all__ = ["DRAIN_RECORD", "LIVE", "Live", "PoolChangeGuard", "kwok_pools"]
+__all__ = ["DRAIN_STEP", "LIVE", "Live", "PoolChangeGuard", "kwok_pools"]
 
-DRAIN_RECORD: Final = "jobset-infra-pool-drain"
-"""The ConfigMap listing the JobSets the last update drained; the pools wait for it."""
+DRAIN_STEP: Final = "jobset-infra-pool-drain"
+"""The ConfigMap the pools and Kueue depend on: created (or kept) once the drain is done."""
+DRAIN_STEP_TEXT: Final = ("slice pools change only after the running JobSets on them are drained "
+                          "(docs/resilience.md)")
 POOL_SETTINGS_ANNOTATION: Final = "jobset-infra.dev/pool-settings"
 """On a kwok pool's Node: a digest of its pool's settings; a change replaces the Node."""
 _EPOCH: Final = datetime(2026, 1, 1, tzinfo=UTC)  # Node manifests' timestamps: stable inputs
@@ -80,12 +83,14 @@ class PoolChangeGuard:
         self._namespace = config.controller.namespace
         self._kubeconfig = pulumi.Output.from_input(kubeconfig)
         self._current = pool_settings(config.pool_plans())
-        drained: pulumi.Output[list[str]] = pulumi.Output.unsecret(
+        self.drained: pulumi.Output[list[str]] = pulumi.Output.unsecret(
             self._kubeconfig.apply(self._check))
+        # Its data is the same every time (no diff of its own), but known only once the drain
+        # is done: the engine registers it, and so anything that depends on it, after that.
         self.anchor = k8s.core.v1.ConfigMap(
-            "pool-drain-record",
-            metadata={"name": DRAIN_RECORD, "namespace": self._namespace},
-            data={"drained.json": drained.apply(json.dumps)},
+            "pool-drain-step",
+            metadata={"name": DRAIN_STEP, "namespace": self._namespace},
+            data=self.drained.apply(lambda _: {"step": DRAIN_STEP_TEXT}),
             opts=pulumi.ResourceOptions(provider=provider, depends_on=[system.namespace_object]))
         self.resumed: pulumi.Output[list[str]] | None = None
 
@@ -137,11 +142,15 @@ def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
     return resource.urn
 
 
-def kwok_pools(config: StackConfig, provider: k8s.Provider, after: pulumi.Resource
+def kwok_pools(config: StackConfig, kubeconfig: str, after: pulumi.Resource
                ) -> list[pulumi.Resource]:
     """The Nodes of the stack's own kwok pools (none unless `kwok_pools` is set)."""
     if not config.kwok_pools:
         return []
+    # Created with a plain POST, not server-side apply: a Node's status (its allocatable TPU
+    # chips, which kwok then reports) is a field apply resets, a create keeps.
+    provider = k8s.Provider("kwok-pools", kubeconfig=pulumi.Output.secret(kubeconfig),
+                            context=config.context, enable_server_side_apply=False)
     settings = pool_settings(config.kwok_pool_plans())
     nodes: list[pulumi.Resource] = []
     for pool in parse_nodes(config.kwok_pools):

@@ -106,7 +106,7 @@ def _existing(config: StackConfig, live: Live | None) -> Platform:
     system = _system(config, provider, pools=plans)
     guard = PoolChangeGuard(config, provider, kubeconfig=kubeconfig or "",
                             context=config.context, system=system, live=live)
-    pools = kwok_pools(config, provider, after=guard.anchor)
+    pools = kwok_pools(config, kubeconfig or "", after=guard.anchor)
     kueue = _kueue(config, provider, pools=plans, after=[system, guard.anchor])
     guard.finish(changed=pools, ready=_ready(system, kueue))
     workload = (_tpu_workload(config, provider, system, kueue, plans[0]) if plans
@@ -300,8 +300,10 @@ def _export(platform: Platform) -> None:
         pulumi.export("tpuChips", platform.pools.total_chips)
     if platform.kueue is not None:
         pulumi.export("localQueue", platform.kueue.local_queue_name)
-    if platform.guard is not None and platform.guard.resumed is not None:
-        pulumi.export("resumedJobSets", platform.guard.resumed)
+    if platform.guard is not None:
+        pulumi.export("drainedJobSets", platform.guard.drained)
+        if platform.guard.resumed is not None:
+            pulumi.export("resumedJobSets", platform.guard.resumed)
     if platform.workload is not None:
         pulumi.export("jobsetName", platform.workload.name)
         pulumi.export("jobsetNamespace", platform.workload.namespace)

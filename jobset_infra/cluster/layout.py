@@ -74,8 +74,15 @@ class Layout:
         return certs.Pki(self.folder / "pki")
 
     @property
+    def apiserver_host(self) -> str:
+        """The one address kube-apiserver listens on: loopback, or with real nodes the first
+        node's gateway (pods reach it there; it is this machine's own address, so every client
+        here reaches it too). `--bind-address` takes one address, so never both."""
+        return self.node_network.advertise_address if self.node_network else "127.0.0.1"
+
+    @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.ports.apiserver}"
+        return f"https://{self.apiserver_host}:{self.ports.apiserver}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -165,8 +172,9 @@ def _apiserver_network(layout: Layout) -> tuple[str, ...]:
                 "--endpoint-reconciler-type=none")
     p, client = layout.pki, certs.APISERVER_KUBELET_CLIENT
     # Real nodes' pods dial the `kubernetes` Service, which kube-proxy sends to the gateway of
-    # the first node's bridge: the server listens beyond loopback (TLS, no anonymous access).
-    return ("--bind-address=0.0.0.0", f"--advertise-address={network.advertise_address}",
+    # the first node's bridge: the server listens there, and only there (`Layout.url`).
+    return (f"--bind-address={layout.apiserver_host}",
+            f"--advertise-address={network.advertise_address}",
             f"--kubelet-client-certificate={p.client_cert(client)}",
             f"--kubelet-client-key={p.client_key(client)}",
             "--kubelet-preferred-address-types=InternalIP")

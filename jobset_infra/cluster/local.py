@@ -387,6 +387,8 @@ def load_state(folder: Path) -> RunningCluster | None:
             else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if real is not None:  # its API server listens on the first gateway (`Layout.url`)
+        layout = dataclasses.replace(layout, node_network=realnode.node_network(real))
     return RunningCluster(layout, processes, pools, real=real)
 
 

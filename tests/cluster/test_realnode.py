@@ -127,15 +127,21 @@ def test_processes_start_containerd_before_each_kubelet_then_proxy_and_dns() -> 
                      "coredns"]
 
 
-def test_with_real_nodes_the_api_server_is_reachable_from_pods_and_serves_the_endpoint() -> None:
+def test_with_real_nodes_the_api_server_listens_on_the_gateway_only_and_serves_the_endpoint(
+) -> None:
     tools = Tools(*(Path(f"/b/{n}") for n in Tools.names()))
     loopback = plan_processes(LAYOUT, tools)[1].argv
     assert "--bind-address=127.0.0.1" in loopback
     assert "--endpoint-reconciler-type=none" in loopback
+    assert LAYOUT.url == "https://127.0.0.1:3"
     layout = Layout(Path("/c"), LAYOUT.ports, "t", node_network(_plan(2)))
     argv = plan_processes(layout, tools)[1].argv
     assert "--advertise-address=198.18.0.1" in argv
-    assert "--bind-address=0.0.0.0" in argv
+    # one address, the first gateway (never 0.0.0.0), and every client of the machine dials it
+    assert [a for a in argv if a.startswith("--bind-address=")] == [
+        "--bind-address=198.18.0.1"]
+    assert layout.url == "https://198.18.0.1:3"
+    assert plan_processes(layout, tools)[1].health_url == "https://198.18.0.1:3/readyz"
     assert "--endpoint-reconciler-type=none" not in argv
     assert f"--service-cluster-ip-range={SERVICE_NETWORK}" in argv
     assert any(a.startswith("--kubelet-client-certificate=") for a in argv)

@@ -170,7 +170,7 @@ def free_port() -> int:
 def controller_command(url: str, metrics_port: int, profile: Path | None) -> list[str]:
     """The real controller program with its default QPS/burst, no leader election; under
     cProfile when profiling, else under `gc_probe` (which only observes the collector)."""
-    wrapper = ["-m", "cProfile", "-o", str(profile), "-m"] if profile else [
+    wrapper = ["-m", "cProfile", "-o", str(profile.resolve()), "-m"] if profile else [
         "-m", "benchmarks.gc_probe"]
     return [
         sys.executable, *wrapper, "jobset_infra.controller.runtime.main",
@@ -190,14 +190,25 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-async def start_controller(url: str, profile: Path | None = None) -> ControllerProcess:
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def start_controller(
+    url: str, profile: Path | None = None, root: Path | None = None
+) -> ControllerProcess:
+    """Start `jobset-controller` against `url`, its `jobset_infra` from `root` (another
+    checkout, for an A/B run; default this one). This checkout stays on the path after `root`,
+    so a `root` holding only `jobset_infra` still finds `benchmarks.gc_probe` here."""
     port = free_port()
     gc_file = None if profile else Path(tempfile.mkdtemp(prefix="jobset-bench-")) / "gc.json"
-    root = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
+    roots = [str(root or REPO), str(REPO), os.environ.get("PYTHONPATH")]
+    path = os.pathsep.join(dict.fromkeys(filter(None, roots)))
     popen = subprocess.Popen(
         controller_command(url, port, profile),
         stdout=subprocess.DEVNULL,
+        # `python -m` puts the working directory first on the path: run it in `root`, or an
+        # A/B run would start this checkout's controller twice
+        cwd=root or REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
              "BENCH_GC_OUT": str(gc_file or "")},
         # only a prctl call runs between fork and exec: no lock a thread could hold
@@ -220,10 +231,11 @@ async def start_controller(url: str, profile: Path | None = None) -> ControllerP
 @contextlib.asynccontextmanager
 async def running(
     latency: float = 0.005, profile: Path | None = None, *, pods: bool = True,
-    tune_gc: bool = True,
+    tune_gc: bool = True, root: Path | None = None,
 ) -> AsyncIterator[Bench]:
     """Start the sim (fixed `latency` per request, the fake Job controller unless `pods` is
-    False) and the controller. `tune_gc`: see `tune_collector` (this process only)."""
+    False) and the controller (from the checkout `root`, default this one). `tune_gc`: see
+    `tune_collector` (this process only)."""
     if tune_gc:
         tune_collector()
     sim = Sim(port=0)
@@ -235,7 +247,7 @@ async def running(
     controller: ControllerProcess | None = None
     try:
         register_crd(sim.store)
-        controller = await start_controller(sim.url, profile)
+        controller = await start_controller(sim.url, profile, root)
         async with aiohttp.ClientSession() as session:
             bench = Bench(sim, jobs, controller, session)
             try:

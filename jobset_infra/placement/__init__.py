@@ -22,6 +22,7 @@ from jobset_infra.placement.inputs import (
 from jobset_infra.placement.jobs import (
     JobPlacementView,
     PlacementRequest,
+    asks_exclusive_placement,
     job_view_from_manifest,
     priority_scope,
     request_from_job_manifest,
@@ -52,6 +53,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "allocate",
+    "asks_exclusive_placement",
     "domain_sort_key",
     "domains_from_nodes",
     "exclusive_affinity",

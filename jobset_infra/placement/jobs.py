@@ -18,6 +18,7 @@ from jobset_infra.placement.strategy import exclusive_topology
 __all__ = [
     "JobPlacementView",
     "PlacementRequest",
+    "asks_exclusive_placement",
     "job_view_from_manifest",
     "pod_requests",
     "priority_scope",
@@ -88,6 +89,12 @@ def _owner(meta: Mapping[str, Any]) -> str:
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") == c.KIND:
             return f"{meta.get('namespace', '')}/{ref.get('name', '')}"
     return ""
+
+
+def asks_exclusive_placement(job: Mapping[str, Any]) -> bool:
+    """Whether `job_view_from_manifest(job)` gives a view (the Job asks for a domain of its
+    own), read from its annotations alone."""
+    return exclusive_topology((job.get("metadata") or {}).get("annotations") or {}) is not None
 
 
 def job_view_from_manifest(job: Mapping[str, Any]) -> JobPlacementView | None:

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from jobset_infra.api import constants as c
 from jobset_infra.placement import (
     Occupancy,
     QuantityError,
+    asks_exclusive_placement,
     job_view_from_manifest,
     request_from_job_manifest,
 )
@@ -124,3 +126,15 @@ def test_pod_count(parallelism: object, completions: object, want_pods: int) -> 
     job = make_job("j").obj()
     job["spec"]["parallelism"], job["spec"]["completions"] = parallelism, completions
     assert request_from_job_manifest(job, POOL_KEY).pods == want_pods
+
+
+@pytest.mark.parametrize("job", [
+    pytest.param(make_job("j").on("pool-a").obj(), id="an exclusive Job"),
+    pytest.param(make_job("j").on("pool-a").suspended().obj(), id="a suspended exclusive Job"),
+    pytest.param({"metadata": {"name": "j"}}, id="a Job without the annotation"),
+    pytest.param({"metadata": {"annotations": {c.EXCLUSIVE_KEY: ""}}}, id="an empty topology key"),
+])
+def test_asks_exclusive_placement_is_whether_the_job_has_a_view(job: dict[str, Any]) -> None:
+    """The controller decodes a create's answer only for the Jobs with a view (what it holds
+    in flight): the annotations alone tell."""
+    assert asks_exclusive_placement(job) is (job_view_from_manifest(job) is not None)

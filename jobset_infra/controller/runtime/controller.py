@@ -61,6 +61,7 @@ from jobset_infra.placement.inputs import (
     needs_exclusive_placement,
     placement_inputs,
 )
+from jobset_infra.placement.jobs import asks_exclusive_placement
 from jobset_infra.placement.nodes import SlimNode, slim_node_from_manifest
 
 log = logging.getLogger(__name__)
@@ -113,9 +114,10 @@ class JobSetController:
             on_jobset_written=self.jobsets.write_through,
             on_job_written=self.jobs.write_through,
             on_job_created=self.held.record_created,
+            job_created_wanted=asks_exclusive_placement,  # what `record_created` reads
             on_domain_failures=self.health.record,
         )
-        self.recovery = RecoveryTracker(metrics, self._wall)
+        self.recovery = RecoveryTracker(metrics, self._wall, self._tallies)
         self.reconciles = 0
         metrics.initialise()
         self._wire_handlers()

@@ -93,6 +93,7 @@ class PlanExecutor:
         on_jobset_written: Callable[[dict[str, Any]], None] | None = None,
         on_job_written: Callable[[dict[str, Any]], None] | None = None,
         on_job_created: Callable[[dict[str, Any]], None] | None = None,
+        job_created_wanted: Callable[[dict[str, Any]], bool] | None = None,
         on_domain_failures: Callable[[list[DomainFailure]], Awaitable[None]] | None = None,
         window: CongestionWindow | None = None,
     ) -> None:
@@ -105,11 +106,15 @@ class PlanExecutor:
         self._on_jobset_written = on_jobset_written
         self._on_job_written = on_job_written
         self._on_job_created = on_job_created
+        # which creates `on_job_created` needs the stored Job of (default: all); the answers to
+        # the others, and to every Job delete, are not decoded (a Job's JSON is ~100 us of CPU)
+        self._created_wanted = job_created_wanted
         self._on_domain_failures = on_domain_failures
         self.gate = WriteGate(window or CongestionWindow(ceiling=max_parallelism),
                               self._window_moved)
         self._cuts_seen = 0
-        metrics.job_write_window.set(self.gate.window.size)
+        self._size_seen = self.gate.window.size
+        metrics.job_write_window.set(self._size_seen)
         # JobSets whose last Job create succeeded: their creates go straight to the window.
         # Bounded; a key forgotten early only sends one create alone again.
         self._proven: OrderedDict[Hashable, None] = OrderedDict()
@@ -186,9 +191,11 @@ class PlanExecutor:
             raise errors[0]
 
     def _window_moved(self, verdict: Answer) -> None:
-        """Report the congestion window after an answer (its size, and any cut)."""
+        """Report the congestion window after an answer (its size when it changed, any cut)."""
         window = self.gate.window
-        self.metrics.job_write_window.set(window.size)
+        if window.size != self._size_seen:  # most answers leave it at its ceiling
+            self._size_seen = window.size
+            self.metrics.job_write_window.set(window.size)
         if window.cuts > self._cuts_seen:
             self.metrics.job_write_window_cuts.inc(window.cuts - self._cuts_seen)
             self._cuts_seen = window.cuts
@@ -262,8 +269,11 @@ class PlanExecutor:
         self, key: Hashable, action: CreateJob, outcome: Outcome, on_answer: AnswerHook
     ) -> None:
         manifest = action.manifest  # a lazy create's manifest lives only while it is sent
+        wanted = self._on_job_created is not None and (
+            self._created_wanted is None or self._created_wanted(manifest))
         try:
-            created = await self.client.create(JOBS, manifest, on_answer=on_answer)
+            created = await self.client.create(JOBS, manifest, on_answer=on_answer,
+                                               decode=wanted)
         except AlreadyExistsError:
             self.expectations.observe_create(key, action.name)  # exists: no ADDED will come
             return
@@ -272,7 +282,7 @@ class PlanExecutor:
             self._creation_failed(manifest, c.JOB_CREATION_FAILED_EVENT, err)
             raise
         outcome.writes += 1
-        if self._on_job_created:
+        if wanted and self._on_job_created is not None:
             self._on_job_created(created)
 
     async def _delete_job(
@@ -286,6 +296,7 @@ class PlanExecutor:
                 propagation=action.propagation,
                 uid=action.uid,
                 on_answer=on_answer,
+                decode=False,  # the answer is not used
             )
         except (NotFoundError, ConflictError):  # gone, or a different object by now
             self.expectations.observe_delete(key, action.uid)

@@ -420,3 +420,32 @@ async def test_a_refused_resume_with_resources_emits_failed_resource_propagation
         "MutablePodResourcesForSuspendedJobs is enabled on the API server.")
     assert fake.methods("PUT") == [], "no status write after a refused update"
     await run.client.close()
+
+
+async def test_only_the_creates_the_hook_asks_for_are_decoded_and_handed_to_it(api: Any) -> None:
+    """`on_job_created` gets the stored Job of each create `job_created_wanted` says it needs
+    (exclusive placement's in-flight domains); the other creates' answers, and every Job
+    delete's, are not decoded (decoding a Job costs about a tenth of a write's CPU)."""
+    _, url = api
+    metrics = Metrics()
+    client = KubeClient(for_url(url), metrics=metrics, qps=10_000, burst=100)
+    handed: list[str] = []
+    run = PlanExecutor(
+        client, Expectations(), EventRecorder(client), metrics,
+        on_job_created=lambda job: handed.append(job["metadata"]["name"]),
+        job_created_wanted=lambda manifest: manifest["metadata"]["name"].endswith("-1"),
+    )
+    outcome = await run.execute(KEY, JOBSET, Plan(tuple(creates(3))))
+    assert outcome.writes == 3
+    assert handed == ["js-w-1"], "only the wanted create's stored Job reaches the hook"
+    calls = []
+    real_delete = client.delete
+
+    async def delete(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(kwargs.get("decode", True))
+        return await real_delete(*args, **kwargs)
+
+    client.delete = delete  # type: ignore[method-assign]
+    await run.execute(KEY, JOBSET, Plan((DeleteJob("ns", "js-w-0", "u0"),)))
+    assert calls == [False], "a Job delete's answer is not decoded"
+    await client.close()

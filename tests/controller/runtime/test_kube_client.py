@@ -241,3 +241,35 @@ async def test_a_response_over_the_size_limit_is_refused(server: Any) -> None:
     async with client(url) as kube:
         with pytest.raises(ResponseTooLargeError, match="over 67108864 bytes"):
             await kube.list(JOBSETS, namespace="ns")
+
+
+async def test_an_answer_not_to_decode_is_read_whole_and_errors_still_decoded(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`decode=False` (the executor's Job deletes, and creates nothing reads): a successful
+    answer's body is never decoded (yet read to its end, and the next requests go through);
+    an error's body is decoded as always, for its typed error."""
+    import jobset_infra.controller.runtime.kube as kube_module
+
+    url, script, seen = server
+    big = {"kind": "Job", "spec": {"filler": "x" * 200_000}}  # over one read of the body
+    script += [ok(big), ok(big), status(409, "AlreadyExists"), ok({"kind": "Job"})]
+    decoded: list[int] = []
+    real = kube_module._decoded
+
+    def counting(data: bytes) -> Any:
+        decoded.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(kube_module, "_decoded", counting)
+    job = {"metadata": {"name": "j", "namespace": "ns"}}
+    async with client(url) as kube:
+        assert await kube.create(JOBS, job, decode=False) == {}
+        assert await kube.delete(JOBS, "j", namespace="ns", decode=False) == {}
+        assert decoded == [], "no successful answer was decoded"
+        with pytest.raises(AlreadyExistsError) as err:
+            await kube.create(JOBS, job, decode=False)
+        assert err.value.reason == "AlreadyExists"
+        assert await kube.create(JOBS, job) == {"kind": "Job"}, "the default decodes"
+    assert len(decoded) == 2
+    assert [s.method for s in seen] == ["POST", "DELETE", "POST", "POST"]

@@ -10,6 +10,7 @@ global replicas, job index, global index, group name, group replicas, group inde
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,7 +185,7 @@ class JobFactory:
 def pending_jobs(
     js: JobSet,
     rjob: ReplicatedJob,
-    existing_names: Iterable[str] | set[str],
+    existing_names: Iterable[str] | AbstractSet[str],
     restart_attempt: int,
     job_restarts: Sequence[int] | None = None,
     *,
@@ -200,7 +201,7 @@ def pending_jobs(
     is off and the label is not set. `execution_attempt` (ExecutionAttemptsTracking gate) is
     the execution-attempt annotation's value; None leaves it out. Pure.
     """
-    names = existing_names if isinstance(existing_names, set) else set(existing_names)
+    names = existing_names if isinstance(existing_names, AbstractSet) else set(existing_names)
     indexes = JobIndexes.of(js.spec.replicated_jobs)
     factory = JobFactory(js, rjob, indexes, _common_keys(js, rjob, indexes, restart_attempt),
                          execution_attempt)
@@ -219,7 +220,7 @@ def pending_jobs(
 def construct_jobs(
     js: JobSet,
     rjob: ReplicatedJob,
-    existing_names: Iterable[str] | set[str],
+    existing_names: Iterable[str] | AbstractSet[str],
     restart_attempt: int,
     job_restarts: Sequence[int] | None = None,
     *,

@@ -15,7 +15,7 @@ from jobset_infra.api.features import Feature
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.admission import spec_condition
-from jobset_infra.controller.core.child_tally import ChildTally, tally_basis
+from jobset_infra.controller.core.child_tally import kept_tally
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
 from jobset_infra.controller.core.draft import Draft
 from jobset_infra.controller.core.elastic import scaling_updates
@@ -145,14 +145,6 @@ def classify(draft: Draft) -> ChildJobs:
     return classify_child_jobs(
         draft.observed.jobs, draft.js.metadata.uid or "", counters.restarts, job_restarts
     )
-
-
-def kept_tally(draft: Draft) -> ChildTally | None:
-    """The observed tally if it classifies as this pass would, else None."""
-    tally = draft.observed.tally
-    if not isinstance(tally, ChildTally) or tally.basis != tally_basis(draft.js, draft.config):
-        return None
-    return tally
 
 
 def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJobCounts]:

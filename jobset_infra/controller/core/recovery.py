@@ -14,7 +14,7 @@ Job running again, by cause.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -26,7 +26,7 @@ from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import ChildJob, Plan, RecordDomainFailure
 from jobset_infra.placement.failure_cause import diagnose
 
-__all__ = ["Failure", "Phase", "failures_of", "phase_of"]
+__all__ = ["Failure", "Phase", "failures_of", "phase_of", "ready_in_attempt"]
 
 
 class Phase(StrEnum):
@@ -47,10 +47,14 @@ class Failure:
     cause: Cause
 
 
-def phase_of(jobset: Mapping[str, Any], jobs: Sequence[ChildJob]) -> Phase:
+def phase_of(
+    jobset: Mapping[str, Any], jobs: Iterable[ChildJob],
+    ready_in: Callable[[int], int | None] | None = None,
+) -> Phase:
     """Return the JobSet's phase from its manifest and its child Jobs. The manifest is the
     stored object as it is, which may be malformed (the controller reports that as InvalidSpec):
-    any shape gives a phase, never an error."""
+    any shape gives a phase, never an error. `ready_in(attempt)`: how many of `jobs` are
+    `ready_in_attempt` (a tally kept from their events: `child_tally`), or None: count them."""
     status = _mapping(jobset.get("status"))
     for entry in _list(status.get("conditions")):
         cond = _mapping(entry)
@@ -63,10 +67,18 @@ def phase_of(jobset: Mapping[str, Any], jobs: Sequence[ChildJob]) -> Phase:
     expected = _expected_jobs(spec)
     restarts = status.get("restarts")
     attempt = restarts if _count(restarts) else 0
-    current = [j for j in jobs if j.deletion_timestamp is None and not j.suspend
-               and j.restart_attempt == attempt and job_failure(j) is None]
-    ready = [j for j in current if j.ready + j.succeeded >= _pods(j)]
-    return Phase.RUNNING if expected and len(ready) >= expected else Phase.ADMITTED
+    ready = ready_in(attempt) if ready_in is not None else None
+    if ready is None:
+        ready = sum(1 for j in jobs if ready_in_attempt(j, attempt))
+    return Phase.RUNNING if expected and ready >= expected else Phase.ADMITTED
+
+
+def ready_in_attempt(job: ChildJob, attempt: int) -> bool:
+    """Whether `job` counts towards `running`: of restart `attempt`, not deleting, suspended or
+    failing, and with all its pods ready (or succeeded)."""
+    return (job.deletion_timestamp is None and not job.suspend
+            and job.restart_attempt == attempt and job_failure(job) is None
+            and job.ready + job.succeeded >= _pods(job))
 
 
 def _expected_jobs(spec: Mapping[str, Any]) -> int:
@@ -97,8 +109,9 @@ def _pods(job: ChildJob) -> int:
     return parallelism if job.completions is None else min(parallelism, job.completions)
 
 
-def failures_of(jobs: Sequence[ChildJob], plan: Plan) -> tuple[Failure, ...]:
-    """Return each failing child Job with its cause (the pool's evidence when recorded)."""
+def failures_of(jobs: Iterable[ChildJob], plan: Plan) -> tuple[Failure, ...]:
+    """Return each failing child Job with its cause (the pool's evidence when recorded).
+    `jobs` may leave out Jobs that cannot be failing (`ChildTally.failing`)."""
     recorded = {a.failure.job_uid: a.failure for a in plan.actions
                 if isinstance(a, RecordDomainFailure)}
     out = []

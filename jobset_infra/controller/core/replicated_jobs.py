@@ -14,6 +14,7 @@ from jobset_infra.api.features import Feature
 from jobset_infra.api.models import ReplicatedJob, RestartStrategy
 from jobset_infra.controller.core import conditions as cond
 from jobset_infra.controller.core.child_jobs import exclusive_annotations, pending_jobs
+from jobset_infra.controller.core.child_tally import kept_tally
 from jobset_infra.controller.core.classify import ChildJobs
 from jobset_infra.controller.core.depends_on import dependencies_reached
 from jobset_infra.controller.core.draft import Draft
@@ -60,7 +61,8 @@ def create_jobs(
     earlier = resumes.placement if resumes is not None else None
     js = draft.js
     replicas = {rjob.name: rjob.replicas for rjob in js.spec.replicated_jobs}
-    existing = {job.name for job in jobs.all()}
+    tally = kept_tally(draft)  # when kept, its names are `jobs`' and it knows who is missing
+    existing = tally.names() if tally is not None else {job.name for job in jobs.all()}
     blocked = _blocked_by_previous_attempt(draft, jobs)
     ordered = in_order(js) and not draft.suspended
     restarts = draft.counters.restarts
@@ -71,7 +73,7 @@ def create_jobs(
             continue
         if ordered and all_replicas_started(rjob.replicas, counts.get(rjob.name)):
             continue
-        if not blocked:
+        if not blocked and not (tally is not None and tally.covers(rjob.name, rjob.replicas)):
             creates = pending_jobs(js, rjob, existing, restarts, _job_restarts(draft, rjob),
                                    execution_attempt=draft.execution_attempt)
             pending += creates
@@ -130,9 +132,12 @@ def select_resumes(draft: Draft, jobs: ChildJobs, counts: Mapping[str, RJobCount
     js = draft.js
     replicas = {rjob.name: rjob.replicas for rjob in js.spec.replicated_jobs}
     by_rjob: dict[str, list[ChildJob]] = {}
-    for job in jobs.active:
-        if job.suspend:
-            by_rjob.setdefault(job.rjob, []).append(job)
+    # the counts say whether any active Job of the spec's replicated jobs is suspended: most
+    # passes then walk no Job
+    if any(n.suspended for n in counts.values()):
+        for job in jobs.active:
+            if job.suspend:
+                by_rjob.setdefault(job.rjob, []).append(job)
     ordered = in_order(js)
     chosen: list[tuple[ChildJob, dict[str, Any]]] = []
     in_progress = False

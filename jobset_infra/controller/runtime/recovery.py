@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from jobset_infra.controller.core.child_tally import ChildTally
 from jobset_infra.controller.core.job_view import ChildJob
 from jobset_infra.controller.core.recovery import Failure, Phase, failures_of, phase_of
 from jobset_infra.controller.core.types import Plan
@@ -36,9 +37,12 @@ class _State:
 class RecoveryTracker:
     """Per-JobSet phase and open recovery, turned into metrics."""
 
-    def __init__(self, metrics: Metrics, wall: Callable[[], datetime]) -> None:
+    def __init__(self, metrics: Metrics, wall: Callable[[], datetime],
+                 tallies: Mapping[str, ChildTally] | None = None) -> None:
         self.metrics = metrics
         self._wall = wall
+        # JobSet uid -> its children's tally: the controller's own dict, kept by its events
+        self._tallies = tallies if tallies is not None else {}
         self._states: dict[Hashable, _State] = {}
         metrics.phase_seconds.open_seconds = self.open_seconds
 
@@ -53,8 +57,13 @@ class RecoveryTracker:
 
     def observe(self, key: Hashable, jobset: Mapping[str, Any], jobs: Sequence[ChildJob],
                 plan: Plan, now: datetime) -> None:
-        """Account for one reconcile of `key` at `now`."""
-        phase = phase_of(jobset, jobs)
+        """Account for one reconcile of `key` at `now`, from the JobSet's tally when one is
+        kept in step with `jobs` (then the pass walks none of them)."""
+        meta = jobset.get("metadata")
+        tally = self._tallies.get(meta.get("uid", "")) if isinstance(meta, Mapping) else None
+        if tally is not None and len(tally) != len(jobs):
+            tally = None
+        phase = phase_of(jobset, jobs, tally.ready_in if tally is not None else None)
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = _State(phase, now)
@@ -62,7 +71,7 @@ class RecoveryTracker:
             elapsed = max(0.0, (now - state.since).total_seconds())
             self.metrics.phase_seconds.add(state.phase.value, elapsed)
         state.phase, state.since = phase, now
-        for failure in failures_of(jobs, plan):
+        for failure in failures_of(jobs if tally is None else tally.failing(), plan):
             if failure.job_uid in state.seen:
                 continue
             state.seen.add(failure.job_uid)

@@ -1,5 +1,7 @@
 """The children tallied one Job event at a time equal the full classification and counts after
-any sequence of events, and a pass given the tally plans what a pass without it plans."""
+any sequence of events (and so do the names, the missing-Job check, the Jobs the recovery phase
+counts ready and the failing Jobs it reads from the tally), and a pass given the tally plans
+what a pass without it plans."""
 
 from __future__ import annotations
 
@@ -12,14 +14,17 @@ from jobset_infra.api import constants as c
 from jobset_infra.api.features import FeatureGates
 from jobset_infra.api.models import ReplicatedJob
 from jobset_infra.controller.core import observe, reconcile
+from jobset_infra.controller.core.child_jobs import pending_jobs
 from jobset_infra.controller.core.child_tally import ChildTally, TallyBasis, tally_basis
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
+from jobset_infra.controller.core.recovery import failures_of, phase_of, ready_in_attempt
 from jobset_infra.controller.core.replicated_jobs_status import count_replicated_jobs
-from jobset_infra.controller.core.types import ChildJob, CoreConfig, JobCondition, Observed
+from jobset_infra.controller.core.types import ChildJob, CoreConfig, JobCondition, Observed, Plan
 from jobset_infra.testing.jobs import make_job
 from jobset_infra.testing.jobsets import make_jobset
 
 UID = "js-uid"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 NAMES = [f"js-{r}-{i}" for r in ("w", "v") for i in range(4)]
 OUTCOMES = {
     "running": (),
@@ -47,6 +52,7 @@ def child_jobs(draw: st.DrawFn) -> ChildJob:
         active=draw(st.integers(0, 1)), ready=draw(st.integers(0, 2)),
         succeeded=draw(st.integers(0, 1)), suspend=draw(st.booleans()),
         parallelism=draw(st.sampled_from([None, 1, 2])),
+        deletion_timestamp=draw(st.sampled_from([None, None, NOW])),
     )
 
 
@@ -54,6 +60,7 @@ EVENTS = st.lists(st.one_of(child_jobs(), st.sampled_from(NAMES)), max_size=40)
 BASES = st.builds(
     TallyBasis.of, st.just(UID), st.integers(0, 2),
     st.one_of(st.none(), st.just({"w": (0, 1, 1, 0)}), st.just({"v": (1,), "w": ()})),
+    st.sampled_from(["js", "js", ""]),
 )
 RJOBS = [ReplicatedJob.model_validate({"name": n, "replicas": 4, "template": {}})
          for n in ("w", "v", "u")]
@@ -82,16 +89,55 @@ def test_a_tally_kept_from_events_equals_the_full_classification_and_counts(
         assert by_name(tally.child_jobs()) == by_name(full)
         assert tally.counts(RJOBS) == count_replicated_jobs(RJOBS, full)
         assert len(tally) == sum(1 for _ in full.all())
+        assert_the_per_pass_walks_agree(tally, basis, full)
     rebuilt = ChildTally(basis, cached.values())
     assert by_name(rebuilt.child_jobs()) == by_name(tally.child_jobs())
 
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
+def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: ChildJobs) -> None:
+    """What the tally answers for the steps that walked every child equals their walk."""
+    owned = list(full.all())
+    names = {j.name for j in owned}
+    assert tally.names() == names
+    js = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
+    rjob = ReplicatedJob.model_validate({"name": "w", "replicas": 4, "template": {}})
+    parsed = observe(js).jobset
+    for name in ("w", "v", "u"):
+        for replicas in range(6):
+            rjob = rjob.model_copy(update={"name": name, "replicas": replicas})
+            missing = pending_jobs(parsed, rjob, names, basis.restarts)
+            past = any(j.rjob == name and (j.job_index or 0) >= replicas for j in owned)
+            # every generated child is named for the index its labels carry, so covering is
+            # exactly having no Job missing, unless the tally is not sure: it has no name, or
+            # Jobs past `replicas` (a scale-down's)
+            sure = bool(basis.jobset_name) and not past
+            assert tally.covers(name, replicas) is (not missing and sure)
+    for attempt in range(3):
+        ready = sum(ready_in_attempt(j, attempt) for j in owned)
+        assert tally.ready_in(attempt) == (ready if attempt == basis.restarts else None)
+        stored = {**js, "status": {"restarts": attempt}}
+        assert phase_of(stored, owned, tally.ready_in) == phase_of(stored, owned)
+    failing = {f.job_uid for f in failures_of(owned, Plan())}
+    assert {f.job_uid for f in failures_of(tally.failing(), Plan())} == failing
+
+
+def test_a_child_not_named_for_its_index_never_lets_the_tally_cover() -> None:
+    """A Job named `js-w-0` whose labels say index 1: its name exists, so the missing-Job
+    check finds nothing missing, but the tally says only that it is not sure (the pass then
+    checks name by name), never that a name exists that does not."""
+    basis = TallyBasis.of(UID, 0, None, "js")
+    odd = make_job("js", "ns", rjob="w", index=1, jobset_uid=UID).view()
+    odd = ChildJob(**{**{f: getattr(odd, f) for f in ("namespace", "uid", "controller_uid",
+                                                       "labels", "annotations")},
+                      "name": "js-w-0"})
+    tally = ChildTally(basis, [odd])
+    assert not tally.covers("w", 1)
+    assert not tally.covers("w", 2), "index 1 is no Job's: js-w-1 does not exist"
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    outcomes=st.lists(st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=3),
+    outcomes=st.lists(st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=4),
     restarts=st.integers(0, 1),
     restart_job=st.booleans(),
 )

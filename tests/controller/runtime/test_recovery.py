@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from jobset_infra.api import resilience as res
 from jobset_infra.api.resilience import Cause
+from jobset_infra.controller.core.child_tally import ChildTally, TallyBasis
 from jobset_infra.controller.core.recovery import Phase, failures_of, phase_of
 from jobset_infra.controller.core.types import Plan, RecordDomainFailure
 from jobset_infra.controller.runtime.metrics import Metrics
@@ -24,7 +25,8 @@ T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 def jobset(suspend: bool = False, restarts: int = 0, done: str = "") -> dict[str, Any]:
     conditions = [{"type": done, "status": "True"}] if done else []
-    return {"spec": {"suspend": suspend, "replicatedJobs": [{"name": "w", "replicas": 2}]},
+    return {"metadata": {"name": "js", "uid": "jobset-uid"},
+            "spec": {"suspend": suspend, "replicatedJobs": [{"name": "w", "replicas": 2}]},
             "status": {"restarts": restarts, "conditions": conditions}}
 
 
@@ -94,21 +96,33 @@ def test_a_failure_takes_the_cause_recorded_against_its_pool_else_its_condition(
     assert found[0].at == T0
 
 
-def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause() -> None:
+@pytest.mark.parametrize("kept", [
+    pytest.param(False, id="walking the Jobs"),
+    pytest.param(True, id="from the tally the controller keeps (the same figures)"),
+])
+def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause(kept: bool) -> None:
     metrics = Metrics()
     at = [T0 + timedelta(seconds=s) for s in (0, 30, 40, 100, 101, 160, 175, 200)]
-    tracker = RecoveryTracker(metrics, lambda: at[7])  # the scrape: 25 s after the last look
-    tracker.observe("ns/js", jobset(suspend=True), [], Plan(), at[0])
-    tracker.observe("ns/js", jobset(), [], Plan(), at[1])  # 30 s queued
-    tracker.observe("ns/js", jobset(), [job(0), job(1)], Plan(), at[2])  # 10 s admitted
+    tallies: dict[str, ChildTally] = {}
+    # the scrape: 25 s after the last look
+    tracker = RecoveryTracker(metrics, lambda: at[7], tallies if kept else None)
+
+    def observe(manifest: dict[str, Any], jobs: list[Any], plan: Plan, now: datetime) -> None:
+        if kept:  # as the controller keeps it: the children's events applied as they come
+            basis = TallyBasis.of("jobset-uid", manifest["status"]["restarts"], None, "js")
+            tallies["jobset-uid"] = ChildTally(basis, jobs)
+        tracker.observe("ns/js", manifest, jobs, plan, now)
+
+    observe(jobset(suspend=True), [], Plan(), at[0])
+    observe(jobset(), [], Plan(), at[1])  # 30 s queued
+    observe(jobset(), [job(0), job(1)], Plan(), at[2])  # 10 s admitted
     failed = job(1, failed_at=at[3])
     domain = DomainFailure("k", "p-1", Cause.TPU_DEVICE_ERROR, at[3], "ns/js-w-1", failed.uid)
     plan = Plan((RecordDomainFailure(domain),))
-    tracker.observe("ns/js", jobset(), [job(0), failed], plan, at[4])  # 61 s running
-    tracker.observe("ns/js", jobset(), [job(0), failed], plan, at[4])  # seen once
-    tracker.observe("ns/js", jobset(restarts=1), [job(0, attempt=1)], Plan(), at[5])
-    tracker.observe("ns/js", jobset(restarts=1), [job(0, attempt=1), job(1, attempt=1)], Plan(),
-                    at[6])
+    observe(jobset(), [job(0), failed], plan, at[4])  # 61 s running
+    observe(jobset(), [job(0), failed], plan, at[4])  # seen once
+    observe(jobset(restarts=1), [job(0, attempt=1)], Plan(), at[5])
+    observe(jobset(restarts=1), [job(0, attempt=1), job(1, attempt=1)], Plan(), at[6])
 
     def sample(name: str, **labels: str) -> float:
         return metrics.sample(name, labels)

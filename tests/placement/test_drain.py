@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobset_infra.api import constants as c
@@ -107,6 +107,7 @@ def test_jobsets_are_told_apart_by_namespace_and_listed_in_order() -> None:
 _POOLS = [f"v5e-{i}" for i in range(4)]
 
 
+@settings(max_examples=40)
 @given(st.sets(st.sampled_from(_POOLS)),
        st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(_POOLS),
                           st.booleans()), max_size=8))

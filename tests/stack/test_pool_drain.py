@@ -93,6 +93,7 @@ def _recorded(text: str) -> dict[str, str]:
     return pool_record_data(pool_settings(tpu_plans(parse_pools_text(text))))
 
 
+@pytest.mark.slow
 def test_the_pools_wait_for_the_drain_step_and_the_pool_record_for_them(
         tmp_path: Path) -> None:
     run = _run(_config(tmp_path, "a=v5e-2x4:2"), FakeCluster())
@@ -136,6 +137,7 @@ def test_with_the_opt_in_preview_lists_the_jobsets_and_drains_nothing(tmp_path: 
     assert (cluster.drained, cluster.resumes) == ([], 0)
 
 
+@pytest.mark.slow
 def test_with_the_opt_in_an_update_drains_before_the_pools_and_resumes_after(
         tmp_path: Path) -> None:
     cluster = FakeCluster(record=_recorded("a=v5e-2x4:1")).running("a-0")
@@ -150,6 +152,7 @@ def test_a_change_of_pools_nothing_runs_on_goes_ahead(tmp_path: Path) -> None:
     assert not [w for w in run.warnings() if "JobSet" in w]
 
 
+@pytest.mark.slow
 def test_a_gke_stacks_slice_pools_wait_for_the_drain_step() -> None:
     from tests.stacks.stack_runs import run_stack
 

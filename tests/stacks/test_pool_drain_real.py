@@ -21,11 +21,18 @@ import pytest
 from jobset_infra.cluster.engine import EngineError
 from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.kube import KubeClient
-from jobset_infra.controller.runtime.resources import JOBSETS, NODES, PODS, WORKLOADS
+from jobset_infra.controller.runtime.resources import (
+    CONFIGMAPS,
+    JOBSETS,
+    NODES,
+    PODS,
+    WORKLOADS,
+)
 from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
 from jobset_infra.placement.drain import DRAINED_ANNOTATION
-from jobset_infra.stack.pool_guard import DRAIN_KEY
+from jobset_infra.stack.pool_guard import DRAIN_KEY, POOL_RECORD, parse_pool_record
 from jobset_infra.tpu import constants as tpu
+from jobset_infra.tpu.pool_changes import pool_settings
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.realcluster import real_cluster
 from tests.realpulumi import engine_or_skip, run, stack_engine
@@ -104,5 +111,7 @@ def test_preview_names_the_jobset_a_pool_change_kills_and_the_drain_resumes_it(
         [workload] = [w for w in run(lambda api: api.list(WORKLOADS, "default"), cluster)["items"]
                       if w["metadata"]["ownerReferences"][0]["name"] == "train"]
         assert workload["spec"].get("active", True) is True
-        assert engine.preview(LOCAL).ops() == {}  # the record now holds the new pool
+        record = run(lambda api: api.get(CONFIGMAPS, POOL_RECORD, "jobset-system"), cluster)
+        assert parse_pool_record(record["data"])[0] == pool_settings(
+            tpu_plans(parse_pools_text(NEW)))  # the next preview compares with the new pool
     print(f"pool drain e2e: {time.monotonic() - started:.0f} s")

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 import yaml
+from pulumi.runtime import mocks as pulumi_mocks
 
 from jobset_infra.api import constants as k
 from jobset_infra.api.models import FailurePolicyAction, JobSet
 from jobset_infra.controller.core.failure_policy import first_matching_rule_and_job
 from jobset_infra.controller.core.job_view import ChildJob, JobCondition
 from jobset_infra.manifests.workload import child_job_names, jobset_problems
-from jobset_infra.plan.offline import run_offline
+from jobset_infra.plan.offline import OfflineMocks, ProgramError, run_offline
 from jobset_infra.tpu import constants as tpu
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -29,8 +30,9 @@ def _load(name: str) -> dict[str, Any]:
 def test_every_example_is_listed_in_the_readme() -> None:
     readme = (EXAMPLES / "README.md").read_text()
     folders = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
-    assert folders == ["depends-on", "failure-policy", "jax-cpu", "jax-multislice", "pytorch-ddp",
-                       "tpu-multislice", "tpu7x-multislice", "v5p-multislice", "v6e-multislice"]
+    assert folders == ["depends-on", "failure-policy", "jax-cpu", "jax-multislice", "outputs-in",
+                       "pytorch-ddp", "tpu-multislice", "tpu7x-multislice", "v5p-multislice",
+                       "v6e-multislice"]
     for folder in folders:
         assert f"`{folder}/" in readme
 
@@ -133,3 +135,53 @@ def _whole(value: Any) -> Any:
     if isinstance(value, list):
         return [_whole(item) for item in value]
     return value
+
+
+VPC_LINK = "https://www.googleapis.com/compute/v1/projects/net/global/networks/vpc"
+SUBNET_LINK = "https://www.googleapis.com/compute/v1/projects/net/regions/us-west4/subnetworks/nodes"
+DIGEST_REF = ("us-west4-docker.pkg.dev/my-project-123/jobset-infra/jobset-controller:v1@sha256:"
+              + "a" * 64)
+
+
+class BuiltImage(OfflineMocks):
+    """The offline mocks, plus what the VPC, its subnet and the image build compute: self links
+    and the pushed image's digest ref (`ref`)."""
+
+    def __init__(self, ref: str = DIGEST_REF) -> None:
+        self.ref = ref
+
+    def new_resource(
+        self, args: pulumi_mocks.MockResourceArgs
+    ) -> tuple[str | None, dict[str, Any]]:
+        resource_id, state = super().new_resource(args)
+        computed = {"gcp:compute/network:Network": {"selfLink": VPC_LINK},
+                    "gcp:compute/subnetwork:Subnetwork": {"selfLink": SUBNET_LINK},
+                    "docker-build:index:Image": {"ref": self.ref}}
+        return resource_id, {**state, **computed.get(args.typ, {})}
+
+
+def _outputs_in(mocks: BuiltImage, preview: bool = False, **config: str) -> Any:
+    return run_offline(EXAMPLES / "outputs-in" / "__main__.py", project="outputs-in",
+                       config={"outputs-in:project": "my-project-123",
+                               **{f"outputs-in:{k}": v for k, v in config.items()}},
+                       preview=preview, mocks=mocks)
+
+
+def test_outputs_in_wires_a_vpc_self_link_and_an_image_builds_digest() -> None:
+    run = _outputs_in(BuiltImage())
+    [cluster] = run.of_type("gcp:container/cluster:Cluster")
+    assert (cluster.inputs["network"], cluster.inputs["subnetwork"]) == (VPC_LINK, SUBNET_LINK)
+    [deployment] = run.of_type("kubernetes:apps/v1:Deployment")
+    assert deployment.inputs["spec"]["template"]["spec"]["containers"][0]["image"] == DIGEST_REF
+    [jobset] = run.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    assert jobset.inputs["metadata"]["name"] == "hello-outputs"
+
+
+def test_outputs_in_checks_the_image_output_when_it_resolves() -> None:
+    with pytest.raises(ProgramError, match="image: 'jobset-controller' has no pinned tag"):
+        _outputs_in(BuiltImage(ref="jobset-controller"))
+
+
+def test_outputs_in_fails_preview_on_a_wrong_plain_value_naming_it() -> None:
+    with pytest.raises(ProgramError, match="replicas: Input should be greater than or equal to 1"):
+        _outputs_in(BuiltImage(), preview=True, controllerReplicas="0")

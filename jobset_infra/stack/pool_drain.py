@@ -36,7 +36,7 @@ import pulumi_kubernetes as k8s
 from jobset_infra.components.jobset_system import JobSetSystem
 from jobset_infra.controller.runtime.auth import AuthError
 from jobset_infra.controller.runtime.kube_errors import ApiError
-from jobset_infra.placement.drain import AtRiskJobSet
+from jobset_infra.placement.drain import DRAINED_ANNOTATION, AtRiskJobSet
 from jobset_infra.stack import live as live_cluster
 from jobset_infra.stack.config import StackConfig
 from jobset_infra.stack.pool_guard import (
@@ -58,6 +58,8 @@ DRAIN_STEP_TEXT: Final = ("slice pools change only after the running JobSets on 
 POOL_SETTINGS_ANNOTATION: Final = "jobset-infra.dev/pool-settings"
 """On a kwok pool's Node: a digest of its pool's settings; a change replaces the Node."""
 _EPOCH: Final = datetime(2026, 1, 1, tzinfo=UTC)  # Node manifests' timestamps: stable inputs
+# What talking to the cluster may raise: said in one line each, never a traceback.
+_CLUSTER_ERRORS: Final = (AuthError, ApiError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,13 @@ class PoolChangeGuard:
             return []
         try:
             view = await self._live.read(kubeconfig, self._context, self._namespace)
-        except (AuthError, ApiError, OSError) as err:
-            pulumi.log.warn(f"cannot read the cluster's JobSets ({err}): this update cannot "
-                            "tell which running JobSets its pool changes would kill")
-            return []
+        except _CLUSTER_ERRORS as err:
+            unread = (f"cannot read the cluster's JobSets ({err}), so which running JobSets "
+                      "this update's pool changes would kill is unknown")
+            if pulumi.runtime.is_dry_run():  # a preview of a stack whose cluster is not up
+                pulumi.log.warn(unread)
+                return []
+            raise pulumi.RunError(f"{unread}; nothing was changed") from None
         previous, problem = parse_pool_record(view.record)
         if problem:
             pulumi.log.warn(problem)
@@ -114,7 +119,14 @@ class PoolChangeGuard:
             pulumi.log.warn(decision.message())
         if self._config.drain_jobsets and decision.changes and not pulumi.runtime.is_dry_run():
             pools = [change.pool for change in decision.changes]
-            await self._live.drain(kubeconfig, self._context, pools, decision.drains)
+            try:
+                await self._live.drain(kubeconfig, self._context, pools, decision.drains)
+            except _CLUSTER_ERRORS as err:
+                raise pulumi.RunError(
+                    f"draining before the pool change failed ({err}); no pool was changed. "
+                    "JobSets already suspended keep the annotation "
+                    f"{DRAINED_ANNOTATION} and are resumed by the next successful update"
+                ) from None
         return drained_keys(decision.drains)
 
     def finish(self, changed: Sequence[pulumi.Resource], ready: Sequence[pulumi.Resource]
@@ -132,7 +144,13 @@ class PoolChangeGuard:
     async def _resume(self, kubeconfig: str) -> list[str]:
         if not kubeconfig or self._live is None or pulumi.runtime.is_dry_run():
             return []
-        return await self._live.resume(kubeconfig, self._context)
+        try:
+            return await self._live.resume(kubeconfig, self._context)
+        except _CLUSTER_ERRORS as err:
+            raise pulumi.RunError(
+                f"the pools changed, but resuming the drained JobSets failed ({err}); run "
+                f"`pulumi up` again: it resumes every JobSet still annotated "
+                f"{DRAINED_ANNOTATION}") from None
 
 
 def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:

@@ -43,13 +43,19 @@ class FakeCluster:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     drained: list[tuple[list[str], list[str]]] = field(default_factory=list)
     resumes: int = 0
+    unreachable: bool = False
+    drain_fails: bool = False
 
     def live(self) -> Live:
         async def read(_kubeconfig: str, _context: str | None, _ns: str) -> LiveView:
+            if self.unreachable:
+                raise ConnectionRefusedError(111, "Connection refused")
             return LiveView(self.jobsets, self.jobs, self.workloads, self.record)
 
         async def drain(_kubeconfig: str, _context: str | None, pools: Sequence[str],
                         at_risk: Sequence[AtRiskJobSet]) -> None:
+            if self.drain_fails:
+                raise TimeoutError("default/train still has running Jobs after 300 s")
             self.drained.append((list(pools), [r.key for r in at_risk]))
 
         async def resume(_kubeconfig: str, _context: str | None) -> list[str]:
@@ -160,7 +166,27 @@ def test_a_gke_stacks_slice_pools_wait_for_the_drain_step() -> None:
     anchor = run.named("pool-drain-step", CONFIGMAP)
     pools = [r for r in run.of_type("gcp:container/nodePool:NodePool")
              if r.parent_type == "jobset-infra:index:TpuSlicePools"]
-    assert [p.name for p in pools] == ["v5e-0", "v5e-1", "v5e-2", "v5e-3"]
+    assert sorted(p.name for p in pools) == ["v5e-0", "v5e-1", "v5e-2", "v5e-3"]
     assert all(anchor.urn in p.dependencies for p in pools)
     record = run.named("pool-record", CONFIGMAP)
     assert {p.urn for p in pools} <= set(record.dependencies)
+
+
+def test_a_cluster_that_cannot_be_read_is_a_warning_at_preview_and_an_error_on_update(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(unreachable=True)
+    run = _run(_config(tmp_path, "a=v5e-2x4:1"), cluster)
+    assert any("cannot read the cluster's JobSets" in w for w in run.warnings())
+    with pytest.raises(ProgramError, match="which running JobSets this update's pool changes "
+                                           "would kill is unknown; nothing was changed"):
+        _run(_config(tmp_path, "a=v5e-2x4:1"), cluster, preview=False)
+
+
+def test_a_drain_that_fails_stops_the_update_before_any_pool_changes(tmp_path: Path) -> None:
+    cluster = FakeCluster(record=_recorded("a=v5e-2x4:1"), drain_fails=True).running("a-0")
+    with pytest.raises(ProgramError) as failed:
+        _run(_config(tmp_path, "b=v5e-2x4:1", drain=True), cluster, preview=False)
+    assert str(failed.value).startswith(
+        "draining before the pool change failed (default/train still has running Jobs after "
+        "300 s); no pool was changed")
+    assert cluster.resumes == 0

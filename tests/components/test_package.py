@@ -5,10 +5,12 @@ same way (under mocks, as the engine would construct them for a program in anoth
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
+import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
 
@@ -130,3 +132,56 @@ def test_the_system_and_kueue_from_mappings() -> None:
     assert run.values["local_queue_name"] == "tpu-queue"
     assert run.of_type("kubernetes:helm.sh/v3:Release")  # Kueue installed, no queues
     assert not run.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+
+
+CONSUMER = Path(__file__).resolve().parents[2] / "examples" / "yaml-consumer" / "Pulumi.yaml"
+
+
+def _interpolate(value: Any, known: dict[str, Any]) -> Any:
+    """A YAML program's `${name}` / `${resource.output}` references, as Pulumi YAML fills them
+    in (only whole-value references: the example uses no others)."""
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        return known[value[2:-1]]
+    if isinstance(value, dict):
+        return {key: _interpolate(item, known) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(item, known) for item in value]
+    return value
+
+
+def test_the_yaml_consumers_arguments_build_the_components(tmp_path: Path) -> None:
+    """examples/yaml-consumer's properties, as its program passes them (camelCase arguments,
+    the models' field names inside), build the package's components under mocks."""
+    program = yaml.safe_load(CONSUMER.read_text())
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    chart = tmp_path / "kueue"
+    chart.mkdir()
+    arguments = {camel_case(name): name for component in (
+        package.JobSetSystemArgs, package.KueueArgs, package.JobSetArgs)
+        for name in component.__annotations__}
+    built = {"jobset-infra:index:JobSetSystem": package.JobSetSystem,
+             "jobset-infra:index:Kueue": package.Kueue, "jobset-infra:index:JobSet": package.JobSet}
+
+    def build() -> package.JobSet:
+        known: dict[str, Any] = {"kubeconfig": "", "kueueChart": str(chart),
+                                 "kueueWebhookPort": 19443.0, "clusterCa": str(ca)}
+        opts = pulumi.ResourceOptions(providers=[provider()])
+        last: Any = None
+        for name, resource in program["resources"].items():
+            if resource["type"] not in built:
+                continue
+            given = _interpolate(resource["properties"], known)
+            last = built[resource["type"]](
+                name, {arguments[key]: value for key, value in given.items()}, opts)
+            for output in ("ready", "namespace", "name"):
+                if hasattr(last, output):
+                    known[f"{name}.{output}"] = getattr(last, output)
+        return last
+
+    run = run_component(build, outputs=["child_job_names"])
+    assert run.values["child_job_names"] == ["hello-yaml-workers-0", "hello-yaml-workers-1"]
+    assert [r.name for r in run.of_type("jobset-infra:index:Kueue")] == ["kueue"]
+    [deployment] = [r for r in run.of_type("kubernetes:apps/v1:Deployment")
+                    if r.name == "system-controller"]
+    assert deployment.inputs["spec"]["replicas"] == 1

@@ -32,7 +32,7 @@ def test_every_example_is_listed_in_the_readme() -> None:
     folders = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
     assert folders == ["depends-on", "failure-policy", "jax-cpu", "jax-multislice", "outputs-in",
                        "pytorch-ddp", "tpu-multislice", "tpu7x-multislice", "v5p-multislice",
-                       "v6e-multislice"]
+                       "v6e-multislice", "yaml-consumer"]
     for folder in folders:
         assert f"`{folder}/" in readme
 

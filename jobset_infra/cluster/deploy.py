@@ -122,6 +122,8 @@ def deploy_up(options: DeployOptions, say: Progress = print,
     update = engine.up(options.stack, echo=echo)
     say(f"pulumi up: {change_line(update.ops())} in {update.seconds:.0f} s")
     outputs = dict(update.outputs)
+    if drained := drain_line(outputs):
+        say(drained)
     if options.watch and outputs.get("jobsetName"):
         final = asyncio.run(watch_jobset(cluster, str(outputs["jobsetNamespace"]),
                                          str(outputs["jobsetName"]), options.watch_timeout, say))
@@ -142,6 +144,16 @@ def deploy_down(options: DeployOptions, say: Progress = print, echo: Progress = 
         destroyed = engine.destroy(options.stack, echo=echo)
         say(f"pulumi destroy: {change_line(destroyed.ops())} in {destroyed.seconds:.0f} s")
     say(f"stopped {', '.join(cluster.stop()) or 'nothing'}")
+
+
+def drain_line(outputs: Mapping[str, Any]) -> str:
+    """What the update drained for a pool change and resumed (`drainedJobSets` and
+    `resumedJobSets`, docs/resilience.md); empty when nothing. Pure."""
+    drained, resumed = outputs.get("drainedJobSets") or [], outputs.get("resumedJobSets") or []
+    if not drained and not resumed:
+        return ""
+    return (f"pool change: drained {', '.join(drained) or 'none'}; resumed on the new pools "
+            f"{', '.join(resumed) or 'none'}")
 
 
 def change_line(ops: Mapping[str, str]) -> str:

@@ -10,6 +10,7 @@ import pytest
 from jobset_infra.cluster.deploy import (
     DeployError,
     change_line,
+    drain_line,
     find_project,
     progress_line,
     stack_config,
@@ -77,3 +78,21 @@ def test_a_missing_stack_or_project_is_named(tmp_path: Path) -> None:
 )
 def test_change_line(ops: dict[str, str], want_line: str) -> None:
     assert change_line(ops) == want_line
+
+
+@pytest.mark.parametrize(
+    ("outputs", "want_line"),
+    [
+        pytest.param({"jobsetName": "hello"}, "", id="a stack without the pool guard says nothing"),
+        pytest.param({"drainedJobSets": [], "resumedJobSets": []}, "",
+                     id="an update that drained nothing says nothing"),
+        pytest.param({"drainedJobSets": ["default/train"], "resumedJobSets": ["default/train"]},
+                     "pool change: drained default/train; resumed on the new pools default/train",
+                     id="a drain and its resume are named"),
+        pytest.param({"drainedJobSets": [], "resumedJobSets": ["team/a"]},
+                     "pool change: drained none; resumed on the new pools team/a",
+                     id="a resume left from a failed update is named too"),
+    ],
+)
+def test_drain_line(outputs: dict[str, Any], want_line: str) -> None:
+    assert drain_line(outputs) == want_line

@@ -165,8 +165,9 @@ def kwok_pools(config: StackConfig, kubeconfig: str, after: pulumi.Resource
     """The Nodes of the stack's own kwok pools (none unless `kwok_pools` is set)."""
     if not config.kwok_pools:
         return []
-    # Created with a plain POST, not server-side apply: a Node's status (its allocatable TPU
-    # chips, which kwok then reports) is a field apply resets, a create keeps.
+    # Created with a plain POST, as `cluster up` creates its kwok Nodes: kwok reports the
+    # allocatable (TPU chips) a Node is created with, so its status must reach the API server
+    # as given (whether the provider's server-side apply sends a Node's status is unchecked).
     provider = k8s.Provider("kwok-pools", kubeconfig=pulumi.Output.secret(kubeconfig),
                             context=config.context, enable_server_side_apply=False)
     settings = pool_settings(config.kwok_pool_plans())

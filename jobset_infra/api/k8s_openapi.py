@@ -12,6 +12,7 @@ import functools
 import importlib.resources
 import json
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Final, cast
 
 import jsonschema
@@ -42,10 +43,15 @@ class UnknownDefinitionError(KeyError):
 @functools.cache
 def definitions() -> Mapping[str, Any]:
     """All definitions of the pinned version, by name (`io.k8s.api.core.v1.PodSpec`, ...)."""
-    root = importlib.resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
-    text = root.joinpath(_SCHEMA_DIR, "_definitions.json").read_text(encoding="utf-8")
+    text = definitions_file().read_text(encoding="utf-8")
     defs: dict[str, Any] = json.loads(text)["$defs"]
     return defs
+
+
+def definitions_file() -> Path:
+    """The file `definitions()` reads (kubernetes-validate's, for the pinned version)."""
+    root = importlib.resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    return Path(str(root.joinpath(_SCHEMA_DIR, "_definitions.json")))
 
 
 def definition(name: str) -> dict[str, Any]:

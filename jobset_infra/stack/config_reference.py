@@ -22,13 +22,9 @@ Descriptions are the fields' docstrings (the string under each field), read from
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import enum
-import inspect
-import itertools
 import sys
-import textwrap
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -38,6 +34,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from jobset_infra.api.field_docs import attribute_docs
 from jobset_infra.stack.config import NAMESPACE, StackConfig
 from jobset_infra.tpu.cluster import GkeClusterSpec
 from jobset_infra.tpu.spec import SlicePoolsSpec
@@ -55,22 +52,9 @@ FILLED: frozenset[str] = frozenset({"cluster.project", "cluster.location", "slic
 
 
 def field_docs(cls: type[Any]) -> dict[str, str]:
-    """Field name -> its docstring (the string literal under it), over the class's bases too."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if klass in (object, BaseModel) or klass.__module__.startswith(("pydantic", "builtins")):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for first, second in itertools.pairwise(body):
-            if (isinstance(first, ast.AnnAssign) and isinstance(first.target, ast.Name)
-                    and isinstance(second, ast.Expr) and isinstance(second.value, ast.Constant)
-                    and isinstance(second.value.value, str)):
-                docs[first.target.id] = " ".join(second.value.value.split())
-    return docs
+    """Field name -> its docstring (the string literal under it) on one line, over the class's
+    bases too."""
+    return {name: " ".join(doc.split()) for name, doc in attribute_docs(cls).items()}
 
 
 def _fields(cls: type[Any]) -> Iterator[tuple[str, Any, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import celpy
+import lark
 import pytest
 from celpy.celparser import CELParser
 
@@ -107,3 +108,39 @@ def test_without_a_home_nothing_is_cached(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", "relative")
     assert cel_parser.cache_dir() is None
+
+
+def _never(text: str) -> object:
+    raise AssertionError(f"parsed again: {text}")
+
+
+def test_a_parsed_tree_is_read_back_instead_of_parsed_again(celpys_own: list[str],
+                                                            tmp_path: Path) -> None:
+    cel_parser.install_cached_parser(tmp_path)
+    parser = CELParser()
+    first = [cel_parser.parsed(rule, parser.parse, tmp_path) for rule in RULES]
+    assert [repr(_plain(t)) for t in first] == celpys_own
+    again = [cel_parser.parsed(rule, _never, tmp_path) for rule in RULES]
+    assert [repr(_plain(t)) for t in again] == celpys_own
+    env = celpy.Environment()
+    program = env.program(again[0])
+    activation = {"self": celpy.json_to_cel({"replicas": 1, "name": "a"})}
+    assert program.evaluate(activation) == celpy.celtypes.BoolType(True)
+
+
+def test_a_torn_file_of_trees_costs_a_parse(tmp_path: Path) -> None:
+    cel_parser.parsed(RULES[0], lambda text: lark.Tree("expr", [text]), tmp_path)
+    (saved,) = tmp_path.glob("cel-trees-*/*.pickle")
+    saved.write_bytes(saved.read_bytes()[:40])
+    tree = cel_parser.parsed(RULES[0], lambda text: lark.Tree("fresh", []), tmp_path)
+    assert tree == lark.Tree("fresh", [])
+
+
+def test_the_parser_is_loaded_only_when_a_parse_is_asked_for(celpys_own: list[str],
+                                                             tmp_path: Path) -> None:
+    cel_parser.install_deferred_parser(tmp_path)
+    env = celpy.Environment()
+    assert list(tmp_path.iterdir()) == []  # no tables built, loaded or written
+    assert repr(_plain(env.compile(RULES[0]))) == celpys_own[0]
+    assert isinstance(CELParser.CEL_PARSER, lark.Lark)
+    assert parse_all() == celpys_own

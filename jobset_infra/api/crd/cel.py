@@ -19,7 +19,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from jobset_infra.api.crd.cel_parser import install_cached_parser
+from jobset_infra.api.crd.cel_parser import install_deferred_parser, parsed
 from jobset_infra.api.errors import FieldError, child, show_value
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
@@ -148,8 +148,9 @@ EXTENSIONS: Final[Mapping[str, Callable[..., Any]]] = {
 
 # Built at import: celpy raises the interpreter's recursion limit when an Environment is made,
 # and doing that once up front keeps it from happening in the middle of a caller's work. Its
-# parser's tables come from disk when an earlier run saved them (cel_parser).
-install_cached_parser()
+# parser is loaded only when an expression is not among the trees an earlier run saved, and
+# then from the tables on disk (cel_parser).
+install_deferred_parser()
 _ENVIRONMENT: Final = celpy.Environment()
 
 
@@ -162,7 +163,7 @@ def compile_expression(text: str) -> Any:
     """A runnable celpy program for one CEL expression (cached by text)."""
     env = _environment()
     try:
-        ast = env.compile(text)
+        ast = parsed(text, env.compile)
     except Exception as exc:  # celpy raises its parser's errors
         raise RuleCompileError(f"cannot compile CEL {text!r}: {exc}") from exc
     return env.program(ast, functions=dict(EXTENSIONS))

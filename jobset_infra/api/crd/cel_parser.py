@@ -8,23 +8,39 @@ parser is the one celpy would build. The file is keyed by Lark itself (a digest 
 the options, Lark's and Python's versions, checked on every load); a stale, torn or unwritable
 file only costs the analysis, never a wrong parser. It is written under a unique name and
 renamed into place, so processes starting together never read half a file.
+
+Each expression's parse is kept on disk too (`parsed`), in a file named by a digest of its
+text, so a run whose expressions were all seen before loads neither the tables nor the parser
+(`install_deferred_parser` gives celpy a stand-in that builds the real parser only when a parse
+is asked for). Their folder is named by celpy's grammar and Lark's version; a torn or foreign
+file is ignored (parsed again). One file per expression: a run reads only the trees it uses.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
+import pickle
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import celpy
 import lark
 from celpy.celparser import CELParser
 
-__all__ = ["cache_dir", "install_cached_parser"]
+__all__ = [
+    "cache_dir",
+    "install_cached_parser",
+    "install_deferred_parser",
+    "parsed",
+]
 
 _FILE: Final = "cel-lalr-{lark}.pickle"
+_TREES_FOLDER: Final = "cel-trees-{grammar}-{lark}"
 
 
 def cache_dir() -> Path | None:
@@ -58,9 +74,8 @@ def install_cached_parser(folder: Path | None = None) -> None:
 
 def _parser(cache: str) -> lark.Lark:
     """Lark over celpy's grammar with celpy's options (celparser.CELParser.__init__)."""
-    grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
     return lark.Lark(
-        grammar,
+        _grammar(),
         parser="lalr",
         start="expr",
         debug=True,
@@ -73,3 +88,64 @@ def _parser(cache: str) -> lark.Lark:
         cache=cache,
     )
 
+
+
+class _DeferredParser:
+    """Stands in for celpy's parser until a parse is asked for, then installs the real one."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self._folder = folder
+
+    def parse(self, text: str) -> Any:
+        CELParser.CEL_PARSER = None
+        install_cached_parser(self._folder)
+        assert CELParser.CEL_PARSER is not None
+        return CELParser.CEL_PARSER.parse(text)
+
+
+def install_deferred_parser(folder: Path | None = None) -> None:
+    """Let celpy make Environments without building or loading its parser (it does in
+    `Environment()`); the first parse loads it as `install_cached_parser` does."""
+    if CELParser.CEL_PARSER is None:
+        CELParser.CEL_PARSER = _DeferredParser(folder)  # type: ignore[assignment]
+
+
+def parsed(text: str, parse: Callable[[str], Any], folder: Path | None = None) -> Any:
+    """The tree of CEL expression `text`: read back when an earlier run parsed it, else
+    `parse(text)`, saved (one small file per expression, so a run reads only the trees it
+    uses; written under a unique name and renamed into place)."""
+    path = _tree_path(folder or cache_dir(), text)
+    if path is not None:
+        with contextlib.suppress(Exception):  # absent, torn or not ours: parse instead
+            tree = pickle.loads(path.read_bytes())
+            if isinstance(tree, lark.Tree):
+                return tree
+    tree = parse(text)
+    if path is not None:
+        staged = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
+            staged.replace(path)
+    return tree
+
+
+def _tree_path(folder: Path | None, text: str) -> Path | None:
+    if folder is None:
+        return None
+    name = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return folder / _trees_folder() / f"{name}.pickle"
+
+
+@functools.cache
+def _trees_folder() -> str:
+    return _TREES_FOLDER.format(grammar=_grammar_digest(), lark=lark.__version__)
+
+
+def _grammar_digest() -> str:
+    """What a tree depends on besides Lark: celpy's grammar (celpy has no __version__)."""
+    return hashlib.sha256(_grammar().encode()).hexdigest()[:12]
+
+
+def _grammar() -> str:
+    return (Path(celpy.__file__).parent / "cel.lark").read_text()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from jobset_infra.api import constants as c
@@ -128,6 +129,8 @@ def test_a_pool_change_under_a_running_jobset_fails_preview_with_the_list_and_th
     cluster = FakeCluster(record=_recorded("a=v5e-2x4:1")).running("a-0")
     with pytest.raises(ProgramError) as failed:
         _run(_config(tmp_path, "b=v5e-2x4:1"), cluster)
+    # A RunError all the way up: the language host prints it as one error, no traceback.
+    assert isinstance(failed.value.__cause__, pulumi.RunError)
     message = str(failed.value)
     assert "would kill 1 running JobSet(s)" in message
     assert "default/train on a-0 (deleted: no longer in the stack's pools)" in message

@@ -34,7 +34,8 @@ def ha_config(cluster: Cluster) -> ControllerConfig:
 
 
 def writes_by(ctl: RunningController) -> int:
-    """Write requests this replica sent, Lease writes excluded (counted at its own client)."""
+    """Write requests this replica sent, Lease writes excluded (counted at its own client), and
+    its readiness probes' dry-run JobSet creates too (POSTs that store nothing)."""
     total = 0
     for metric in ctl.metrics.registry.collect():
         if metric.name != "rest_client_requests":
@@ -47,7 +48,7 @@ def writes_by(ctl: RunningController) -> int:
                 "DELETE",
             ):
                 total += int(sample.value)
-    return total - lease_writes(ctl)
+    return total - lease_writes(ctl) - ctl.served_probes  # one POST each: the API is served
 
 
 def lease_writes(ctl: RunningController) -> int:

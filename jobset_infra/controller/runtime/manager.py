@@ -76,6 +76,7 @@ class RunningController:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     gave_up: int = 0  # leadership terms ended because a required cache was out of sync
     api_served: bool = False  # the API server has taken a (dry-run) JobSet create
+    served_probes: int = 0  # probes sent: each a POST in the metrics that stores nothing
     _lead: asyncio.Task[None] | None = None
     _killed: bool = False
     _closing: asyncio.Task[None] | None = None
@@ -252,7 +253,10 @@ async def _until_served(ctl: RunningController, watch_namespace: str,
     """Probe until the API server takes a JobSet create, then mark the replica servable (its
     readiness waits for it). Once served a kind stays served: one success ends the task."""
     namespace = watch_namespace or PROBE_NAMESPACE
-    while not await kind_served(ctl.client, JOBSETS, namespace):
+    while True:
+        ctl.served_probes += 1
+        if await kind_served(ctl.client, JOBSETS, namespace):
+            break
         await asyncio.sleep(pause)
     ctl.api_served = True
 

@@ -3,7 +3,8 @@
 `stack.pool_guard` decides; this module talks to the API server with the controller's client,
 from the kubeconfig the stack deploys with (the local file, or the GKE cluster's output):
 
-* `read_live`: the JobSets, Jobs and Kueue Workloads of every namespace, and the pool record;
+* `read_live`: the JobSets, Jobs and Kueue Workloads of every namespace, the Nodes, and the pool
+  record;
 * `drain`: cordon the Nodes of the pools that change (so nothing is placed there again), then
   suspend each JobSet at risk (Kueue's Workload `spec.active: false` when queued, else the
   JobSet's `spec.suspend`), marking it with `DRAINED_ANNOTATION`, and wait until its child Jobs
@@ -62,6 +63,8 @@ class LiveView:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     record: Mapping[str, Any] | None = None
     """The pool record's ConfigMap data, None when there is none."""
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    """Every Node (what a stack without a record reads its pools' settings from)."""
 
 
 @asynccontextmanager
@@ -85,15 +88,15 @@ async def _items(api: KubeClient, res: Resource) -> list[dict[str, Any]]:
 
 
 async def read_live(kubeconfig: str, context: str | None, namespace: str) -> LiveView:
-    """Return the JobSets, Jobs, Workloads and the pool record in `namespace`."""
+    """Return the JobSets, Jobs, Workloads, Nodes and the pool record in `namespace`."""
     async with _client(kubeconfig, context) as api:
-        jobsets, jobs, workloads = await asyncio.gather(
-            _items(api, JOBSETS), _items(api, JOBS), _items(api, WORKLOADS))
+        jobsets, jobs, workloads, nodes = await asyncio.gather(
+            _items(api, JOBSETS), _items(api, JOBS), _items(api, WORKLOADS), _items(api, NODES))
         try:
             record = (await api.get(CONFIGMAPS, POOL_RECORD, namespace)).get("data") or {}
         except (NotFoundError, ForbiddenError):
             record = None
-    return LiveView(jobsets, jobs, workloads, record)
+    return LiveView(jobsets, jobs, workloads, record, nodes)
 
 
 async def drain(kubeconfig: str, context: str | None, pools: Sequence[str],

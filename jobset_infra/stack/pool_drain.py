@@ -111,8 +111,9 @@ class PoolChangeGuard:
         previous, problem = parse_pool_record(view.record)
         if problem:
             pulumi.log.warn(problem)
+        groups = {plan.name for plan in self._config.pool_plans()}
         decision = guard(previous, self._current, view.jobsets, view.jobs, view.workloads,
-                         drain=self._config.drain_jobsets)
+                         drain=self._config.drain_jobsets, nodes=view.nodes, groups=groups)
         if decision.refused:
             raise pulumi.RunError(decision.message())
         if decision.at_risk:

@@ -2,7 +2,8 @@
 
 The stack records each pool's replace-on-change settings in the cluster after every update
 (ConfigMap `POOL_RECORD`, `tpu.pool_changes.pool_settings`); the next run reads that record,
-the JobSets, their Jobs and Kueue's Workloads back (`stack.live`) and `guard(...)` decides:
+the JobSets, their Jobs and Kueue's Workloads back (`stack.live`; without a record, the
+Nodes of the stack's pools) and `guard(...)` decides:
 
 * no running JobSet on a pool the update replaces, shrinks or deletes: go ahead;
 * some, and `jobset-infra:drain_jobsets` is not set: refuse, at preview and at update, naming
@@ -14,13 +15,18 @@ the JobSets, their Jobs and Kueue's Workloads back (`stack.live`) and `guard(...
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from jobset_infra.placement.drain import AtRiskJobSet, at_risk_report, jobsets_at_risk
 from jobset_infra.stack.checks import NAMESPACE
-from jobset_infra.tpu.pool_changes import PoolChange, PoolSettings, pool_changes
+from jobset_infra.tpu.pool_changes import (
+    PoolChange,
+    PoolSettings,
+    pool_changes,
+    settings_from_nodes,
+)
 
 __all__ = [
     "DRAIN_KEY",
@@ -76,10 +82,14 @@ class PoolGuard:
 
 def guard(previous: PoolSettings | None, current: PoolSettings,
           jobsets: Iterable[Mapping[str, Any]], jobs: Iterable[Mapping[str, Any]],
-          workloads: Iterable[Mapping[str, Any]], *, drain: bool) -> PoolGuard:
-    """Return the decision for an update from pools `previous` (the record; None: never
-    recorded, nothing known to change) to `current`, with these JobSets running."""
-    changes = pool_changes(previous or {}, current)
+          workloads: Iterable[Mapping[str, Any]], *, drain: bool,
+          nodes: Iterable[Mapping[str, Any]] = (), groups: Collection[str] = ()) -> PoolGuard:
+    """Return the decision for an update from pools `previous` (the record) to `current`, with
+    these JobSets running. Without a record (a stack deployed before it kept one), what the
+    Nodes of the stack's slice-pool `groups` show stands in for it."""
+    if previous is None:
+        previous = settings_from_nodes(nodes, groups)
+    changes = pool_changes(previous, current)
     at_risk = jobsets_at_risk(changes, jobsets, jobs, workloads) if changes else ()
     return PoolGuard(changes, at_risk, drain)
 

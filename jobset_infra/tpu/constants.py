@@ -16,6 +16,7 @@ __all__ = [
     "GKE_NODEPOOL_LABEL",
     "GKE_TAINT_EFFECT_NO_SCHEDULE",
     "HOSTNAME_LABEL",
+    "INSTANCE_TYPE_LABEL",
     "K8S_TAINT_EFFECT_NO_SCHEDULE",
     "MIN_GKE_VERSION_FLEX_START_TPU",
     "MIN_GKE_VERSION_MULTISLICE",
@@ -40,10 +41,14 @@ __all__ = [
     "TPU_TAINT_KEY",
     "TPU_TAINT_VALUE",
     "WORKLOAD_POLICY_HIGH_THROUGHPUT",
+    "ZONE_LABEL",
 ]
 
 # Node label every node carries (the kubelet sets it): the node's name; Kueue TAS's finest level.
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+# Node labels the kubelet sets from its cloud provider: the VM's machine type and its zone.
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 # Node label GKE sets on every TPU node: the accelerator family, e.g. "tpu-v5-lite-podslice".
 ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"
 # Node label GKE sets on every TPU node: the slice topology, e.g. "2x4" or "2x2x2".

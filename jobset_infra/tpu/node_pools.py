@@ -200,8 +200,8 @@ def _node(pool: PoolSpec, name: str, at: str, ip: str) -> _JsonObj:
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
-        "node.kubernetes.io/instance-type": pool.machine_type,
-        "topology.kubernetes.io/zone": SIM_ZONE,
+        tpu.INSTANCE_TYPE_LABEL: pool.machine_type,
+        tpu.ZONE_LABEL: SIM_ZONE,
         "topology.kubernetes.io/region": SIM_REGION,
         **pool.labels,
     }

@@ -7,15 +7,20 @@ the pool may hold. The stack writes that record into the cluster after every upd
 compares it with the new plan: `pool_changes(before, after)` names every pool the update
 replaces (a setting changed), shrinks (fewer nodes at most) or deletes (gone from the plan).
 A pool that is new, grows or keeps its settings is not a change that can kill a workload.
+
+A stack deployed before it kept the record has none: `settings_from_nodes` reads what the live
+Nodes of its pools show instead (machine type, topology, zone), enough to see those settings
+change or a pool of its groups go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
+from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.pools import SlicePoolsPlan, replacement_fingerprint
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "PoolSettings",
     "pool_changes",
     "pool_settings",
+    "settings_from_nodes",
 ]
 
 MAX_NODES: Final = "max_nodes"
@@ -66,6 +72,29 @@ def pool_settings(plans: Iterable[SlicePoolsPlan]) -> dict[str, dict[str, str]]:
         for pool in plan.pools:
             settings[pool.name] = {**fingerprint, MAX_NODES: str(most)}
     return settings
+
+
+# The recorded settings a Node's labels show (GKE and the kubelet set them).
+_NODE_SETTINGS: Final = (("machine_type", c.INSTANCE_TYPE_LABEL), ("topology", c.TOPOLOGY_LABEL),
+                         ("zone", c.ZONE_LABEL))
+
+
+def settings_from_nodes(nodes: Iterable[Mapping[str, Any]], groups: Collection[str]
+                        ) -> dict[str, dict[str, str]]:
+    """Return the settings the Nodes of slice pools in `groups` show, per pool.
+
+    Only Nodes this package's pools label (`SLICE_GROUP_LABEL` one of `groups`: the stack's own
+    groups, never another stack's pools in the same cluster); a pool's first Node speaks for it.
+    """
+    found: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        pool = labels.get(c.GKE_NODEPOOL_LABEL)
+        if not pool or labels.get(c.SLICE_GROUP_LABEL) not in groups or pool in found:
+            continue
+        found[str(pool)] = {key: str(labels[label]) for key, label in _NODE_SETTINGS
+                            if label in labels}
+    return found
 
 
 def pool_changes(before: PoolSettings, after: PoolSettings) -> tuple[PoolChange, ...]:

@@ -92,3 +92,16 @@ def test_a_record_that_cannot_be_read_counts_as_none(data: dict[str, str] | None
                                                       problem: str) -> None:
     found, said = parse_pool_record(data)
     assert found is None and problem in said and bool(said) == bool(problem)
+
+
+def test_without_a_record_the_nodes_of_the_stacks_pools_stand_in_for_it() -> None:
+    from datetime import UTC, datetime
+
+    from jobset_infra.tpu.node_pools import node_manifests, parse_nodes
+
+    nodes = node_manifests(parse_nodes("v5e-2x4:2,other=v5e-2x4:1"), datetime(2026, 1, 1,
+                                                                              tzinfo=UTC))
+    decision = guard(None, _pools("v5e-2x4:1"), *_running("v5e-2x4-1", queued=False),
+                     drain=False, nodes=nodes, groups={"v5e-2x4"})
+    assert decision.refused
+    assert [c.pool for c in decision.changes] == ["v5e-2x4-1"]  # not other-0: not the stack's

@@ -16,6 +16,7 @@ from jobset_infra.tpu.pool_changes import (
     PoolSettings,
     pool_changes,
     pool_settings,
+    settings_from_nodes,
 )
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.tpu.builders import make_spec
@@ -119,3 +120,35 @@ def test_pool_count_changes_delete_exactly_the_pools_beyond_the_new_count(
 def test_the_record_is_plain_json() -> None:
     settings = _settings()
     assert json.loads(json.dumps(settings)) == settings
+
+
+def _nodes(text: str) -> list[dict[str, object]]:
+    from datetime import UTC, datetime
+
+    from jobset_infra.tpu.node_pools import node_manifests, parse_nodes
+
+    return node_manifests(parse_nodes(text), datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_the_nodes_of_the_stacks_pools_show_their_machine_type_topology_and_zone() -> None:
+    found = settings_from_nodes(_nodes("a=v5e-2x4:2,b=v5e-2x2:1,cpu:1"), groups={"a"})
+    assert found == {pool: {"machine_type": "ct5lp-hightpu-4t", "topology": "2x4",
+                            "zone": "us-west4-a"} for pool in ("a-0", "a-1")}
+
+
+def test_without_a_record_the_nodes_show_a_pool_go_and_a_setting_change() -> None:
+    nodes = _nodes("a=v5e-2x4:2")
+    fewer = pool_settings(tpu_plans(parse_pools_text("a=v5e-2x4:1")))
+    assert pool_changes(settings_from_nodes(nodes, {"a"}), fewer) == (
+        PoolChange("a-1", PoolChangeKind.DELETED, "no longer in the stack's pools"),)
+    other = pool_settings(tpu_plans(parse_pools_text("a=v5e-2x4@ct5lp-hightpu-8t:2")))
+    assert {c.kind for c in pool_changes(settings_from_nodes(nodes, {"a"}), other)} == {
+        PoolChangeKind.REPLACED}
+    same = pool_settings(tpu_plans(parse_pools_text("a=v5e-2x4:2")))
+    assert pool_changes(settings_from_nodes(nodes, {"a"}), same) == ()
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), unique=True, min_size=1))
+def test_pools_of_other_groups_are_never_read_from_the_nodes(groups: list[str]) -> None:
+    nodes = _nodes("a=v5e-2x4:1,b=v5e-2x4:1,c=v5e-2x4:1")
+    assert set(settings_from_nodes(nodes, groups)) == {f"{g}-0" for g in groups}

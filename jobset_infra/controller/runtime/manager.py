@@ -78,6 +78,8 @@ class RunningController:
     api_served: bool = False  # the API server has taken a (dry-run) JobSet create
     served_probes: int = 0  # probes sent: each a POST in the metrics that stores nothing
     _lead: asyncio.Task[None] | None = None
+    # The served probe ends once it succeeds, so it is not among `tasks` (which never end).
+    _probe: asyncio.Task[None] | None = None
     _killed: bool = False
     _closing: asyncio.Task[None] | None = None
 
@@ -96,9 +98,9 @@ class RunningController:
         ]
 
     def liveness(self) -> Verdict:
-        lead = self._lead
-        broken = lead is not None and lead.done() and not lead.cancelled() and (
-            lead.exception() is not None)
+        # The leadership loop or the served probe ended by an error: a bug, restart us.
+        broken = any(t is not None and t.done() and not t.cancelled() and t.exception() is not None
+                     for t in (self._lead, self._probe))
         return liveness(self.cache_states(), leadership_running=not broken)
 
     def readiness(self) -> Verdict:
@@ -125,6 +127,9 @@ class RunningController:
             # Releasing is a courtesy to the standby: never let it hold up shutdown.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.elector.release(), self.elector.timings.renew_deadline)
+        if self._probe is not None:
+            self._probe.cancel()
+            await asyncio.gather(self._probe, return_exceptions=True)
         self.controller.queue.shutdown()
         if not self._killed:
             with contextlib.suppress(TimeoutError):  # events queued by the last reconciles
@@ -139,7 +144,7 @@ class RunningController:
     def kill(self) -> None:
         """Stop abruptly, like a crashed process: no Lease release (tests of failover)."""
         self._killed = True
-        for task in [*self.tasks, *([self._lead] if self._lead else [])]:
+        for task in [*self.tasks, *(t for t in (self._lead, self._probe) if t is not None)]:
             task.cancel()
         # A dead process's connections (its watches too) close with it.
         self._closing = asyncio.get_running_loop().create_task(self.client.close())
@@ -204,8 +209,8 @@ async def start_controller(
     endpoints.healthy = ctl.liveness
     endpoints.ready = ctl.readiness
     ctl.tasks += [asyncio.create_task(i.run()) for i in controller.informers]
-    ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller)),
-                  asyncio.create_task(_until_served(ctl, config.controller.watch_namespace))]
+    ctl.tasks += [asyncio.create_task(recorder.run()), asyncio.create_task(_tick(controller))]
+    ctl._probe = asyncio.create_task(_until_served(ctl, config.controller.watch_namespace))
     try:
         await _start_endpoints(endpoints, config, client)
         await _wait_synced(controller, config.controller.cache_sync_timeout)

@@ -1,10 +1,11 @@
-"""Real nodes, and what runs on them as it ships. One cluster with one real node for the file
+"""Real nodes, and what runs on them as it ships. One cluster with two real nodes for the file
 (a real-node cluster holds the machine's pod network: tests/realnodes.py).
 
-- The node: the kubelet registers; a Pod's container runs (runc, from the imported image), gets
-  an address on the node's bridge, resolves a headless Service name through CoreDNS, talks to
+- The nodes: each kubelet registers; a Pod's container runs (runc, from the imported image), gets
+  an address on its node's bridge, resolves a headless Service name through CoreDNS, talks to
   another Pod and to the API server through the `kubernetes` Service (kube-proxy), and cannot
-  resolve a name outside cluster.local (nothing is forwarded).
+  resolve a name outside cluster.local (nothing is forwarded). One JobSet's two Pods, kept on
+  different nodes, reach each other by DNS name across the two bridges.
 - The controller: its image by digest as the Deployment's two replicas, as its ServiceAccount,
   restricted Pod Security, a read-only root, real probes and HTTPS metrics. The leader's Pod
   deleted hands over to the standby while a JobSet created meanwhile runs real Pods to
@@ -15,6 +16,8 @@
   agent, from the workload image, wraps a worker in 2 Pods (main-container mode), or runs as
   their sidecar (sidecar mode); one worker fails, the kubelet restarts the containers of both
   Pods in place (restartPolicyRules), no Pod or Job is recreated, and the JobSet completes.
+- A killed cluster (last, as it ends the file's cluster): every process of it and its owner
+  SIGKILLed, what is left is found, and `cluster down` of another folder sweeps all of it.
 """
 
 from __future__ import annotations
@@ -35,11 +38,20 @@ from jobset_infra.api import constants as k
 from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import METRICS_READER_RULES
+from jobset_infra.cluster import nodehost
 from jobset_infra.cluster.command import controller_image
 from jobset_infra.cluster.images.spec import CONTROLLER, IN_PLACE_RESTART_AGENT, WORKLOAD
 from jobset_infra.cluster.install import install_jobset_system, local_install
 from jobset_infra.cluster.local import RunningCluster, _run
-from jobset_infra.cluster.realnode import NODE_POOL, POD_NETWORK
+from jobset_infra.cluster.nodehost import SYSCTL
+from jobset_infra.cluster.processes import kill
+from jobset_infra.cluster.realnode import (
+    NODE_POOL,
+    NODE_PREFIX,
+    POD_NETWORK,
+    RealNodes,
+    node_name,
+)
 from jobset_infra.manifests.controller_spec import ControllerInstall
 from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.in_place_restart import AGENT_ACCOUNT, agent_objects
@@ -50,6 +62,7 @@ pytestmark = [pytest.mark.real, pytest.mark.realnode, pytest.mark.slow, pytest.m
 
 PYTHON = "/opt/venv/bin/python"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "jax-cpu" / "jobset.yaml"
+REAL_NODES = (node_name(0), node_name(1))
 
 
 # The client: resolve the server by its headless Service name, fetch from it, reach the API
@@ -75,8 +88,8 @@ print(json.dumps(out), flush=True)
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[RunningCluster, list[str]]]:
     progress: list[str] = []
-    with real_node_cluster(images=("controller", "workload"), crds=(jobset_crd(),),
-                           progress=progress) as running:
+    with real_node_cluster(images=("controller", "workload"), real_nodes=len(REAL_NODES),
+                           crds=(jobset_crd(),), progress=progress) as running:
         yield running, progress
 
 
@@ -127,15 +140,17 @@ def _wait_pod(cluster: RunningCluster, name: str, phases: set[str], namespace: s
     return until_sync(in_phase, f"pod {namespace}/{name} in {sorted(phases)}", timeout=timeout)
 
 
-def test_the_real_node_registers_ready_with_the_kubelet_of_the_control_planes_pin(
+def test_the_real_nodes_register_ready_with_the_kubelet_of_the_control_planes_pin(
         cluster: tuple[RunningCluster, list[str]]) -> None:
     running, progress = cluster
-    node = json.loads(kubectl(running, "get", "node", "real-node-0", "-o", "json"))
-    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
-    assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.")
-    assert node["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == NODE_POOL
-    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
-    assert ready and ready[0]["status"] == "True"
+    for name in REAL_NODES:
+        node = json.loads(kubectl(running, "get", "node", name, "-o", "json"))
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
+        assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith(
+            "containerd://2.")
+        assert node["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == NODE_POOL
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True"
     assert any("real nodes Ready in" in line for line in progress), progress
 
 
@@ -196,7 +211,7 @@ def test_two_replicas_run_from_the_image_by_digest_ready_on_the_real_node(
 
     pods = until_sync(two_ready, "two Ready controller Pods", timeout=180)
     for pod in pods:
-        assert pod["spec"]["nodeName"] == "real-node-0"
+        assert pod["spec"]["nodeName"] in REAL_NODES
         status = pod["status"]["containerStatuses"][0]
         assert status["imageID"].endswith(install.image.split("@")[1])
     namespace = _json(cluster, "get", "namespace", install.namespace)
@@ -339,6 +354,87 @@ def test_a_process_failing_on_the_first_attempt_restarts_the_jobset_which_comple
     restarts = _json(cluster, "get", "jobset", "jax-cpu-restart")["status"]["restarts"]
     assert restarts == 1
     assert sum("(attempt 1): global devices 4" in log for log in logs) == 4, logs
+
+
+# --- two nodes: one JobSet's pods on both, by DNS name across the bridges ---
+
+# Each pod serves its index and node on :8080, fetches its peer's by the peer's DNS name
+# (`<jobset>-<rjob>-<job>-<pod>.<subdomain>`, the JobSet's headless Service), and exits once it
+# has fetched and been fetched, so neither leaves before the other has its answer.
+PEER = """
+import json, os, socket, threading, time, urllib.request
+from http.server import BaseHTTPRequestHandler, HTTPServer
+me, node = int(os.environ["JOB_COMPLETION_INDEX"]), os.environ["NODE_NAME"]
+fetched = threading.Event()
+class Answer(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"index": me, "node": node}).encode()
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+        fetched.set()
+    def log_message(self, *args):
+        pass
+threading.Thread(target=HTTPServer(("", 8080), Answer).serve_forever, daemon=True).start()
+peer = f"{NAME}-peers-0-{1 - me}.{NAME}"
+deadline = time.monotonic() + 120
+while True:
+    try:
+        address = socket.gethostbyname(peer)
+        answer = json.load(urllib.request.urlopen(f"http://{peer}:8080/", timeout=5))
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.5)
+fetched.wait(120)
+print(json.dumps({"me": me, "node": node, "peer": peer, "address": address,
+                  "answer": answer}), flush=True)
+"""
+
+
+def _cross_node_jobset(name: str) -> dict[str, Any]:
+    """1 Job of 2 pods that may not share a node (required anti-affinity on the hostname)."""
+    mine = {"matchLabels": {k.JOBSET_NAME_KEY: name}}
+    pod = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+           "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+               {"labelSelector": mine, "topologyKey": "kubernetes.io/hostname"}]}},
+           "containers": [{"name": "peer", "image": CONTROLLER.reference,
+                           "imagePullPolicy": "Never",
+                           "command": [PYTHON, "-c", f"NAME = {name!r}\n" + PEER],
+                           "env": [{"name": "NODE_NAME", "valueFrom": {
+                               "fieldRef": {"fieldPath": "spec.nodeName"}}}]}]}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicatedJobs": [{"name": "peers", "replicas": 1, "template": {"spec": {
+                "parallelism": 2, "completions": 2, "backoffLimit": 0,
+                "completionMode": "Indexed", "template": {"spec": pod}}}}]}}
+
+
+def test_one_jobsets_pods_on_both_nodes_reach_each_other_by_dns_name_across_bridges(
+        installed: tuple[RunningCluster, ControllerInstall]) -> None:
+    cluster, _ = installed
+    name = "peers"
+    began = time.monotonic()
+    _apply(cluster, _cross_node_jobset(name))
+    until_sync(lambda: _completed(cluster, name), "the JobSet Completed", timeout=240)
+    pods = _json(cluster, "get", "pods", "-l", f"{k.JOBSET_NAME_KEY}={name}")["items"]
+    by_node = {p["spec"]["nodeName"]: p for p in pods}
+    assert sorted(by_node) == sorted(REAL_NODES), [p["spec"]["nodeName"] for p in pods]
+    subnets = {ipaddress.ip_network(f"{p['status']['podIP']}/{NODE_PREFIX}", strict=False)
+               for p in pods}
+    assert len(subnets) == 2  # each pod on its own node's bridge
+    results = [json.loads(kubectl(cluster, "logs", p["metadata"]["name"]).strip()
+                          .splitlines()[-1]) for p in pods]
+    ips = {int(p["metadata"]["annotations"][k.JOB_COMPLETION_INDEX_KEY]): p["status"]["podIP"]
+           for p in pods}
+    for result in results:
+        other = 1 - result["me"]
+        assert result["address"] == ips[other]  # the peer's name resolved to its address
+        assert result["answer"]["index"] == other
+        assert result["answer"]["node"] != result["node"]  # and it answered from the other node
+    print(f"two pods on {sorted(by_node)} reached each other by name; the JobSet completed "
+          f"{time.monotonic() - began:.1f} s after it was created")
 
 
 # --- in-place restart with upstream's agent ---
@@ -484,7 +580,7 @@ def test_a_worker_failing_restarts_both_pods_in_place_with_upstreams_agent_on_th
     jobs = {j["metadata"]["uid"] for j in _json(cluster, "get", "jobs", "-n",
                                                   IPR_NAMESPACE)["items"]}
     assert [p["status"]["containerStatuses"][0]["restartCount"] for p in pods] == [0, 0]
-    assert all(p["spec"]["nodeName"] == "real-node-0" for p in pods)
+    assert all(p["spec"]["nodeName"] in REAL_NODES for p in pods)
     started = time.monotonic()
     # one worker fails: its container restarts in place (a new attempt), the other agent sees
     # the previous attempt outdated and exits to restart its container in place too
@@ -603,3 +699,58 @@ def test_a_deployment_that_needs_a_writable_root_never_becomes_available(
         assert "No usable temporary directory" in logs or "Read-only file system" in logs, logs
     finally:
         kubectl(cluster, "delete", "deployment", "-n", install.namespace, name, "--wait=false")
+
+
+# --- a killed cluster: what it leaves, found and removed (last: it ends the file's cluster) ---
+
+
+def _leftovers(real: RealNodes) -> dict[str, object]:
+    """What the nodes of `real` leave on the machine, as a sweep must find none of it."""
+    links = {link["ifname"] for link in json.loads(subprocess.run(
+        ["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)}
+    cgroups = [h / n.cgroup.lstrip("/") for n in real.nodes for h in nodehost.hierarchies()]
+    roots = [str(n.folder.resolve()) for n in real.nodes] + [str(real.runtime)]
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if any(line.split()[4].startswith(r + "/") for r in roots)]
+    table = subprocess.run(["nft", "list", "table", "ip", "kube-proxy"], capture_output=True,
+                           check=False).returncode == 0
+    return {"bridges": sorted(set(real.bridges) & links),
+            "cgroups": [str(c) for c in cgroups if c.is_dir()],
+            "processes in the nodes' cgroups": len(nodehost.cgroup_pids(cgroups)),
+            "mounts": len(mounts), "kube-proxy table": table,
+            "runtime folder": real.runtime.exists()}
+
+
+def test_a_cluster_killed_with_sigkill_leaves_what_the_next_up_or_down_sweeps(
+        cluster: tuple[RunningCluster, list[str]], tmp_path: Path) -> None:
+    running, _ = cluster
+    real = running.real
+    assert real is not None
+    saved = json.loads((real.runtime / "sysctls.json").read_text())
+    # The crash: the process owning the cluster (a stand-in for this test's worker, as when a
+    # CI run is killed) and every process the cluster started, SIGKILLed. The containers and
+    # their shims live on, in the nodes' cgroups.
+    with subprocess.Popen(["sleep", "600"]) as owner:
+        nodehost.write_record(real, owner=owner.pid)
+        owner.kill()
+    for started in running.processes:
+        kill(started)
+    left = _leftovers(real)
+    assert left["bridges"] == list(real.bridges), left
+    assert left["processes in the nodes' cgroups"] and left["mounts"], left
+    assert left["kube-proxy table"] and left["runtime folder"], left
+    # `cluster down` of any cluster (none here) sweeps it, as `cluster up --real-nodes` does
+    # before it starts: the same `sweep_stale`.
+    began = time.monotonic()
+    down = subprocess.run([str(Path(sys.executable).parent / "jobset-infra"), "cluster", "down",
+                           "--dir", str(tmp_path / "none")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    swept = time.monotonic() - began
+    assert down.returncode == 0, down.stderr
+    assert f"swept what the killed real-node cluster of {running.layout.folder} left" in \
+        down.stdout, down.stdout
+    assert _leftovers(real) == {"bridges": [], "cgroups": [],
+                                "processes in the nodes' cgroups": 0, "mounts": 0,
+                                "kube-proxy table": False, "runtime folder": False}
+    assert {name: (SYSCTL / name).read_text().strip() for name in saved} == saved
+    print(f"a SIGKILLed cluster swept by `cluster down` in {swept:.1f} s: {left}")

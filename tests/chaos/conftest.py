@@ -1,14 +1,13 @@
-"""Fixtures of the chaos tier: one real control plane per test file (module scope), our system
+"""Fixtures of the chaos tier: one real control plane for the whole tier (package scope: both
+files run on one xdist worker, tests/schedule.py, so the cluster starts once), our system
 installed without its ClusterRoleBinding until a test (or `running`) applies it, the controller
 fleet, and the invariant recorder. Each test module marks itself `real` too (the real-cluster
 files run first under xdist, and skip or fail without the binaries as the real tier does)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 
-import pytest
 import pytest_asyncio
 
 from tests.chaos.harness import Plane, chaos_config, chaos_install
@@ -17,22 +16,9 @@ from tests.realcluster import real_cluster
 from tests.waiting import until
 
 NODES = "cpu:3"
-FULL_ENV = "JOBSET_CHAOS"  # "full": also the tests marked chaos_full (test_platform.py)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests marked `chaos_full` (the platform's faults, about 3 minutes more on top of the
-    CI part's cluster) run only with JOBSET_CHAOS=full: deselected otherwise, never skipped, so
-    a CI run reports them as deselected and its real tiers still report no skips."""
-    if os.environ.get(FULL_ENV) == "full":
-        return
-    dropped = [item for item in items if item.get_closest_marker("chaos_full")]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not item.get_closest_marker("chaos_full")]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
 async def plane() -> AsyncIterator[Plane]:
     """The cluster, our CRD and RBAC without the ClusterRoleBinding, no controller yet."""
     install = chaos_install()
@@ -50,7 +36,7 @@ async def plane() -> AsyncIterator[Plane]:
                     await world.fleet.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
 async def recorder(plane: Plane) -> AsyncIterator[Recorder]:
     watcher = Recorder(plane.api)
     await watcher.start()
@@ -61,7 +47,7 @@ async def recorder(plane: Plane) -> AsyncIterator[Recorder]:
     assert not watcher.violations(), "\n".join(watcher.violations())
 
 
-@pytest_asyncio.fixture(loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="package")
 async def running(plane: Plane, recorder: Recorder) -> Plane:
     """The system complete (binding applied) and the fleet running with a leader."""
     await plane.apply(plane.objects.cluster_role_binding)

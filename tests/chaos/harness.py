@@ -48,6 +48,8 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 PODS = Resource("", "v1", "pods", "Pod")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                    "ClusterRoleBinding", namespaced=False)
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 
@@ -194,6 +196,17 @@ class Plane:
             "spec": {"expirationSeconds": 3600}})
         token: str = answer["status"]["token"]
         return token
+
+    async def without_binding(self) -> None:
+        """Back to the state before any controller ran: the fleet stopped (SIGTERM: the leader
+        releases its Lease) and the ClusterRoleBinding deleted. The RBAC-at-start scenario
+        starts from here whichever test of the shared cluster ran before it."""
+        if self.fleet is not None:
+            await self.fleet.stop()
+            self.fleet = None
+        binding = self.objects.cluster_role_binding["metadata"]["name"]
+        with contextlib.suppress(NotFoundError):
+            await self.api.delete(BINDINGS, binding, propagation=None)
 
     async def start_fleet(self, config: ControllerConfig) -> Fleet:
         folder = self.cluster.layout.folder / "replicas"

@@ -13,13 +13,9 @@ import time
 
 import aiohttp
 
-from jobset_infra.controller.runtime.resources import Resource
-from tests.chaos.harness import ACCOUNTS, Plane
+from tests.chaos.harness import ACCOUNTS, BINDINGS, Plane
 from tests.chaos.invariants import Recorder
 from tests.waiting import until
-
-BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
-                    "ClusterRoleBinding", namespaced=False)
 
 
 def figure(name: str, value: float, unit: str = "s") -> None:

@@ -94,7 +94,8 @@ def kept_tally(draft: Draft) -> ChildTally | None:
 class ChildTally:
     """The children of one JobSet by group, and the counts status.replicatedJobsStatus shows."""
 
-    __slots__ = ("_counts", "_groups", "_indexes", "_ready", "_targets", "_where", "basis")
+    __slots__ = ("_counts", "_groups", "_indexes", "_jobs", "_ready", "_sorted", "_targets",
+                 "_where", "basis")
 
     def __init__(self, basis: TallyBasis, jobs: Iterable[ChildJob] = ()) -> None:
         self.basis = basis
@@ -105,6 +106,10 @@ class ChildTally:
         # replicated job -> [how many, sum] of the indexes of the Jobs named as that index's
         self._indexes: dict[str, list[int]] = {}
         self._ready = 0  # Jobs `ready_in_attempt(job, basis.restarts)`
+        # what `jobs` and `child_jobs` last returned, until the next event: a pass with no
+        # event since the last one walks nothing
+        self._jobs: tuple[ChildJob, ...] | None = None
+        self._sorted: ChildJobs | None = None
         for job in jobs:
             self.apply(None, job)
 
@@ -114,6 +119,7 @@ class ChildTally:
 
     def apply(self, old: ChildJob | None, new: ChildJob | None) -> None:
         """A child Job event: `old` (None: added) became `new` (None: deleted)."""
+        self._jobs = self._sorted = None
         if old is not None:
             self._remove(old.name)
         if new is not None:
@@ -127,13 +133,21 @@ class ChildTally:
 
     def child_jobs(self) -> ChildJobs:
         """The children by group, as `classify_child_jobs` returns them (order aside)."""
-        groups = self._groups
-        return ChildJobs(
-            tuple(groups["active"].values()),
-            tuple(groups["successful"].values()),
-            tuple(groups["failed"].values()),
-            tuple(groups["previous"].values()),
-        )
+        if self._sorted is None:
+            groups = self._groups
+            self._sorted = ChildJobs(
+                tuple(groups["active"].values()),
+                tuple(groups["successful"].values()),
+                tuple(groups["failed"].values()),
+                tuple(groups["previous"].values()),
+            )
+        return self._sorted
+
+    def jobs(self) -> tuple[ChildJob, ...]:
+        """Every child tallied (what the runtime's snapshot of the JobSet's Jobs holds)."""
+        if self._jobs is None:
+            self._jobs = tuple(chain.from_iterable(g.values() for g in self._groups.values()))
+        return self._jobs
 
     def counts(self, rjobs: Sequence[ReplicatedJob]) -> dict[str, RJobCounts]:
         """The counts of every replicated job in spec order, as `count_replicated_jobs`."""

@@ -376,10 +376,15 @@ class JobSetController:
         if self.pvcs.usable:
             pvc_names = frozenset(p.name for p in self.pvcs.by_index(NAMESPACE_INDEX, namespace))
         uid = jobset_uid(jobset)
-        children = self.jobs.by_index(OWNER_UID_INDEX, uid)
+        tally = self._tallies.get(uid)  # the same children, kept by their events: no cache walk
+        if tally is not None and len(tally) == self.jobs.index_size(OWNER_UID_INDEX, uid):
+            jobs = tally.jobs()
+        else:
+            children = self.jobs.by_index(OWNER_UID_INDEX, uid)
+            jobs = tuple(e.child for e in children if isinstance(e, CachedJob))
         return Observed(
             jobset=jobset,
-            jobs=tuple(e.child for e in children if isinstance(e, CachedJob)),
+            jobs=jobs,
             service_exists=f"{namespace}/{service_name(jobset)}" in self.services.store,
             placement=placement,
             pvc_names=pvc_names,

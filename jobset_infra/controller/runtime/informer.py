@@ -106,6 +106,10 @@ class Informer(Generic[T]):
     def by_index(self, index: str, value: Hashable) -> list[T]:
         return [self.store[k] for k in self._indexes[index].get(value, ()) if k in self.store]
 
+    def index_size(self, index: str, value: Hashable) -> int:
+        """How many cached objects `value` indexes (no walk of them)."""
+        return len(self._indexes[index].get(value, ()))
+
     def keys_by_index(self, index: str, value: Hashable) -> frozenset[str]:
         return frozenset(self._indexes[index].get(value, ()))
 

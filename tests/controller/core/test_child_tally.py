@@ -99,6 +99,8 @@ def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: 
     owned = list(full.all())
     names = {j.name for j in owned}
     assert tally.names() == names
+    assert sorted(j.name for j in tally.jobs()) == sorted(names), "the runtime's snapshot"
+    assert tally.jobs() is tally.jobs(), "no event since: nothing walked again"
     js = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
     rjob = ReplicatedJob.model_validate({"name": "w", "replicas": 4, "template": {}})
     parsed = observe(js).jobset

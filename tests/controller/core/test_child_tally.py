@@ -94,6 +94,13 @@ def test_a_tally_kept_from_events_equals_the_full_classification_and_counts(
     assert by_name(rebuilt.child_jobs()) == by_name(tally.child_jobs())
 
 
+JS = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
+PARSED = observe(JS).jobset
+SIZED = {(name, replicas): ReplicatedJob.model_validate(
+    {"name": name, "replicas": replicas, "template": {}})
+    for name in ("w", "v", "u") for replicas in range(6)}
+
+
 def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: ChildJobs) -> None:
     """What the tally answers for the steps that walked every child equals their walk."""
     owned = list(full.all())
@@ -101,23 +108,18 @@ def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: 
     assert tally.names() == names
     assert sorted(j.name for j in tally.jobs()) == sorted(names), "the runtime's snapshot"
     assert tally.jobs() is tally.jobs(), "no event since: nothing walked again"
-    js = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
-    rjob = ReplicatedJob.model_validate({"name": "w", "replicas": 4, "template": {}})
-    parsed = observe(js).jobset
-    for name in ("w", "v", "u"):
-        for replicas in range(6):
-            rjob = rjob.model_copy(update={"name": name, "replicas": replicas})
-            missing = pending_jobs(parsed, rjob, names, basis.restarts)
-            past = any(j.rjob == name and (j.job_index or 0) >= replicas for j in owned)
-            # every generated child is named for the index its labels carry, so covering is
-            # exactly having no Job missing, unless the tally is not sure: it has no name, or
-            # Jobs past `replicas` (a scale-down's)
-            sure = bool(basis.jobset_name) and not past
-            assert tally.covers(name, replicas) is (not missing and sure)
+    for (name, replicas), rjob in SIZED.items():
+        missing = pending_jobs(PARSED, rjob, names, basis.restarts)
+        past = any(j.rjob == name and (j.job_index or 0) >= replicas for j in owned)
+        # every generated child is named for the index its labels carry, so covering is
+        # exactly having no Job missing, unless the tally is not sure: it has no name, or Jobs
+        # past `replicas` (a scale-down's)
+        sure = bool(basis.jobset_name) and not past
+        assert tally.covers(name, replicas) is (not missing and sure)
     for attempt in range(3):
         ready = sum(ready_in_attempt(j, attempt) for j in owned)
         assert tally.ready_in(attempt) == (ready if attempt == basis.restarts else None)
-        stored = {**js, "status": {"restarts": attempt}}
+        stored = {**JS, "status": {"restarts": attempt}}
         assert phase_of(stored, owned, tally.ready_in) == phase_of(stored, owned)
     failing = {f.job_uid for f in failures_of(owned, Plan())}
     assert {f.job_uid for f in failures_of(tally.failing(), Plan())} == failing

@@ -261,14 +261,26 @@ class Plane:
 
     async def all_running(self, namespace: str, replicas: int, attempt: int,
                           timeout: float = 90) -> None:
+        seen: list[dict[str, Any]] = []
+
         async def running() -> bool:
-            jobs = await self.live_jobs(namespace, attempt)
+            seen[:] = await self.jobs(namespace)
+            jobs = [j for j in seen if not j["metadata"].get("deletionTimestamp")
+                    and attempt_of(j) == attempt]
             if len(jobs) != replicas:
                 return False
             return all((j.get("status") or {}).get("ready", 0) >= 1 for j in jobs)
 
-        await until(running,
-                    f"{replicas} Jobs of attempt {attempt} running in {namespace}", timeout=timeout)
+        def explain() -> str:
+            jobs = "\n".join(f"  {j['metadata']['name']} attempt {attempt_of(j)} ready "
+                              f"{(j.get('status') or {}).get('ready', 0)}"
+                              f"{' deleting' if j['metadata'].get('deletionTimestamp') else ''}"
+                              for j in seen)
+            fleet = self.fleet.describe() if self.fleet is not None else "no fleet"
+            return f"Jobs in {namespace}:\n{jobs}\n{fleet}"
+
+        await until(running, f"{replicas} Jobs of attempt {attempt} running in {namespace}",
+                    timeout=timeout, explain=explain)
 
     async def end_pods(self, namespace: str, job: str, code: int) -> None:
         """The Job's running pods exit with `code` (kwok's exit annotation)."""

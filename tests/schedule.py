@@ -32,7 +32,8 @@ GROUPS: dict[str, str] = {
 # the load noted. The rest (20 s and more): `pytest -n 2 -m "not real and not envtest"
 # --durations=0` on 2026-12-07 at load 13 (1,578 s in all), halved to the CI run's load of 4-6.
 SECONDS: dict[str, float] = {
-    "tests/chaos": 220.0,  # both files, one cluster: 2026-12-07, -n 0 at load 14-22
+    "tests/chaos": 200.0,  # both files, one cluster, 2026-12-07: 220 s (-n 0, load 14-22), 185 s
+    "tests/e2e/test_examples_run.py": 186.0,  # real cases 313 s at load 18-21 (halved), sim 29 s
     "tests/realnode/test_real_node.py": 300.0,  # 226 s for 8 of its 10 tests (docs/cluster.md)
     "tests/stacks/test_real_engine.py": 252.0,  # the CI run of 2026-12-02 (README)
     "tests/reliability/test_hostile_inputs.py": 132.0,

@@ -99,3 +99,12 @@ def test_a_subcommand_missing_the_pulumi_sdk_names_the_extra(
     monkeypatch.setattr(cli.importlib, "import_module", no_pulumi)
     assert cli.main(["deploy", "env"]) == 1
     assert "pip install 'jobset-infra[platform]'" in capsys.readouterr().err
+
+
+def test_the_deploy_command_loads_and_builds_its_arguments(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the real tiers run `deploy`; this loads it as `jobset-infra deploy up --help` does.
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["deploy", "up", "--help"])
+    assert exited.value.code == 0
+    assert "--auto-complete" in capsys.readouterr().out

@@ -3,6 +3,7 @@ bad or unwritable cache costs only time."""
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 
 import celpy
@@ -143,3 +144,11 @@ def test_the_parser_is_loaded_only_when_a_parse_is_asked_for(celpys_own: list[st
     assert repr(_plain(env.compile(RULES[0]))) == celpys_own[0]
     assert isinstance(CELParser.CEL_PARSER, lark.Lark)
     assert parse_all() == celpys_own
+
+
+def test_threads_asking_at_once_all_get_the_real_parser(celpys_own: list[str]) -> None:
+    cel_parser.install_deferred_parser()
+    parser = CELParser()
+    with concurrent.futures.ThreadPoolExecutor(len(RULES)) as pool:
+        trees = list(pool.map(parser.parse, RULES))
+    assert [repr(_plain(t)) for t in trees] == celpys_own

@@ -54,25 +54,27 @@ def cache_dir() -> Path | None:
 def install_cached_parser(folder: Path | None = None) -> None:
     """Give celpy its parser, loaded from `folder` (default `cache_dir()`) or built and saved
     there. Does nothing when celpy already has one."""
-    if CELParser.CEL_PARSER is not None:
-        return
+    if CELParser.CEL_PARSER is None:
+        CELParser.CEL_PARSER = _loaded_parser(folder)
+
+
+def _loaded_parser(folder: Path | None) -> lark.Lark:
     folder = folder or cache_dir()
     if folder is None:
-        CELParser()  # celpy builds its own
-        return
+        return _parser(False)  # built, as celpy builds its own
     path = folder / _FILE.format(lark=lark.__version__)
     if path.is_file():
-        CELParser.CEL_PARSER = _parser(str(path))
-        return
+        return _parser(str(path))
     staged = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-    CELParser.CEL_PARSER = _parser(str(staged))  # Lark logs, and carries on, if it cannot save
+    parser = _parser(str(staged))  # Lark logs, and carries on, if it cannot save
     with contextlib.suppress(OSError):
         staged.replace(path)
+    return parser
 
 
-def _parser(cache: str) -> lark.Lark:
+def _parser(cache: str | bool) -> lark.Lark:
     """Lark over celpy's grammar with celpy's options (celparser.CELParser.__init__)."""
     return lark.Lark(
         _grammar(),
@@ -91,16 +93,19 @@ def _parser(cache: str) -> lark.Lark:
 
 
 class _DeferredParser:
-    """Stands in for celpy's parser until a parse is asked for, then installs the real one."""
+    """Stands in for celpy's parser until a parse is asked for, then installs the real one.
+    Never None meanwhile: threads asking at once (the controller compiles rules on a loader
+    thread and on its event loop) may each load a parser, and every one of them parses."""
 
     def __init__(self, folder: Path | None) -> None:
         self._folder = folder
 
     def parse(self, text: str) -> Any:
-        CELParser.CEL_PARSER = None
-        install_cached_parser(self._folder)
-        assert CELParser.CEL_PARSER is not None
-        return CELParser.CEL_PARSER.parse(text)
+        real = CELParser.CEL_PARSER
+        if not isinstance(real, lark.Lark):
+            real = _loaded_parser(self._folder)
+            CELParser.CEL_PARSER = real
+        return real.parse(text)
 
 
 def install_deferred_parser(folder: Path | None = None) -> None:

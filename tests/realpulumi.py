@@ -88,3 +88,24 @@ async def every_object(api: KubeClient) -> set[tuple[str, str, str]]:
 async def _group_versions(api: KubeClient) -> Iterable[str]:
     groups = (await api.request("GET", "/apis")).get("groups") or []
     return ["v1", *(g["preferredVersion"]["groupVersion"] for g in groups)]
+
+
+def example_copy(name: str, target: Path, *, packages: bool = False) -> Path:
+    """A copy of examples/<name> in `target`: a Python program's virtualenv is this one, a
+    YAML program's `packages:` paths are absolute (relative to the example, they would not
+    resolve from the copy)."""
+    import yaml
+
+    source = ROOT / "examples" / name
+    target.mkdir(parents=True, exist_ok=True)
+    project = yaml.safe_load((source / "Pulumi.yaml").read_text())
+    runtime = project.get("runtime")
+    if isinstance(runtime, dict):
+        runtime.setdefault("options", {})["virtualenv"] = sys.prefix
+    if packages:
+        project["packages"] = {name: str((source / path).resolve())
+                               for name, path in (project.get("packages") or {}).items()}
+    (target / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+    for path in source.glob("*.py"):
+        (target / path.name).write_bytes(path.read_bytes())
+    return target

@@ -82,6 +82,22 @@ def test_the_api_server_refuses_with_a_status_and_accepts_what_validate_accepts(
         assert all(e.message for e in verdict.errors)
 
 
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        pytest.param(True, id="metadata that is a boolean"),
+        pytest.param(["x"], id="metadata that is a list"),
+        pytest.param("x", id="metadata that is a string"),
+    ],
+)
+def test_a_wrong_kind_with_malformed_metadata_is_refused_not_crashed(metadata: Any) -> None:
+    # Found by the property above: the kind check read the name from metadata before the
+    # body's metadata was decoded, and crashed on a boolean.
+    refused = admission({"apiVersion": f"{c.GROUP}/{c.VERSION}", "kind": True,
+                         "metadata": metadata, "spec": {}})
+    assert refused is not None and refused.code in (400, 422), refused
+
+
 @settings(max_examples=30)
 @given(manifest=bad_jobsets)
 def test_validate_exits_0_or_1_with_a_line_per_problem(

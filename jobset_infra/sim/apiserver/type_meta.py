@@ -44,7 +44,8 @@ def check_type_meta(info: ResourceInfo, obj: dict[str, Any]) -> None:
             raise bad_request(f"the API version in the data ({sent}) does not match the "
                               f"expected API version ({info.gvr.api_version})")
         if kind and kind != info.kind:  # validation says so, naming the object by what it is
-            name = str((obj.get("metadata") or {}).get("name") or "")
+            meta = obj.get("metadata")  # any JSON value here: the body is not decoded yet
+            name = str(meta.get("name") or "") if isinstance(meta, dict) else ""
             raise invalid(info.gvr.group, str(kind), name, [field_cause(
                 "FieldValueInvalid", "kind", f'Invalid value: "{kind}": must be {info.kind}')])
         return

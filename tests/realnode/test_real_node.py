@@ -6,7 +6,9 @@
   another Pod and to the API server through the `kubernetes` Service (kube-proxy), and cannot
   resolve a name outside cluster.local (nothing is forwarded). One JobSet's two Pods, kept on
   different nodes, reach each other by DNS name across the two bridges.
-- The controller: its image by digest as the Deployment's two replicas, as its ServiceAccount,
+- The controller, put there by `pulumi up -s local` (the Automation API, the real engine), with
+  the stack's demo JobSet run to completion: its image by digest as the Deployment's two
+  replicas, as its ServiceAccount,
   restricted Pod Security, a read-only root, real probes and HTTPS metrics. The leader's Pod
   deleted hands over to the standby while a JobSet created meanwhile runs real Pods to
   completion; the metrics are scraped from a Pod with a ServiceAccount token.
@@ -22,12 +24,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +44,10 @@ from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import METRICS_READER_RULES
 from jobset_infra.cluster import nodehost
 from jobset_infra.cluster.command import controller_image
+from jobset_infra.cluster.deploy import watch_jobset
+from jobset_infra.cluster.engine import Update
 from jobset_infra.cluster.images.spec import CONTROLLER, IN_PLACE_RESTART_AGENT, WORKLOAD
-from jobset_infra.cluster.install import install_jobset_system, local_install
+from jobset_infra.cluster.install import local_install
 from jobset_infra.cluster.local import RunningCluster, _run
 from jobset_infra.cluster.nodehost import SYSCTL
 from jobset_infra.cluster.processes import kill
@@ -53,9 +59,9 @@ from jobset_infra.cluster.realnode import (
     node_name,
 )
 from jobset_infra.manifests.controller_spec import ControllerInstall
-from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.manifests.in_place_restart import AGENT_ACCOUNT, agent_objects
 from tests.realnodes import kubectl, real_node_cluster
+from tests.realpulumi import engine_or_skip, stack_engine
 from tests.waiting import until_sync
 
 pytestmark = [pytest.mark.real, pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -63,6 +69,7 @@ pytestmark = [pytest.mark.real, pytest.mark.realnode, pytest.mark.slow, pytest.m
 PYTHON = "/opt/venv/bin/python"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "jax-cpu" / "jobset.yaml"
 REAL_NODES = (node_name(0), node_name(1))
+LOCAL = "local"
 
 
 # The client: resolve the server by its headless Service name, fetch from it, reach the API
@@ -87,26 +94,61 @@ print(json.dumps(out), flush=True)
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[RunningCluster, list[str]]]:
+    engine_or_skip()  # the controller goes on with `pulumi up -s local`: before any start
     progress: list[str] = []
+    # No CRD served beforehand: the stack creates it, as it does on GKE (a create of an object
+    # that exists is refused by the provider).
     with real_node_cluster(images=("controller", "workload"), real_nodes=len(REAL_NODES),
-                           crds=(jobset_crd(),), progress=progress) as running:
+                           progress=progress) as running:
         yield running, progress
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """What `pulumi up -s local` put on the real-node cluster."""
+
+    cluster: RunningCluster
+    install: ControllerInstall
+    update: Update
+
+
+def real_node_stack(install: ControllerInstall) -> dict[str, str]:
+    """The committed `local` stack's config changed for a cluster whose only nodes are real:
+    the controller from its image by digest (two replicas, the InPlaceRestart gate for the
+    in-place restart tests), no kwok pools (so the demo JobSet is the CPU one) and no Kueue,
+    whose manager has no image on the nodes yet (docs/cluster.md)."""
+    gates = install.config.feature_gates
+    return {
+        "jobset-infra:nodes": "",
+        "jobset-infra:controller.image": install.image,
+        "jobset-infra:controller.replicas": str(install.replicas),
+        **{f"jobset-infra:controller.config.featureGates.{gate}": str(on).lower()
+           for gate, on in gates.items()},
+        "jobset-infra:kueue.enabled": "false",
+        # the committed `python -c ...` runs in any of our images: the controller's is on the nodes
+        "jobset-infra:workload.image": CONTROLLER.reference,
+    }
+
+
 @pytest.fixture(scope="module")
-def installed(cluster: tuple[RunningCluster, list[str]]) -> tuple[RunningCluster,
-                                                                    ControllerInstall]:
+def deployed(cluster: tuple[RunningCluster, list[str]],
+             tmp_path_factory: pytest.TempPathFactory) -> Deployed:
     running, _ = cluster
     # As it ships, plus the InPlaceRestart gate (its Pod watch) for the in-place restart test.
     gates = ControllerConfig.from_dict({"featureGates": {str(Feature.IN_PLACE_RESTART): True}})
     install = local_install(image=controller_image(), config=gates)
+    engine = stack_engine(running, tmp_path_factory.mktemp("project"), LOCAL)
+    for key, value in real_node_stack(install).items():
+        engine.config_set(LOCAL, key, value, path=True)
+    update = engine.up(LOCAL)
+    print(f"pulumi up -s {LOCAL} onto the real nodes: {len(update.ops())} resources created in "
+          f"{update.seconds:.1f} s")
+    return Deployed(running, install, update)
 
-    async def go() -> None:
-        async with running.client() as api:
-            await install_jobset_system(api, install, timeout=240)
 
-    _run(go())
-    return running, install
+@pytest.fixture(scope="module")
+def installed(deployed: Deployed) -> tuple[RunningCluster, ControllerInstall]:
+    return deployed.cluster, deployed.install
 
 
 def _pod(name: str, args: list[str], **spec: Any) -> dict[str, Any]:
@@ -181,6 +223,29 @@ def test_a_pod_runs_for_real_and_resolves_a_headless_service_name(
 
 
 # --- the controller, as it ships ---
+
+
+def test_pulumi_up_of_the_local_stack_runs_the_controller_from_its_image_and_its_jobset(
+        deployed: Deployed) -> None:
+    cluster, install, update = deployed.cluster, deployed.install, deployed.update
+    ops = update.ops()
+    assert set(ops.values()) == {"create"}
+    assert {"jobset-crd", "jobset-controller", "hello-tpu"} <= set(ops)
+    assert not [name for name in ops if name.startswith("kueue")]
+    # the stack's outputs: the controller from the image built here, by digest
+    assert update.outputs["controllerImage"] == install.image
+    assert update.outputs["controllerNamespace"] == install.namespace
+    deployment = _json(cluster, "get", "deployment", "-n", install.namespace, install.name)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == install.image
+    assert deployment["status"]["readyReplicas"] == 2
+    # the stack's demo JobSet (CPU: the cluster has no TPU pools) runs for real to Completed
+    name = str(update.outputs["jobsetName"])
+    final = asyncio.run(watch_jobset(cluster, "default", name, 300, lambda _line: None))
+    assert final == "Completed"
+    pods = _json(cluster, "get", "pods", "-l", f"{k.JOBSET_NAME_KEY}={name}")["items"]
+    assert pods and all(p["spec"]["nodeName"] in REAL_NODES for p in pods)
+    # the committed command prints its Job's completion index (JOBSET_NAME is not set)
+    assert "slice worker 0 of" in kubectl(cluster, "logs", pods[0]["metadata"]["name"])
 
 
 def _pods(cluster: RunningCluster, install: ControllerInstall) -> list[dict[str, Any]]:

@@ -51,6 +51,17 @@ def cache_dir() -> Path | None:
     return base / "jobset-infra" if base.is_absolute() else None
 
 
+def save_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` under a unique name first and rename it into place, so a reader
+    sees the old file, the new one or none, never a torn one; failures are ignored: what is
+    kept here is only a shortcut, recomputed when absent."""
+    staged = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staged.write_bytes(data)
+        staged.replace(path)
+
+
 def install_cached_parser(folder: Path | None = None) -> None:
     """Give celpy its parser, loaded from `folder` (default `cache_dir()`) or built and saved
     there. Does nothing when celpy already has one."""
@@ -127,11 +138,7 @@ def parsed(text: str, parse: Callable[[str], Any], folder: Path | None = None) -
                 return tree
     tree = parse(text)
     if path is not None:
-        staged = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            staged.write_bytes(pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
-            staged.replace(path)
+        save_atomically(path, pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
     return tree
 
 

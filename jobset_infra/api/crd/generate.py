@@ -15,7 +15,6 @@ import copy
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +24,7 @@ import yaml
 
 from jobset_infra.api import constants as c
 from jobset_infra.api import k8s_openapi
-from jobset_infra.api.crd.cel_parser import cache_dir
+from jobset_infra.api.crd.cel_parser import cache_dir, save_atomically
 from jobset_infra.api.crd.schema import CrdSchema
 from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.api.field_docs import add_field_docs
@@ -156,11 +155,7 @@ def _kept_crd(gates: FeatureGates) -> dict[str, Any]:
                 return kept
     crd = generate_crd(gates)
     if path is not None:
-        staged = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            staged.write_text(json.dumps(crd), encoding="utf-8")
-            staged.replace(path)
+        save_atomically(path, json.dumps(crd).encode())
     return crd
 
 

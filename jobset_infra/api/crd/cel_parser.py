@@ -37,6 +37,7 @@ __all__ = [
     "install_cached_parser",
     "install_deferred_parser",
     "parsed",
+    "save_atomically",
 ]
 
 _FILE: Final = "cel-lalr-{lark}.pickle"

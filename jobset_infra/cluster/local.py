@@ -45,6 +45,7 @@ from jobset_infra.cluster.processes import (
     Started,
     alive,
     free_port,
+    free_ports,
     kill,
     start,
     stop,
@@ -177,7 +178,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
     layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
     real = None
     if options.real_nodes:
-        ports = [free_port() for _ in range(realnode.needed_ports(options.real_nodes))]
+        ports = free_ports(realnode.needed_ports(options.real_nodes))
         real = realnode.plan(folder, options.real_nodes, ports)
         nodehost.preflight(real)
         layout = dataclasses.replace(layout, node_network=realnode.node_network(real))

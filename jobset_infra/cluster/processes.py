@@ -45,6 +45,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports nothing listens on now: each socket stays bound until all
+    are chosen, so one call never hands out a port twice (separate `free_port` calls can)."""
+    with contextlib.ExitStack() as held:
+        socks = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
 def start(spec: ProcessSpec, log: Path, env: dict[str, str] | None = None) -> Started:
     """Spawn `spec` detached from our session, stdout and stderr into `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -88,3 +88,11 @@ def test_a_component_that_never_answers_times_out_naming_it(tmp_path: Path) -> N
         assert "kwok not healthy" in str(err.value)
     finally:
         stop([started])
+
+
+def test_free_ports_are_distinct_within_one_call() -> None:
+    from jobset_infra.cluster.processes import free_ports
+
+    for _ in range(50):
+        ports = free_ports(16)
+        assert len(set(ports)) == 16

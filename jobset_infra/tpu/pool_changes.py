@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from jobset_infra.tpu import constants as c
-from jobset_infra.tpu.pools import SlicePoolsPlan, replacement_fingerprint
+from jobset_infra.tpu.pools import GROUP_COUNTS, SlicePoolsPlan, replacement_fingerprint
 
 __all__ = [
     "MAX_NODES",
@@ -35,7 +35,6 @@ __all__ = [
 
 MAX_NODES: Final = "max_nodes"
 """The setting that says how many nodes a pool may hold (fixed size, or autoscaling's max)."""
-_GROUP_COUNTS: Final = frozenset({"slices", "spares"})  # the group's, not one pool's
 
 PoolSettings = Mapping[str, Mapping[str, str]]
 """Pool name -> setting -> value, as `pool_settings` records them (plain strings: JSON)."""
@@ -67,7 +66,7 @@ def pool_settings(plans: Iterable[SlicePoolsPlan]) -> dict[str, dict[str, str]]:
     settings: dict[str, dict[str, str]] = {}
     for plan in plans:
         fingerprint = {k: v for k, v in replacement_fingerprint(plan).items()
-                       if k not in _GROUP_COUNTS}
+                       if k not in GROUP_COUNTS}
         most = plan.autoscaling.max_nodes if plan.autoscaling else plan.nodes_per_pool
         for pool in plan.pools:
             settings[pool.name] = {**fingerprint, MAX_NODES: str(most)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from jobset_infra.tpu import constants as c
 from jobset_infra.tpu.catalog import SlicePlacement
@@ -29,6 +29,7 @@ from jobset_infra.tpu.spec import (
 from jobset_infra.tpu.validation import validate_spec, zone_region
 
 __all__ = [
+    "GROUP_COUNTS",
     "PlacementDomain",
     "SlicePool",
     "SlicePoolsPlan",
@@ -293,6 +294,11 @@ def check_jobset_fits(
         )
 
 
+GROUP_COUNTS: Final = frozenset({"slices", "spares"})
+"""Fingerprint keys that count a group's pools: a change adds or deletes pools, it does not
+replace the ones that stay."""
+
+
 def replacement_fingerprint(plan: SlicePoolsPlan) -> Mapping[str, str]:
     """Return the plan's replace-on-change node-pool settings (rule 13), as strings."""
     return MappingProxyType(
@@ -337,7 +343,7 @@ def replacement_warnings(
         f"changing {key} from {previous[key]!r} to {value!r} replaces all {plan.slices} slice "
         f"pool(s) of {plan.name!r}: running workloads on them are evicted"
         for key, value in current.items()
-        if key not in ("slices", "spares") and key in previous and previous[key] != value
+        if key not in GROUP_COUNTS and key in previous and previous[key] != value
     ]
     for key, now, name in (("slices", plan.slices, slice_pool_name),
                            ("spares", plan.spares, spare_pool_name)):

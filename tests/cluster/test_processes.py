@@ -13,6 +13,7 @@ from jobset_infra.cluster.processes import (
     Started,
     alive,
     free_port,
+    free_ports,
     start,
     stop,
     wait_healthy,
@@ -91,8 +92,6 @@ def test_a_component_that_never_answers_times_out_naming_it(tmp_path: Path) -> N
 
 
 def test_free_ports_are_distinct_within_one_call() -> None:
-    from jobset_infra.cluster.processes import free_ports
-
     for _ in range(50):
         ports = free_ports(16)
         assert len(set(ports)) == 16

@@ -15,7 +15,10 @@ each held equal to its full recomputation by the same tests:
   then builds no names: a settled pass at N=2,048 spent three quarters of its time on them);
 * `names`: the children's names, as that check compares them;
 * `ready_in`: the Jobs `recovery.phase_of` counts ready (the recovery metrics' phase);
-* `failing`: the only Jobs `recovery.failures_of` can find failing.
+* `failing`: the only Jobs `recovery.failures_of` can find failing;
+* `unsuspended`: the active Jobs not suspended, the only ones step 16 suspends;
+* `sized_otherwise`: the active Jobs of a replicated job whose parallelism or completions
+  differ from a size, the only ones elastic scaling (step 14) patches.
 
 Pure: no I/O, no clock. A tally is mutable data the runtime owns; a pass only reads it.
 """
@@ -40,6 +43,7 @@ __all__ = ["ChildTally", "TallyBasis", "kept_tally", "tally_basis"]
 
 _Group = Literal["active", "successful", "failed", "previous"]
 _GROUPS: tuple[_Group, ...] = ("active", "successful", "failed", "previous")
+_Size = tuple[int | None, int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +98,8 @@ def kept_tally(draft: Draft) -> ChildTally | None:
 class ChildTally:
     """The children of one JobSet by group, and the counts status.replicatedJobsStatus shows."""
 
-    __slots__ = ("_counts", "_groups", "_indexes", "_jobs", "_ready", "_sorted", "_targets",
-                 "_where", "basis")
+    __slots__ = ("_counts", "_groups", "_indexes", "_jobs", "_ready", "_running", "_sizes",
+                 "_sorted", "_targets", "_where", "basis")
 
     def __init__(self, basis: TallyBasis, jobs: Iterable[ChildJob] = ()) -> None:
         self.basis = basis
@@ -106,6 +110,9 @@ class ChildTally:
         # replicated job -> [how many, sum] of the indexes of the Jobs named as that index's
         self._indexes: dict[str, list[int]] = {}
         self._ready = 0  # Jobs `ready_in_attempt(job, basis.restarts)`
+        self._running: dict[str, ChildJob] = {}  # active Jobs not suspended, by name
+        # replicated job -> (parallelism, completions) -> its active Jobs of that size, by name
+        self._sizes: dict[str, dict[_Size, dict[str, ChildJob]]] = {}
         # what `jobs` and `child_jobs` last returned, until the next event: a pass with no
         # event since the last one walks nothing
         self._jobs: tuple[ChildJob, ...] | None = None
@@ -130,6 +137,8 @@ class ChildTally:
                 self._groups[group][new.name] = new
                 self._count(new, group, 1)
                 self._index(new, 1)
+                if group == "active":
+                    self._add_active(new)
 
     def child_jobs(self) -> ChildJobs:
         """The children by group, as `classify_child_jobs` returns them (order aside)."""
@@ -182,12 +191,45 @@ class ChildTally:
         """The children that can be failing (a failing Job is in no other group)."""
         return chain(self._groups["failed"].values(), self._groups["previous"].values())
 
+    def unsuspended(self) -> Iterable[ChildJob]:
+        """The active children not suspended (what suspending the JobSet patches)."""
+        return self._running.values()
+
+    def sized_otherwise(self, rjob: str, size: int) -> Iterable[ChildJob]:
+        """The active children of `rjob` whose parallelism or completions is not `size` (what
+        elastic scaling patches): none walked when every one has that size."""
+        wanted = (size, size)
+        sizes = self._sizes.get(rjob, {})
+        return chain.from_iterable(jobs.values() for key, jobs in sizes.items() if key != wanted)
+
+    def _add_active(self, job: ChildJob) -> None:
+        if not job.suspend:
+            self._running[job.name] = job
+        sizes = self._sizes.get(job.rjob)
+        if sizes is None:
+            sizes = self._sizes[job.rjob] = {}
+        key = (job.parallelism, job.completions)
+        jobs = sizes.get(key)
+        if jobs is None:
+            jobs = sizes[key] = {}
+        jobs[job.name] = job
+
+    def _remove_active(self, job: ChildJob) -> None:
+        self._running.pop(job.name, None)
+        sizes = self._sizes[job.rjob]
+        key = (job.parallelism, job.completions)
+        del sizes[key][job.name]
+        if not sizes[key]:  # emptied sizes are dropped: a scaled JobSet keeps no old buckets
+            del sizes[key]
+
     def _remove(self, name: str) -> None:
         group = self._where.pop(name, None)
         if group is not None:
             job = self._groups[group].pop(name)
             self._count(job, group, -1)
             self._index(job, -1)
+            if group == "active":
+                self._remove_active(job)
 
     def _index(self, job: ChildJob, sign: int) -> None:
         self._ready += sign * ready_in_attempt(job, self.basis.restarts)

@@ -252,9 +252,12 @@ def create_volume_claims(draft: Draft) -> None:
 
 
 def sync_job_scaling(draft: Draft, jobs: ChildJobs) -> None:
-    """Step 14: patch parallelism/completions of live Jobs (ElasticJobSet gate only)."""
+    """Step 14: patch parallelism/completions of live Jobs (ElasticJobSet gate only); with a
+    kept tally only the Jobs of another size are looked at."""
     if draft.config.enabled(Feature.ELASTIC_JOBSET):
-        draft.add(*scaling_updates(draft.js.spec.replicated_jobs, jobs.active))
+        tally = kept_tally(draft)
+        sized_otherwise = None if tally is None else tally.sized_otherwise
+        draft.add(*scaling_updates(draft.js.spec.replicated_jobs, jobs.active, sized_otherwise))
 
 
 def restart_in_place(draft: Draft) -> None:
@@ -273,9 +276,11 @@ def restart_in_place(draft: Draft) -> None:
 
 
 def suspend(draft: Draft, jobs: ChildJobs) -> None:
-    """Step 16: suspend active Jobs; Suspended=True, RestartingJobSet=False/JobSetSuspended
+    """Step 16: suspend active Jobs (only those not suspended yet, from the tally when kept:
+    a settled suspended JobSet walks none); Suspended=True, RestartingJobSet=False/JobSetSuspended
     (and a pending exclusive placement is no longer pending)."""
-    draft.add(*suspend_jobs(jobs.active))
+    tally = kept_tally(draft)
+    draft.add(*suspend_jobs(jobs.active if tally is None else tally.unsuspended()))
     draft.set_condition(cond.suspended())
     draft.set_condition(cond.restarting_stopped(c.JOBSET_SUSPENDED_REASON))
     draft.set_condition(placement_stopped(c.JOBSET_SUSPENDED_REASON))

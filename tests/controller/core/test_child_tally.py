@@ -1,7 +1,7 @@
 """The children tallied one Job event at a time equal the full classification and counts after
 any sequence of events (and so do the names, the missing-Job check, the Jobs the recovery phase
-counts ready and the failing Jobs it reads from the tally), and a pass given the tally plans
-what a pass without it plans."""
+counts ready and the failing Jobs it reads from the tally, the Jobs suspending patches and those
+elastic scaling patches), and a pass given the tally plans what a pass without it plans."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from jobset_infra.controller.core import observe, reconcile
 from jobset_infra.controller.core.child_jobs import pending_jobs
 from jobset_infra.controller.core.child_tally import ChildTally, TallyBasis, tally_basis
 from jobset_infra.controller.core.classify import ChildJobs, classify_child_jobs
+from jobset_infra.controller.core.elastic import scaling_updates
 from jobset_infra.controller.core.recovery import failures_of, phase_of, ready_in_attempt
 from jobset_infra.controller.core.replicated_jobs_status import count_replicated_jobs
+from jobset_infra.controller.core.suspend_resume import suspend_jobs
 from jobset_infra.controller.core.types import ChildJob, CoreConfig, JobCondition, Observed, Plan
 from jobset_infra.testing.jobs import make_job
 from jobset_infra.testing.jobsets import make_jobset
@@ -52,6 +54,7 @@ def child_jobs(draw: st.DrawFn) -> ChildJob:
         active=draw(st.integers(0, 1)), ready=draw(st.integers(0, 2)),
         succeeded=draw(st.integers(0, 1)), suspend=draw(st.booleans()),
         parallelism=draw(st.sampled_from([None, 1, 2])),
+        completions=draw(st.sampled_from([None, 1, 2])),
         deletion_timestamp=draw(st.sampled_from([None, None, NOW])),
     )
 
@@ -99,6 +102,19 @@ PARSED = observe(JS).jobset
 SIZED = {(name, replicas): ReplicatedJob.model_validate(
     {"name": name, "replicas": replicas, "template": {}})
     for name in ("w", "v", "u") for replicas in range(6)}
+# templates of every size elastic scaling propagates (parallelism == completions) or not
+SCALED = [
+    [ReplicatedJob.model_validate(
+        {"name": name, "replicas": 4, "template": {"spec": {**spec, "template": {}}}})
+     for name, spec in zip(("w", "v", "u"), specs, strict=True)]
+    for specs in (
+        ({"parallelism": 1, "completions": 1}, {"parallelism": 2, "completions": 2}, {}),
+        ({"parallelism": 2, "completions": 2}, {"parallelism": 2, "completions": 1},
+         {"parallelism": 1, "completions": 1}),
+        ({"parallelism": 3, "completions": 3}, {"parallelism": 1, "completions": 1},
+         {"parallelism": 2}),
+    )
+]
 
 
 def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: ChildJobs) -> None:
@@ -123,6 +139,17 @@ def assert_the_per_pass_walks_agree(tally: ChildTally, basis: TallyBasis, full: 
         assert phase_of(stored, owned, tally.ready_in) == phase_of(stored, owned)
     failing = {f.job_uid for f in failures_of(owned, Plan())}
     assert {f.job_uid for f in failures_of(tally.failing(), Plan())} == failing
+    # step 16 patches the active Jobs not suspended; in the order of the walk over them
+    assert suspend_jobs(tally.unsuspended()) == suspend_jobs(full.active)
+    # step 14 patches the active Jobs of another size than their template's
+    for rjobs in SCALED:
+        walked = scaling_updates(rjobs, full.active)
+        assert scaling_updates(rjobs, (), tally.sized_otherwise) == walked
+    for name in ("w", "v", "u"):
+        for size in (1, 2, 3):
+            off = {j.name for j in full.active
+                   if j.rjob == name and (j.parallelism, j.completions) != (size, size)}
+            assert {j.name for j in tally.sized_otherwise(name, size)} == off
 
 
 def test_a_child_not_named_for_its_index_never_lets_the_tally_cover() -> None:
@@ -139,16 +166,25 @@ def test_a_child_not_named_for_its_index_never_lets_the_tally_cover() -> None:
     assert not tally.covers("w", 2), "index 1 is no Job's: js-w-1 does not exist"
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    outcomes=st.lists(st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=4),
-    restarts=st.integers(0, 1),
-    restart_job=st.booleans(),
+CHILDREN = st.lists(  # per Job: outcome, parallelism, completions, suspended
+    st.tuples(st.sampled_from(sorted(OUTCOMES)), st.integers(1, 2), st.integers(1, 2),
+              st.booleans()),
+    min_size=3, max_size=4,
 )
+GATES = st.fixed_dictionaries({"RestartJob": st.booleans(), "ElasticJobSet": st.booleans()})
+
+
+@settings(max_examples=80, deadline=None)
+@given(children=CHILDREN, restarts=st.integers(0, 1), gates=GATES, suspended=st.booleans(),
+       size=st.integers(1, 2))
 def test_a_pass_with_the_tally_plans_what_a_pass_without_it_plans(
-    outcomes: list[str], restarts: int, restart_job: bool
+    children: list[tuple[str, int, int, bool]], restarts: int, gates: dict[str, bool],
+    suspended: bool, size: int,
 ) -> None:
-    js = make_jobset("js", "ns").uid(UID).replicated_job("w", replicas=4).obj()
+    """Also a suspended JobSet (step 16 patches the running Jobs) and an elastic one whose
+    template was resized (step 14 patches the Jobs of another size)."""
+    js = (make_jobset("js", "ns").uid(UID).replicated_job("w", 4, size, size)
+          .suspend(suspended).obj())
     js["status"] = {"restarts": restarts}
     steps = {
         "running": lambda b: b.started().ready(),
@@ -158,10 +194,11 @@ def test_a_pass_with_the_tally_plans_what_a_pass_without_it_plans(
     }
     jobs = [
         steps[outcome](make_job("js", "ns", rjob="w", index=index, jobset_uid=UID,
-                                restart_attempt=restarts)).view()
-        for index, outcome in enumerate(outcomes)
+                                restart_attempt=restarts)
+                       .parallelism(parallelism, completions).suspend(suspend)).view()
+        for index, (outcome, parallelism, completions, suspend) in enumerate(children)
     ]
-    config = CoreConfig(gates=FeatureGates.of({"RestartJob": restart_job}))
+    config = CoreConfig(gates=FeatureGates.of(gates))
     parsed = observe(js, jobs)
     tally = ChildTally(tally_basis(parsed.jobset, config), jobs)
     without = Observed(parsed.jobset, parsed.jobs)

@@ -1,15 +1,13 @@
 """A local cluster with real nodes, for the real-node tier (tests/realnode).
 
-Real nodes share this machine's network namespace (one pod network, one kube-proxy table), so
-one real-node cluster runs on a machine at a time: the fixture holds an exclusive lock for the
-cluster's life, and a second test file (another pytest-xdist worker, another checkout's run)
-waits for it. Without root, Debian's runc/nftables or the node tools, a test is skipped with
-the fix; with JOBSET_REQUIRE_REAL=1 (CI) it fails instead.
+Each real-node cluster runs in a network namespace of its own (docs/cluster.md), so two test
+files (two pytest-xdist workers, another checkout's run) may each have one at once. Without
+root, Debian's runc/nftables or the node tools, a test is skipped with the fix; with
+JOBSET_REQUIRE_REAL=1 (CI) it fails instead.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -25,10 +23,8 @@ import pytest
 from jobset_infra.cluster import nodeup
 from jobset_infra.cluster.binaries import MissingBinaryError
 from jobset_infra.cluster.local import ClusterOptions, RunningCluster, start_cluster
-from jobset_infra.cluster.realnode import RUNC, RUNTIME_ROOT
+from jobset_infra.cluster.realnode import RUNC
 from tests.realcluster import REQUIRE_ENV, image_tools_or_skip, tools_or_skip
-
-LOCK = RUNTIME_ROOT.parent / "jobset-infra-realnode.lock"
 
 
 def node_tools_or_skip() -> None:
@@ -47,14 +43,6 @@ def node_tools_or_skip() -> None:
 
 
 @contextmanager
-def machine_lock() -> Iterator[None]:
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with LOCK.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
-        yield
-
-
-@contextmanager
 def real_node_cluster(*, images: tuple[str, ...] = ("controller",), real_nodes: int = 1,
                       nodes: str = "", crds: tuple[dict[str, object], ...] = (),
                       progress: list[str] | None = None) -> Iterator[RunningCluster]:
@@ -62,21 +50,20 @@ def real_node_cluster(*, images: tuple[str, ...] = ("controller",), real_nodes: 
     tools = tools_or_skip()
     node_tools_or_skip()
     lines = progress if progress is not None else []
-    with machine_lock():
-        folder = Path(tempfile.mkdtemp(prefix="jobset-realnode-"))
-        options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
-                                 real_nodes=real_nodes, images=images, crds=crds)
-        cluster = start_cluster(options, progress=lines.append, tools=tools)
-        failed = True
-        try:
-            yield cluster
-            failed = False
-        finally:
-            began = time.monotonic()
-            cluster.stop(keep_files=failed)
-            print(f"real-node cluster stopped in {time.monotonic() - began:.1f} s")
-            if not failed:
-                shutil.rmtree(folder, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix="jobset-realnode-"))
+    options = ClusterOptions(nodes=nodes, folder=folder / "cluster", name=folder.name,
+                             real_nodes=real_nodes, images=images, crds=crds)
+    cluster = start_cluster(options, progress=lines.append, tools=tools)
+    failed = True
+    try:
+        yield cluster
+        failed = False
+    finally:
+        began = time.monotonic()
+        cluster.stop(keep_files=failed)
+        print(f"real-node cluster stopped in {time.monotonic() - began:.1f} s")
+        if not failed:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def kubectl(cluster: RunningCluster, *args: str, check: bool = True) -> str:

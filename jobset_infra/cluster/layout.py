@@ -7,6 +7,7 @@ the flags each component gets are visible (and tested) as plain data.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,14 @@ class Ports:
 
 @dataclass(frozen=True)
 class NodeNetwork:
-    """Set when the cluster has real nodes (`realnode`): pods reach the API server at
-    `advertise_address` (the `kubernetes` Service's endpoint), and Services take `service_cidr`."""
+    """Set when the cluster has real nodes (`realnode`): every process runs in the network
+    namespace `netns` (a path under /run/netns) and listens on `advertise_address`, the
+    namespace's end of its link to the machine; pods reach the API server there (the
+    `kubernetes` Service's endpoint), and Services take `service_cidr`."""
 
     advertise_address: str
     service_cidr: str
+    netns: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,21 @@ class Layout:
 
     @property
     def apiserver_host(self) -> str:
-        """The one address kube-apiserver listens on: loopback, or with real nodes the first
-        node's gateway (pods reach it there; it is this machine's own address, so every client
-        here reaches it too). `--bind-address` takes one address, so never both."""
+        """The one address kube-apiserver listens on: loopback, or with real nodes the
+        namespace's end of the cluster's link (pods reach it there through the `kubernetes`
+        Service, the machine over the link). `--bind-address` takes one address."""
+        return self.bind_host
+
+    @property
+    def bind_host(self) -> str:
+        """Where every component listens: loopback, or the cluster namespace's link address
+        (the machine reaches nothing on the namespace's own loopback)."""
         return self.node_network.advertise_address if self.node_network else "127.0.0.1"
+
+    @property
+    def netns(self) -> str | None:
+        """The network namespace every process of the cluster runs in (None: the machine's)."""
+        return self.node_network.netns if self.node_network else None
 
     @property
     def url(self) -> str:
@@ -118,24 +133,26 @@ class ProcessSpec:
     name: str
     argv: tuple[str, ...]
     health_url: str  # answers 200 when the component is up (https urls use the cluster CA)
+    netns: str | None = None  # a network namespace (/run/netns/NAME) to run in
 
 
 def plan_processes(layout: Layout, tools: Tools, tuning: Tuning = Tuning()) -> Sequence[
     ProcessSpec
 ]:
     """etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: start order."""
-    return (
+    specs = (
         _etcd(layout, tools),
         _apiserver(layout, tools, tuning),
         _controller_manager(layout, tools, tuning),
         _scheduler(layout, tools),
         _kwok(layout, tools),
     )
+    return tuple(dataclasses.replace(s, netns=layout.netns) for s in specs)
 
 
 def _etcd(layout: Layout, tools: Tools) -> ProcessSpec:
-    client = f"http://127.0.0.1:{layout.ports.etcd_client}"
-    peer = f"http://127.0.0.1:{layout.ports.etcd_peer}"
+    client = f"http://{layout.bind_host}:{layout.ports.etcd_client}"
+    peer = f"http://{layout.bind_host}:{layout.ports.etcd_peer}"
     return ProcessSpec("etcd", (
         str(tools.etcd), "--name=local", f"--data-dir={layout.folder / 'etcd'}",
         f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
@@ -150,7 +167,7 @@ def _apiserver(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:
     p = layout.pki
     return ProcessSpec("kube-apiserver", (
         str(tools.kube_apiserver),
-        f"--etcd-servers=http://127.0.0.1:{layout.ports.etcd_client}",
+        f"--etcd-servers=http://{layout.bind_host}:{layout.ports.etcd_client}",
         *_apiserver_network(layout), f"--secure-port={layout.ports.apiserver}",
         f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
         f"--client-ca-file={p.ca_cert}", f"--token-auth-file={layout.token_file}",
@@ -171,8 +188,8 @@ def _apiserver_network(layout: Layout) -> tuple[str, ...]:
         return ("--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
                 "--endpoint-reconciler-type=none")
     p, client = layout.pki, certs.APISERVER_KUBELET_CLIENT
-    # Real nodes' pods dial the `kubernetes` Service, which kube-proxy sends to the gateway of
-    # the first node's bridge: the server listens there, and only there (`Layout.url`).
+    # Real nodes' pods dial the `kubernetes` Service, which kube-proxy sends to the namespace's
+    # link address: the server listens there, and only there (`Layout.url`).
     return (f"--bind-address={layout.apiserver_host}",
             f"--advertise-address={network.advertise_address}",
             f"--kubelet-client-certificate={p.client_cert(client)}",
@@ -186,7 +203,7 @@ def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> Process
         str(tools.kube_controller_manager),
         f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1", f"--secure-port={layout.ports.controller_manager}",
+        f"--bind-address={layout.bind_host}", f"--secure-port={layout.ports.controller_manager}",
         "--leader-elect=false", "--use-service-account-credentials=true",
         f"--service-account-private-key-file={p.service_account_key}",
         f"--root-ca-file={p.ca_cert}",
@@ -195,7 +212,7 @@ def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> Process
         f"--kube-api-qps={tuning.component_qps}", f"--kube-api-burst={tuning.component_burst}",
         f"--concurrent-job-syncs={tuning.concurrent_job_syncs}", "--concurrent-gc-syncs=50",
         "--profiling=false", "--v=1",
-    ), f"https://127.0.0.1:{layout.ports.controller_manager}/healthz")
+    ), f"https://{layout.bind_host}:{layout.ports.controller_manager}/healthz")
 
 
 def _scheduler(layout: Layout, tools: Tools) -> ProcessSpec:
@@ -203,8 +220,9 @@ def _scheduler(layout: Layout, tools: Tools) -> ProcessSpec:
     return ProcessSpec("kube-scheduler", (
         str(tools.kube_scheduler), f"--config={layout.scheduler_config}",
         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1", f"--secure-port={layout.ports.scheduler}", "--v=1",
-    ), f"https://127.0.0.1:{layout.ports.scheduler}/healthz")
+        f"--bind-address={layout.bind_host}", f"--secure-port={layout.ports.scheduler}",
+        "--v=1",
+    ), f"https://{layout.bind_host}:{layout.ports.scheduler}/healthz")
 
 
 def _kwok(layout: Layout, tools: Tools) -> ProcessSpec:
@@ -212,9 +230,9 @@ def _kwok(layout: Layout, tools: Tools) -> ProcessSpec:
         str(tools.kwok), f"--kubeconfig={layout.component_kubeconfig(certs.KWOK)}",
         f"--config={layout.kwok_config}", "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_VALUE}",
-        f"--server-address=127.0.0.1:{layout.ports.kwok}", f"--cidr={POD_CIDR}",
+        f"--server-address={layout.bind_host}:{layout.ports.kwok}", f"--cidr={POD_CIDR}",
         "--node-ip=10.0.0.2", "--node-lease-duration-seconds=40",
-    ), f"http://127.0.0.1:{layout.ports.kwok}/healthz")
+    ), f"http://{layout.bind_host}:{layout.ports.kwok}/healthz")
 
 
 def scheduler_config(layout: Layout, tuning: Tuning = Tuning()) -> dict[str, object]:

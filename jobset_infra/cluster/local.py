@@ -181,6 +181,7 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
         ports = free_ports(realnode.needed_ports(options.real_nodes))
         real = realnode.plan(folder, options.real_nodes, ports)
         nodehost.preflight(real)
+        real = nodehost.claim_slot(real)
         layout = dataclasses.replace(layout, node_network=realnode.node_network(real))
     _write_files(layout, options, real)
     cluster = RunningCluster(layout, [], pools, options=options, real=real)
@@ -322,7 +323,8 @@ def _write_files(layout: Layout, options: ClusterOptions,
     if real is not None:
         clients = (*clients, pki.APISERVER_KUBELET_CLIENT, realnode.PROXY_IDENTITY,
                    realnode.COREDNS_IDENTITY, *(n.identity for n in real.nodes))
-        serving_ips = (*(n.gateway for n in real.nodes), real.kubernetes_service_ip)
+        serving_ips = (real.address, *(n.gateway for n in real.nodes),
+                       real.kubernetes_service_ip)
     pki.write_pki(layout.pki.folder, datetime.datetime.now(datetime.UTC), clients, serving_ips)
     layout.token_file.write_text(f'{layout.admin_token},jobset-infra-admin-token,admin-token,'
                                  f'"system:masters"\n')

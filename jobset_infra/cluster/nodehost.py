@@ -1,10 +1,11 @@
 """The machine side of real nodes: checks, bridges, cgroups, image import and teardown.
 
-Everything here changes the machine, and only what one cluster's run creates: the bridges
-`jsi<i>` with their gateway address (and IPv4 forwarding on those bridges only), one cgroup
-per node in each cgroup v1 hierarchy, the folder under
-/run/jobset-infra, and what kubelet, containerd and kube-proxy make beneath those (pod
-network namespaces, mounts, kube-proxy's nftables table). `teardown` removes all of it.
+Everything here changes the machine, and only what one cluster's run creates: its network
+namespace `jsi-<key>` with the veth pair to the machine and, inside it, the bridges `jsi<i>`
+with their gateway address (and IPv4 forwarding on those bridges only); one cgroup per node in
+each cgroup v1 hierarchy, the folder under /run/jobset-infra, and what kubelet, containerd and
+kube-proxy make beneath those (pod network namespaces, mounts, kube-proxy's nftables table, in
+the cluster's namespace). `teardown` removes all of it.
 `prepare` first writes the cluster's `Record` into its /run folder, so that what a killed
 cluster left is found again (`records`, and `local.sweep_stale`, which `up` and `down` run).
 Needs root.
@@ -13,31 +14,32 @@ Needs root.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from jobset_infra.cluster.processes import ComponentError, Started
 from jobset_infra.cluster.realnode import (
-    POD_NETWORK,
+    NETNS_LINK,
     RUNC,
     RUNTIME_ROOT,
     Node,
     RealNodeError,
     RealNodes,
-    collisions,
+    choose_slot,
 )
 from jobset_infra.cluster.stale import Record
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 CTR_NAMESPACE: Final = "k8s.io"  # the CRI's containerd namespace
-PROXY_TABLES: Final = (("ip", "kube-proxy"), ("ip6", "kube-proxy"))
 # What kubelet sets at start, whatever its configuration says (protectKernelDefaults only turns
 # a difference into a refusal to start): kept before and put back by `teardown`.
 KERNEL_TUNABLES: Final = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
@@ -45,6 +47,11 @@ KERNEL_TUNABLES: Final = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/pan
                           "kernel/keys/root_maxbytes")
 SYSCTL: Final = Path("/proc/sys")
 RECORD_FILE: Final = "record.json"
+SLOT_FILE: Final = "slot"
+# Machine-wide, as the tunables are: the values before the first of the clusters running at once
+# changed them, put back when the last of them goes.
+SAVED_SYSCTLS: Final = RUNTIME_ROOT / "sysctls.json"
+LOCK_FILE: Final = RUNTIME_ROOT / ".lock"
 
 
 def preflight(real: RealNodes) -> None:
@@ -61,12 +68,33 @@ def preflight(real: RealNodes) -> None:
     if not hierarchies():
         raise RealNodeError(f"no cgroup v1 hierarchy under {CGROUP_ROOT}: real nodes are set "
                             "up for this machine's cgroup v1 (see docs/cluster.md)")
-    overlapping = collisions(real, host_networks())
-    if overlapping:
-        raise RealNodeError(
-            f"the pod network {POD_NETWORK} overlaps {', '.join(overlapping)} on this machine; "
-            "another real-node cluster runs here (stop it with `jobset-infra cluster down "
-            "--name NAME`), or the host uses the range, which real nodes then cannot")
+
+
+@contextlib.contextmanager
+def machine_lock() -> Iterator[None]:
+    """Held while a cluster takes its slot or the machine-wide tunables change hands: two
+    clusters starting or stopping at once (two test workers) see each other's."""
+    RUNTIME_ROOT.mkdir(parents=True, exist_ok=True)
+    with LOCK_FILE.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def claim_slot(real: RealNodes) -> RealNodes:
+    """`real` with the lowest free /30 of the links' range, reserved in its /run folder (so a
+    cluster starting meanwhile skips it; `teardown` frees it) beside its record, this process
+    its owner (so a sweep frees it should this process die before `prepare`)."""
+    with machine_lock():
+        reserved = set()
+        for path in RUNTIME_ROOT.glob(f"*/{SLOT_FILE}"):
+            if path.parent != real.runtime:
+                with contextlib.suppress(OSError, ValueError):
+                    reserved.add(int(path.read_text()))
+        claimed = dataclasses.replace(real, slot=choose_slot(host_networks(), reserved))
+        real.runtime.mkdir(parents=True, exist_ok=True)
+        (real.runtime / SLOT_FILE).write_text(f"{claimed.slot}\n")
+        write_record(claimed, owner=os.getpid())
+        return claimed
 
 
 def host_networks() -> list[tuple[str, str]]:
@@ -97,25 +125,38 @@ def hierarchies() -> list[Path]:
 
 
 def prepare(real: RealNodes) -> None:
-    """The cluster's record (this process its owner), the bridges, each with its gateway
-    address, and each node's cgroup; the kernel tunables kubelet will change, kept for
+    """The cluster's record (this process its owner); its network namespace, linked to the
+    machine by a veth pair (the slot's /30), and in it the bridges, each with its gateway
+    address; each node's cgroup; the kernel tunables kubelet will change, kept for
     `teardown`."""
     real.runtime.mkdir(parents=True, exist_ok=True)
     write_record(real, owner=os.getpid())
-    saved = real.runtime / "sysctls.json"
-    if not saved.exists():
-        saved.write_text(json.dumps({name: (SYSCTL / name).read_text().strip()
-                                     for name in KERNEL_TUNABLES if (SYSCTL / name).exists()}))
+    with machine_lock():
+        if not SAVED_SYSCTLS.exists():
+            SAVED_SYSCTLS.write_text(json.dumps({
+                name: (SYSCTL / name).read_text().strip()
+                for name in KERNEL_TUNABLES if (SYSCTL / name).exists()}))
+    ns, prefix = real.netns, real.link.prefixlen
+    _run("ip", "netns", "add", ns)
+    _run("ip", "-n", ns, "link", "set", "lo", "up")
+    _run("ip", "link", "add", real.host_link, "type", "veth", "peer", "name", NETNS_LINK,
+         "netns", ns)
+    _run("ip", "addr", "add", f"{real.host_address}/{prefix}", "dev", real.host_link)
+    _run("ip", "link", "set", real.host_link, "up")
+    _run("ip", "-n", ns, "addr", "add", f"{real.address}/{prefix}", "dev", NETNS_LINK)
+    _run("ip", "-n", ns, "link", "set", NETNS_LINK, "up")
     for node in real.nodes:
         node.folder.mkdir(parents=True, exist_ok=True)
         node.runtime.mkdir(parents=True, exist_ok=True)
-        _run("ip", "link", "add", node.bridge, "type", "bridge")
-        _run("ip", "addr", "add", f"{node.gateway}/{node.subnet.prefixlen}", "dev", node.bridge)
-        _run("ip", "link", "set", node.bridge, "up")
-        # Routed through the host, on these bridges only (the machine's ip_forward stays as it
-        # is): a pod's packet to a Service address that kube-proxy turns into another pod's, and
-        # a pod's packet to another node's pod.
-        Path(f"/proc/sys/net/ipv4/conf/{node.bridge}/forwarding").write_text("1")
+        _run("ip", "-n", ns, "link", "add", node.bridge, "type", "bridge")
+        _run("ip", "-n", ns, "addr", "add", f"{node.gateway}/{node.subnet.prefixlen}", "dev",
+             node.bridge)
+        _run("ip", "-n", ns, "link", "set", node.bridge, "up")
+        # Routed in the namespace, on these bridges only (its ip_forward stays 0): a pod's
+        # packet to a Service address that kube-proxy turns into another pod's, and a pod's
+        # packet to another node's pod.
+        _run("ip", "netns", "exec", ns, "sh", "-c",
+             f"echo 1 > /proc/sys/net/ipv4/conf/{node.bridge}/forwarding")
         for hierarchy in hierarchies():
             folder = hierarchy / node.cgroup.lstrip("/")
             folder.mkdir(exist_ok=True)
@@ -223,16 +264,13 @@ def teardown(real: RealNodes, grace: float = 10.0) -> None:
     _unmount_under([n.folder for n in real.nodes] + [real.runtime])
     for cgroup in cgroups:
         _remove_cgroup(cgroup)
-    for bridge in real.bridges:
-        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
-    if shutil.which("nft"):
-        for family, table in PROXY_TABLES:
-            subprocess.run(["nft", "delete", "table", family, table], capture_output=True,
-                           check=False)
-    _restore_sysctls(real.runtime / "sysctls.json")
-    shutil.rmtree(real.runtime, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        real.runtime.parent.rmdir()  # only when no other cluster's folder is in it
+    # The namespace takes its bridges, the veth pair (both ends) and kube-proxy's tables.
+    subprocess.run(["ip", "netns", "del", real.netns], capture_output=True, check=False)
+    subprocess.run(["ip", "link", "del", real.host_link], capture_output=True, check=False)
+    with machine_lock():
+        shutil.rmtree(real.runtime, ignore_errors=True)
+        if not list(RUNTIME_ROOT.glob(f"*/{RECORD_FILE}")):  # the last real-node cluster
+            _restore_sysctls(SAVED_SYSCTLS)
 
 
 def _restore_sysctls(saved: Path) -> None:
@@ -240,6 +278,7 @@ def _restore_sysctls(saved: Path) -> None:
         for name, value in json.loads(saved.read_text()).items():
             with contextlib.suppress(OSError):
                 (SYSCTL / name).write_text(str(value))
+    saved.unlink(missing_ok=True)
 
 
 def cgroup_pids(cgroups: Iterable[Path]) -> set[int]:

@@ -2,7 +2,7 @@
 
 For each node: containerd (moved into the node's cgroup, so its shims and containers are found
 again at teardown), the images imported into it (every node at once), then the kubelet. Then
-the one kube-proxy and the one CoreDNS of the machine's network namespace, and a wait until
+the one kube-proxy and the one CoreDNS of the cluster's network namespace, and a wait until
 every real Node is Ready.
 The images come from `jobset-infra image build` (cached by their inputs): the pause image that
 every pod's sandbox runs, and those asked for. They are imported with containerd's own `ctr
@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from jobset_infra.cluster import nodehost, realnode
+from jobset_infra.cluster import nodeconfig, nodehost, realnode
 from jobset_infra.cluster.binaries import MissingBinaryError, find
 from jobset_infra.cluster.layout import Layout, ProcessSpec, kubeconfig
 from jobset_infra.cluster.processes import Started, start, wait_healthy
@@ -53,18 +53,18 @@ def write_files(layout: Layout, real: realnode.RealNodes, bins: Mapping[str, Pat
     for node in real.nodes:
         node.cni_conf_dir.mkdir(parents=True, exist_ok=True)
         (node.cni_conf_dir / "10-jobset-infra.conflist").write_text(
-            _json(realnode.cni_config(node)))
-        node.containerd_config.write_text(realnode.containerd_config(
+            _json(nodeconfig.cni_config(node)))
+        node.containerd_config.write_text(nodeconfig.containerd_config(
             node, bins["bridge"].resolve().parent, sandbox_image))
-        node.kubelet_config.write_text(yaml.safe_dump(realnode.kubelet_config(layout, node)))
+        node.kubelet_config.write_text(yaml.safe_dump(nodeconfig.kubelet_config(layout, node)))
         node.kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, node.identity)))
     for who in (realnode.PROXY_IDENTITY, realnode.COREDNS_IDENTITY):
         path = layout.component_kubeconfig(who)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(kubeconfig(layout, who)))
     (layout.folder / "kube-proxy.yaml").write_text(
-        yaml.safe_dump(realnode.kube_proxy_config(layout, real)))
-    (layout.folder / "Corefile").write_text(realnode.corefile(
+        yaml.safe_dump(nodeconfig.kube_proxy_config(layout, real)))
+    (layout.folder / "Corefile").write_text(nodeconfig.corefile(
         real, layout.component_kubeconfig(realnode.COREDNS_IDENTITY)))
 
 
@@ -81,7 +81,7 @@ def start_nodes(layout: Layout, real: realnode.RealNodes, archives: Sequence[Pat
     kubelets, then kube-proxy and CoreDNS; `register` records each started process (for `down`
     and for errors)."""
     bins = bins or node_binaries()
-    specs = {s.name: s for s in realnode.process_specs(layout, real, bins)}
+    specs = {s.name: s for s in nodeconfig.process_specs(layout, real, bins)}
     for node in real.nodes:
         progress(f"starting containerd of {node.name} ({node.bridge}, {node.subnet})")
         containerd = _start(specs[f"containerd-{node.index}"], layout, register)

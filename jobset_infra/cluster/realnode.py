@@ -1,23 +1,27 @@
 """Real nodes of the local cluster: what runs, with which configuration, on which addresses.
 
 Pure: `plan(folder, count)` turns the cluster folder and the number of nodes into every address,
-file and command line; `nodehost` does the I/O (bridges, cgroups, image import, teardown) and
-`local` starts the processes. Each node is a containerd 2 (with Debian's runc and the CNI
-reference plugins) and a kubelet; the cluster has one kube-proxy and one CoreDNS, as the nodes
-share this machine's network namespace (a second kube-proxy would rewrite the first's table).
+folder and port; `nodeconfig` turns that into each component's configuration and command line;
+`nodehost` does the I/O (namespace, bridges, cgroups, image import, teardown) and `local` starts
+the processes. Each node is a containerd 2 (with Debian's runc and the CNI reference plugins)
+and a kubelet; the cluster has one kube-proxy and one CoreDNS, as its nodes share one network
+namespace.
 
-The network (docs/cluster.md "Real nodes"): pods and Services live in 198.18.0.0/15, the
-benchmarking range of RFC 2544 that no network routes; node i owns the /20 number i on a bridge
-of its own (`jsi<i>`, gateway `.1`), Services take the last /20. Pods get one route, to
-198.18.0.0/15 through their gateway: no default route, no masquerade, nothing leaves the machine.
-CoreDNS answers cluster.local from the API server on every gateway and forwards nothing.
+The network (docs/cluster.md "Real nodes"): every process of the cluster runs in a network
+namespace of its own (`jsi-<key>`), reached from the machine over one veth pair whose /30 is a
+slot of 198.51.100.0/24 (TEST-NET-2); every component listens on the namespace's end of it.
+Inside, pods and Services live in 198.18.0.0/15, the benchmarking range of RFC 2544 that no
+network routes; node i owns the /20 number i on a bridge of its own (`jsi<i>`, gateway `.1`),
+Services take the last /20. Pods get one route, to 198.18.0.0/15 through their gateway: no
+default route, no masquerade, nothing leaves the namespace. So two clusters may both use the
+same pod network at once. CoreDNS answers cluster.local from the API server on every gateway
+and forwards nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +29,18 @@ from typing import Any, Final
 
 from jobset_infra.api.rbac import COREDNS_RULES
 from jobset_infra.cluster import pki
-from jobset_infra.cluster.layout import Layout, NodeNetwork, ProcessSpec
+from jobset_infra.cluster.layout import NodeNetwork
 from jobset_infra.tpu.node_pools import PoolSpec
 
 POD_NETWORK: Final = ipaddress.IPv4Network("198.18.0.0/15")
+LINK_NETWORK: Final = ipaddress.IPv4Network("198.51.100.0/24")
+"""TEST-NET-2 (RFC 5737, documentation only): the /30 of each cluster's veth pair. Not
+TEST-NET-1: these machines' own network is 192.0.2.0/24."""
+LINK_PREFIX: Final = 30
+SLOTS: Final = 2 ** (LINK_PREFIX - LINK_NETWORK.prefixlen)
+HOST_LINK_PREFIX: Final = "jsh"
+NETNS_LINK: Final = "jsl0"
+"""The namespace's end of the veth pair (a name inside the namespace: the same in each)."""
 NODE_PREFIX: Final = 20
 SERVICE_NETWORK: Final = ipaddress.IPv4Network("198.19.240.0/20")
 """The last /20 of POD_NETWORK: pods reach Services through the one route they have."""
@@ -116,11 +128,41 @@ class RealNodes:
     proxy_metrics_port: int
     dns_health_port: int
     dns_ready_port: int
+    slot: int = 0  # its /30 of LINK_NETWORK (`choose_slot`)
+
+    @property
+    def netns(self) -> str:
+        """The cluster's network namespace (`ip netns` name)."""
+        return f"{BRIDGE_PREFIX}-{self.runtime.name}"
+
+    @property
+    def netns_path(self) -> str:
+        return f"/run/netns/{self.netns}"
+
+    @property
+    def host_link(self) -> str:
+        """The machine's end of the veth pair (at most 15 bytes: `jsh` and the 10-digit key)."""
+        return f"{HOST_LINK_PREFIX}{self.runtime.name}"
+
+    @property
+    def link(self) -> ipaddress.IPv4Network:
+        return list(LINK_NETWORK.subnets(new_prefix=LINK_PREFIX))[self.slot]
+
+    @property
+    def host_address(self) -> str:
+        return str(self.link[1])
+
+    @property
+    def address(self) -> str:
+        """The namespace's end of the veth pair: every component listens there (the machine
+        reaches them over the pair), and the API server is the `kubernetes` Service's endpoint
+        there (a pod's packet to the Service address is turned into a local one)."""
+        return str(self.link[2])
 
     @property
     def apiserver_address(self) -> str:
         """Where pods reach the API server (the `kubernetes` Service's endpoint)."""
-        return self.nodes[0].gateway
+        return self.address
 
     @property
     def kubernetes_service_ip(self) -> str:
@@ -136,7 +178,7 @@ class RealNodes:
                             for kind in ("containerd", "kubelet")), "kube-proxy", "coredns"})
 
     def to_state(self) -> dict[str, Any]:
-        return {"count": len(self.nodes), "ports": {
+        return {"count": len(self.nodes), "slot": self.slot, "ports": {
             "kubelet": [[n.kubelet_port, n.kubelet_healthz_port] for n in self.nodes],
             "proxy": [self.proxy_healthz_port, self.proxy_metrics_port],
             "dns": [self.dns_health_port, self.dns_ready_port]}}
@@ -151,9 +193,11 @@ def node_name(index: int) -> str:
     return f"real-node-{index}"
 
 
-def plan(folder: Path, count: int, ports: list[int]) -> RealNodes:
-    """The nodes of the cluster in `folder` with `count` real nodes; `ports` are free loopback
-    ports, two per node then four (`needed_ports(count)` of them)."""
+def plan(folder: Path, count: int, ports: list[int], slot: int = 0) -> RealNodes:
+    """The nodes of the cluster in `folder` with `count` real nodes; `ports` are free
+    ports, two per node then four (`needed_ports(count)` of them); `slot` its veth's /30."""
+    if not 0 <= slot < SLOTS:
+        raise ValueError(f"slot {slot} is not one of the {SLOTS} of {LINK_NETWORK}")
     if not 1 <= count <= MAX_NODES:
         raise RealNodeError(f"--real-nodes must be between 1 and {MAX_NODES}, not {count}")
     if len(ports) != needed_ports(count):
@@ -166,7 +210,7 @@ def plan(folder: Path, count: int, ports: list[int]) -> RealNodes:
         for i in range(count)
     )
     rest = ports[2 * count:]
-    return RealNodes(folder, nodes, runtime, rest[0], rest[1], rest[2], rest[3])
+    return RealNodes(folder, nodes, runtime, rest[0], rest[1], rest[2], rest[3], slot)
 
 
 def footprint(folder: Path, count: int) -> RealNodes:
@@ -182,28 +226,44 @@ def needed_ports(count: int) -> int:
 def from_state(folder: Path, state: Mapping[str, Any]) -> RealNodes:
     ports = state["ports"]
     flat = [p for pair in ports["kubelet"] for p in pair] + ports["proxy"] + ports["dns"]
-    return plan(folder, int(state["count"]), [int(p) for p in flat])
+    return plan(folder, int(state["count"]), [int(p) for p in flat], int(state.get("slot", 0)))
 
 
 def node_network(real: RealNodes) -> NodeNetwork:
-    """The control plane's side of the node network: where the API server listens for pods
-    (and for every client: `Layout.url`), and the Services' range."""
-    return NodeNetwork(real.apiserver_address, str(SERVICE_NETWORK))
+    """The control plane's side of the node network: the namespace every process runs in, the
+    address they all listen on (the API server too: `Layout.url`), and the Services' range."""
+    return NodeNetwork(real.address, str(SERVICE_NETWORK), real.netns_path)
 
 
-def collisions(real: RealNodes, host_networks: list[tuple[str, str]]) -> list[str]:
-    """The host's addresses or routes (network, where) that overlap POD_NETWORK: each one a
-    reason to refuse, as pods would shadow or be shadowed by them."""
-    found: dict[ipaddress.IPv4Network, str] = {}
+def choose_slot(host_networks: list[tuple[str, str]], reserved: set[int]) -> int:
+    """The lowest /30 of LINK_NETWORK that no cluster holds (`reserved`, and the addresses of
+    our `jsh` links) and nothing else of the machine overlaps. `host_networks` is every
+    address and route of the machine as (network, where); RealNodeError when the machine
+    itself uses the range (naming what) or every slot is taken."""
+    slots = list(LINK_NETWORK.subnets(new_prefix=LINK_PREFIX))
+    taken = set(reserved)
+    foreign: list[str] = []
     for network, where in host_networks:
         try:
             net = ipaddress.ip_network(network, strict=False)
         except ValueError:
             continue
-        if isinstance(net, ipaddress.IPv4Network) and net.overlaps(POD_NETWORK) \
-                and net.prefixlen != 0 and not any(net.subnet_of(n) for n in found):
-            found.setdefault(net, where)
-    return [f"{net} ({where})" for net, where in found.items()]
+        if not isinstance(net, ipaddress.IPv4Network) or net.prefixlen == 0 \
+                or not net.overlaps(LINK_NETWORK):
+            continue
+        if where.split()[-1].startswith(HOST_LINK_PREFIX) and net.prefixlen >= LINK_PREFIX:
+            taken |= {i for i, s in enumerate(slots) if s.overlaps(net)}  # a cluster's link
+        else:
+            foreign.append(f"{net} ({where})")
+    if foreign:
+        raise RealNodeError(
+            f"this machine uses {', '.join(foreign)}, inside {LINK_NETWORK}, the range the "
+            "real-node clusters' links come from: real nodes cannot start here")
+    free = [i for i in range(len(slots)) if i not in taken]
+    if not free:
+        raise RealNodeError(f"all {len(slots)} real-node clusters this machine can hold run "
+                            "(`jobset-infra cluster down --name NAME` stops one)")
+    return free[0]
 
 
 def beside_real_nodes(pools: tuple[PoolSpec, ...]) -> tuple[PoolSpec, ...]:
@@ -217,195 +277,6 @@ def beside_real_nodes(pools: tuple[PoolSpec, ...]) -> tuple[PoolSpec, ...]:
             "kwok's Nodes run no containers, and Pods meant for the real nodes would land "
             "there. Give only TPU pools (tainted) with --real-nodes, or no --nodes")
     return pools
-
-
-# --- configuration files -----------------------------------------------------------------------
-
-
-def kubelet_config(layout: Layout, node: Node) -> dict[str, Any]:
-    """The KubeletConfiguration of one node (cgroup v1, cgroupfs, no host DNS or sysctls)."""
-    return {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        # This machine boots cgroup v1 (hybrid) and has no systemd as PID 1: kubelet 1.35+
-        # refuses v1 unless told, and only the cgroupfs driver can work without systemd.
-        "failCgroupV1": False,
-        "cgroupDriver": "cgroupfs",
-        "cgroupsPerQOS": True,
-        "cgroupRoot": node.cgroup,
-        "containerRuntimeEndpoint": f"unix://{node.socket}",
-        "address": node.gateway,
-        "port": node.kubelet_port,
-        "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": node.kubelet_healthz_port,
-        "authentication": {
-            "anonymous": {"enabled": False},
-            "webhook": {"enabled": False},
-            "x509": {"clientCAFile": str(layout.pki.ca_cert)},
-        },
-        # Only the API server holds a certificate of the cluster CA that it presents here.
-        "authorization": {"mode": "AlwaysAllow"},
-        "clusterDomain": CLUSTER_DOMAIN,
-        "clusterDNS": [node.gateway],
-        # No host resolver entries in pods: cluster.local only, nothing forwarded.
-        "resolvConf": "",
-        "podLogsDir": str(node.folder / "pod-logs"),
-        "staticPodPath": "",
-        "failSwapOn": False,
-        # No registry to pull an image back from: never collect the imported ones.
-        "imageGCHighThresholdPercent": 100,
-        "imageGCLowThresholdPercent": 99,
-        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%",
-                         "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
-        "serializeImagePulls": False,
-        "syncFrequency": "10s",
-        "fileCheckFrequency": "10s",
-        "nodeStatusReportFrequency": "20s",
-        "maxPods": 110,
-    }
-
-
-def kubelet_argv(node: Node, kubelet: Path) -> tuple[str, ...]:
-    return (
-        str(kubelet), f"--config={node.kubelet_config}", f"--kubeconfig={node.kubeconfig}",
-        f"--root-dir={node.folder / 'kubelet'}", f"--cert-dir={node.folder / 'kubelet-pki'}",
-        f"--hostname-override={node.name}", f"--node-ip={node.gateway}",
-        f"--node-labels={NODE_LABEL}=true,{NODE_POOL_LABEL}={NODE_POOL}", "--v=1",
-    )
-
-
-def containerd_config(node: Node, cni_bin: Path, sandbox_image: str) -> str:
-    """containerd 2's config (version 3) for one node, as TOML text."""
-    # runc's own state beside containerd's, not in the machine's /run/containerd.
-    runtime_opts = {"BinaryName": RUNC, "SystemdCgroup": False,
-                    "Root": str(node.runtime / "runc")}
-    lines = [
-        "version = 3",
-        f"root = {_q(node.folder / 'containerd')}",
-        f"state = {_q(node.runtime / 'state')}",
-        # Nothing the nodes use; NRI would listen on a fixed socket of the machine's.
-        'disabled_plugins = ["io.containerd.nri.v1.nri", '
-        '"io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs"]',
-        "[grpc]", f"  address = {_q(node.socket)}",
-        "[ttrpc]", f"  address = {_q(node.runtime / 'containerd.sock.ttrpc')}",
-        "[metrics]", '  address = ""',
-        "[plugins.'io.containerd.internal.v1.opt']", f"  path = {_q(node.folder / 'opt')}",
-        "[plugins.'io.containerd.grpc.v1.cri']",
-        "  disable_tcp_service = true",
-        '  stream_server_address = "127.0.0.1"',
-        '  stream_server_port = "0"',
-        "[plugins.'io.containerd.cri.v1.images']",
-        '  snapshotter = "overlayfs"',
-        "[plugins.'io.containerd.cri.v1.images'.pinned_images]",
-        f"  sandbox = {_q(sandbox_image)}",
-        "[plugins.'io.containerd.cri.v1.runtime']",
-        "  enable_selinux = false",
-        "  disable_apparmor = true",
-        "  netns_mounts_under_state_dir = true",
-        # These machines withhold CAP_SYS_RESOURCE even from root, so no process may lower its
-        # oom_score_adj: the CRI's -998 for sandboxes (and -997 for Guaranteed pods) made runc
-        # fail ("failed to update /proc/self/oom_score_adj: Permission denied"). Scores below
-        # containerd's own are raised to it instead, as for rootless containerd.
-        "  restrict_oom_score_adj = true",
-        "[plugins.'io.containerd.cri.v1.runtime'.cni]",
-        f"  bin_dirs = [{_q(cni_bin)}]",
-        f"  conf_dir = {_q(node.cni_conf_dir)}",
-        "  max_conf_num = 1",
-        "[plugins.'io.containerd.cri.v1.runtime'.containerd]",
-        '  default_runtime_name = "runc"',
-        "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]",
-        '  runtime_type = "io.containerd.runc.v2"',
-        "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]",
-        *(f"  {k} = {json.dumps(v)}" for k, v in runtime_opts.items()),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _q(value: object) -> str:
-    return json.dumps(str(value))
-
-
-def cni_config(node: Node) -> dict[str, Any]:
-    """The node's CNI network: its own bridge (made beforehand, with the gateway address, so
-    the plugin neither sets addresses nor turns on forwarding), addresses from the node's /20,
-    and one route: the pod network through the gateway. No default route, no masquerade."""
-    return {
-        "cniVersion": "1.0.0",
-        "name": f"jobset-infra-{node.bridge}",
-        "plugins": [
-            {
-                "type": "bridge", "bridge": node.bridge, "isGateway": False,
-                "isDefaultGateway": False, "ipMasq": False, "hairpinMode": True,
-                "ipam": {
-                    "type": "host-local",
-                    "ranges": [[{"subnet": str(node.subnet), "gateway": node.gateway}]],
-                    "routes": [{"dst": str(POD_NETWORK), "gw": node.gateway}],
-                    "dataDir": str(node.folder / "cni-ipam"),
-                },
-            },
-            {"type": "loopback"},
-        ],
-    }
-
-
-def corefile(real: RealNodes, kubeconfig: Path) -> str:
-    """CoreDNS: cluster.local (and reverse zones) from the API server, on every gateway; no
-    forward plugin, so a name outside cluster.local gets no answer from beyond the machine."""
-    gateways = " ".join(n.gateway for n in real.nodes)
-    return "\n".join([
-        ".:53 {",
-        f"    bind {gateways}",
-        "    errors",
-        f"    health 127.0.0.1:{real.dns_health_port}",
-        f"    ready 127.0.0.1:{real.dns_ready_port}",
-        f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{",
-        f"        kubeconfig {kubeconfig}",
-        "        pods insecure",
-        "        ttl 5",
-        "    }",
-        "    cache 5",
-        "}",
-    ]) + "\n"
-
-
-def kube_proxy_config(layout: Layout, real: RealNodes) -> dict[str, Any]:
-    """kube-proxy in nftables mode (its own table; no iptables), for the node network."""
-    return {
-        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
-        "kind": "KubeProxyConfiguration",
-        "mode": "nftables",
-        "clientConnection": {"kubeconfig": str(layout.component_kubeconfig(PROXY_IDENTITY))},
-        "hostnameOverride": real.nodes[0].name,
-        "clusterCIDR": str(POD_NETWORK),
-        "bindAddress": "127.0.0.1",
-        "healthzBindAddress": f"127.0.0.1:{real.proxy_healthz_port}",
-        "metricsBindAddress": f"127.0.0.1:{real.proxy_metrics_port}",
-        # Node ports only on the gateways, never on the host's own interfaces.
-        "nodePortAddresses": [f"{n.gateway}/32" for n in real.nodes],
-        # Leave the machine's conntrack table size alone.
-        "conntrack": {"maxPerCore": 0, "min": 0},
-    }
-
-
-def process_specs(layout: Layout, real: RealNodes, bins: Mapping[str, Path]) -> list[
-    ProcessSpec
-]:
-    """containerd and kubelet of each node, then kube-proxy and CoreDNS: start order."""
-    specs: list[ProcessSpec] = []
-    for node in real.nodes:
-        specs.append(ProcessSpec(f"containerd-{node.index}", (
-            str(bins["containerd"]), f"--config={node.containerd_config}",
-        ), ""))
-        specs.append(ProcessSpec(f"kubelet-{node.index}", kubelet_argv(node, bins["kubelet"]),
-                                 f"http://127.0.0.1:{node.kubelet_healthz_port}/healthz"))
-    specs.append(ProcessSpec("kube-proxy", (
-        str(bins["kube-proxy"]), f"--config={layout.folder / 'kube-proxy.yaml'}", "--v=1",
-    ), f"http://127.0.0.1:{real.proxy_healthz_port}/healthz"))
-    specs.append(ProcessSpec("coredns", (
-        str(bins["coredns"]), "-conf", str(layout.folder / "Corefile"),
-    ), f"http://127.0.0.1:{real.dns_ready_port}/ready"))
-    return specs
 
 
 def coredns_rbac() -> list[dict[str, Any]]:

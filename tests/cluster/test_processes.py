@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,23 @@ def test_free_ports_are_distinct_within_one_call() -> None:
     for _ in range(50):
         ports = free_ports(16)
         assert len(set(ports)) == 16
+
+
+@pytest.mark.skipif(shutil.which("ip") is None or os.geteuid() != 0,
+                    reason="network namespaces need root and iproute2")
+def test_a_process_of_a_real_node_cluster_runs_in_its_network_namespace(tmp_path: Path) -> None:
+    name = f"jsi-test-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        started = start(ProcessSpec("sleeper", (SLEEP, "30"), "", f"/run/netns/{name}"),
+                        tmp_path / "log")
+        try:
+            assert alive(started)  # the binary's PID from its exec on: no wrapper in between
+            assert os.stat(f"/proc/{started.pid}/ns/net").st_ino == \
+                os.stat(f"/run/netns/{name}").st_ino
+            assert os.stat(f"/proc/{os.getpid()}/ns/net").st_ino != \
+                os.stat(f"/run/netns/{name}").st_ino
+        finally:
+            stop([started])
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)

@@ -1,4 +1,5 @@
-"""The real nodes' plan (pure): addresses, the network rule, each component's configuration."""
+"""The real nodes' plan and configuration (pure): addresses, the network rule, each component's
+configuration (cluster/realnode.py, cluster/nodeconfig.py)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,26 @@ import pytest
 from jobset_infra.cluster import pki
 from jobset_infra.cluster.binaries import Tools
 from jobset_infra.cluster.layout import Layout, Ports, plan_processes
+from jobset_infra.cluster.nodeconfig import (
+    cni_config,
+    containerd_config,
+    corefile,
+    kube_proxy_config,
+    kubelet_config,
+    process_specs,
+)
 from jobset_infra.cluster.realnode import (
     MAX_NODES,
     POD_NETWORK,
     SERVICE_NETWORK,
     RealNodeError,
     RealNodes,
-    cni_config,
-    collisions,
-    containerd_config,
-    corefile,
+    choose_slot,
     footprint,
     from_state,
-    kube_proxy_config,
-    kubelet_config,
     needed_ports,
     node_network,
     plan,
-    process_specs,
 )
 from jobset_infra.cluster.stale import Record, is_stale
 
@@ -44,7 +47,7 @@ def test_each_node_owns_a_slash_20_of_the_benchmarking_range_and_services_the_la
                                                    "198.18.32.0/20"]
     assert [n.gateway for n in real.nodes] == ["198.18.0.1", "198.18.16.1", "198.18.32.1"]
     assert real.bridges == ("jsi0", "jsi1", "jsi2")
-    assert real.apiserver_address == "198.18.0.1"
+    assert real.apiserver_address == "198.51.100.2"  # the namespace's end of its link
     assert real.kubernetes_service_ip == "198.19.240.1"
     assert SERVICE_NETWORK.subnet_of(POD_NETWORK)
     assert not any(n.subnet.overlaps(SERVICE_NETWORK) for n in _plan(MAX_NODES).nodes)
@@ -57,17 +60,30 @@ def test_a_node_count_out_of_range_is_refused_naming_the_flag(count: int) -> Non
 
 
 def test_the_plan_survives_the_state_file() -> None:
-    real = _plan(2)
+    real = plan(LAYOUT.folder, 2, list(range(100, 100 + needed_ports(2))), slot=5)
     assert from_state(LAYOUT.folder, real.to_state()) == real
 
 
-def test_an_address_or_route_of_the_host_in_the_range_is_a_collision() -> None:
-    real = _plan(1)
-    host = [("192.0.2.2/24", "address of eth0"), ("0.0.0.0/0", "route via eth0"),
-            ("198.19.0.0/16", "route via tun0"), ("10.0.0.0/8", "route via x")]
-    assert collisions(real, host) == ["198.19.0.0/16 (route via tun0)"]
-    assert collisions(real, [("198.18.0.1/20", "address of jsi0")]) == [
-        "198.18.0.0/20 (address of jsi0)"]
+def test_each_cluster_has_a_namespace_and_a_slash_30_link_of_test_net_2() -> None:
+    real = plan(LAYOUT.folder, 1, list(range(100, 100 + needed_ports(1))), slot=3)
+    key = real.runtime.name
+    assert (real.netns, real.host_link) == (f"jsi-{key}", f"jsh{key}")
+    assert len(real.host_link) <= 15  # a Linux interface name
+    assert (str(real.link), real.host_address, real.address) == (
+        "198.51.100.12/30", "198.51.100.13", "198.51.100.14")
+    # the pod network is the same in every cluster: it lives in the cluster's namespace
+    assert real.nodes[0].gateway == _plan(1).nodes[0].gateway == "198.18.0.1"
+
+
+def test_a_slot_is_the_lowest_no_cluster_holds_and_the_machine_may_not_use_the_range() -> None:
+    host = [("192.0.2.2/24", "address of eth0"), ("198.51.100.1/30", "address of jsh0a1b2c3d4e"),
+            ("198.51.100.0/30", "route via jsh0a1b2c3d4e"), ("0.0.0.0/0", "route via eth0")]
+    assert choose_slot(host, reserved=set()) == 1
+    assert choose_slot(host, reserved={1, 2}) == 3
+    with pytest.raises(RealNodeError, match=r"198\.51\.100\.0/24 \(route via tun0\)"):
+        choose_slot([("198.51.100.0/24", "route via tun0")], reserved=set())
+    with pytest.raises(RealNodeError, match="all 64 real-node clusters"):
+        choose_slot([], reserved=set(range(64)))
 
 
 def test_pods_get_one_route_to_the_pod_network_no_default_and_no_masquerade() -> None:
@@ -127,21 +143,31 @@ def test_processes_start_containerd_before_each_kubelet_then_proxy_and_dns() -> 
                      "coredns"]
 
 
-def test_with_real_nodes_the_api_server_listens_on_the_gateway_only_and_serves_the_endpoint(
+def test_with_real_nodes_every_component_listens_on_the_namespaces_link_address_only(
 ) -> None:
     tools = Tools(*(Path(f"/b/{n}") for n in Tools.names()))
     loopback = plan_processes(LAYOUT, tools)[1].argv
     assert "--bind-address=127.0.0.1" in loopback
     assert "--endpoint-reconciler-type=none" in loopback
     assert LAYOUT.url == "https://127.0.0.1:3"
-    layout = Layout(Path("/c"), LAYOUT.ports, "t", node_network(_plan(2)))
-    argv = plan_processes(layout, tools)[1].argv
-    assert "--advertise-address=198.18.0.1" in argv
-    # one address, the first gateway (never 0.0.0.0), and every client of the machine dials it
+    assert {s.netns for s in plan_processes(LAYOUT, tools)} == {None}
+    real = _plan(2)
+    layout = Layout(Path("/c"), LAYOUT.ports, "t", node_network(real))
+    specs = plan_processes(layout, tools)
+    argv = specs[1].argv
+    assert "--advertise-address=198.51.100.2" in argv
+    # one address, the namespace's end of its link (never 0.0.0.0), which the machine dials
     assert [a for a in argv if a.startswith("--bind-address=")] == [
-        "--bind-address=198.18.0.1"]
-    assert layout.url == "https://198.18.0.1:3"
-    assert plan_processes(layout, tools)[1].health_url == "https://198.18.0.1:3/readyz"
+        "--bind-address=198.51.100.2"]
+    assert layout.url == "https://198.51.100.2:3"
+    assert [s.health_url.split("/")[2] for s in specs] == [
+        f"198.51.100.2:{p}" for p in (1, 3, 4, 5, 6)]
+    bins = {name: Path(f"/b/{name}") for name in ("containerd", "kubelet", "kube-proxy",
+                                                  "coredns")}
+    nodes = process_specs(layout, real, bins)
+    assert {s.netns for s in (*specs, *nodes)} == {f"/run/netns/jsi-{real.runtime.name}"}
+    assert {s.health_url.split("/")[2].split(":")[0] for s in nodes if s.health_url} == {
+        "198.51.100.2"}
     assert "--endpoint-reconciler-type=none" not in argv
     assert f"--service-cluster-ip-range={SERVICE_NETWORK}" in argv
     assert any(a.startswith("--kubelet-client-certificate=") for a in argv)

@@ -1,5 +1,5 @@
-"""Real nodes, and what runs on them as it ships. One cluster with two real nodes for the file
-(a real-node cluster holds the machine's pod network: tests/realnodes.py).
+"""Real nodes, and what runs on them as it ships. One cluster with two real nodes for the file,
+in a network namespace of its own (tests/realnodes.py).
 
 - The nodes: each kubelet registers; a Pod's container runs (runc, from the imported image), gets
   an address on its node's bridge, resolves a headless Service name through CoreDNS, talks to
@@ -49,7 +49,7 @@ from jobset_infra.cluster.engine import Update
 from jobset_infra.cluster.images.spec import CONTROLLER, IN_PLACE_RESTART_AGENT, WORKLOAD
 from jobset_infra.cluster.install import local_install
 from jobset_infra.cluster.local import RunningCluster, _run
-from jobset_infra.cluster.nodehost import SYSCTL
+from jobset_infra.cluster.nodehost import SAVED_SYSCTLS, SYSCTL
 from jobset_infra.cluster.processes import kill
 from jobset_infra.cluster.realnode import (
     NODE_POOL,
@@ -771,15 +771,21 @@ def test_a_deployment_that_needs_a_writable_root_never_becomes_available(
 
 def _leftovers(real: RealNodes) -> dict[str, object]:
     """What the nodes of `real` leave on the machine, as a sweep must find none of it."""
-    links = {link["ifname"] for link in json.loads(subprocess.run(
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                check=True).stdout.split()
+    inside = subprocess.run(["ip", "-n", real.netns, "-j", "link", "show"], capture_output=True,
+                            text=True, check=False)
+    links = {link["ifname"] for link in json.loads(inside.stdout or "[]")}
+    host_links = {link["ifname"] for link in json.loads(subprocess.run(
         ["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)}
     cgroups = [h / n.cgroup.lstrip("/") for n in real.nodes for h in nodehost.hierarchies()]
     roots = [str(n.folder.resolve()) for n in real.nodes] + [str(real.runtime)]
     mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
               if any(line.split()[4].startswith(r + "/") for r in roots)]
-    table = subprocess.run(["nft", "list", "table", "ip", "kube-proxy"], capture_output=True,
-                           check=False).returncode == 0
-    return {"bridges": sorted(set(real.bridges) & links),
+    table = subprocess.run(["ip", "netns", "exec", real.netns, "nft", "list", "table", "ip",
+                            "kube-proxy"], capture_output=True, check=False).returncode == 0
+    return {"namespace": real.netns in namespaces, "link": real.host_link in host_links,
+            "bridges": sorted(set(real.bridges) & links),
             "cgroups": [str(c) for c in cgroups if c.is_dir()],
             "processes in the nodes' cgroups": len(nodehost.cgroup_pids(cgroups)),
             "mounts": len(mounts), "kube-proxy table": table,
@@ -791,7 +797,7 @@ def test_a_cluster_killed_with_sigkill_leaves_what_the_next_up_or_down_sweeps(
     running, _ = cluster
     real = running.real
     assert real is not None
-    saved = json.loads((real.runtime / "sysctls.json").read_text())
+    saved = json.loads(SAVED_SYSCTLS.read_text())
     # The crash: the process owning the cluster (a stand-in for this test's worker, as when a
     # CI run is killed) and every process the cluster started, SIGKILLed. The containers and
     # their shims live on, in the nodes' cgroups.
@@ -801,6 +807,7 @@ def test_a_cluster_killed_with_sigkill_leaves_what_the_next_up_or_down_sweeps(
     for started in running.processes:
         kill(started)
     left = _leftovers(real)
+    assert left["namespace"] and left["link"], left
     assert left["bridges"] == list(real.bridges), left
     assert left["processes in the nodes' cgroups"] and left["mounts"], left
     assert left["kube-proxy table"] and left["runtime folder"], left
@@ -814,8 +821,9 @@ def test_a_cluster_killed_with_sigkill_leaves_what_the_next_up_or_down_sweeps(
     assert down.returncode == 0, down.stderr
     assert f"swept what the killed real-node cluster of {running.layout.folder} left" in \
         down.stdout, down.stdout
-    assert _leftovers(real) == {"bridges": [], "cgroups": [],
+    assert _leftovers(real) == {"namespace": False, "link": False, "bridges": [], "cgroups": [],
                                 "processes in the nodes' cgroups": 0, "mounts": 0,
                                 "kube-proxy table": False, "runtime folder": False}
-    assert {name: (SYSCTL / name).read_text().strip() for name in saved} == saved
+    if not nodehost.records():  # no other real-node cluster (another worker's) runs now
+        assert {name: (SYSCTL / name).read_text().strip() for name in saved} == saved
     print(f"a SIGKILLed cluster swept by `cluster down` in {swept:.1f} s: {left}")

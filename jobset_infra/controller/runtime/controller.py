@@ -199,7 +199,8 @@ class JobSetController:
         if kind == "update" and same_but_bookkeeping(old, new):
             return
         if kind == "update" and only_counts_changed(old, new):  # our count write: batch it
-            return self.queue.add_batched(object_key(new), self._batch_period)
+            return self.queue.add_batched(object_key(new), self._batch_period,
+                                          self._children(jobset_uid(new)))
         self.queue.add(object_key(new if new is not None else old))
 
     def _on_job(self, kind: str, old: CachedJob | ForeignJob | None,
@@ -223,9 +224,14 @@ class JobSetController:
         if owner is not None and _newly_failed(child_old, child_new):
             self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
-            self.queue.add_batched(owner, self._batch_period)
+            self.queue.add_batched(owner, self._batch_period, self._children(entry.owner_uid))
         if freed_domain(child_old, child_new):
             self._wake_exclusive()
+
+    def _children(self, jobset_uid: str | None) -> int:
+        """How many children the JobSet's tally holds (0 before its first pass)."""
+        tally = self._tallies.get(jobset_uid or "")
+        return 0 if tally is None else len(tally)
 
     def _tally(self, old: CachedJob | None, new: CachedJob | None) -> None:
         """Keep the tallies of the JobSets the Job left and joined (O(1))."""

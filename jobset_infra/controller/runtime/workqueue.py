@@ -7,8 +7,9 @@
 - Delayed adds keep the earliest due time per key; `add_rate_limited` delays by the max of the
   key's exponential backoff and a global token bucket (client-go's default limiter).
 - Batched adds (child events) wait until the key's adds pause for a quiet period, and at most
-  `STREAM_PERIODS` periods after the first of them: a burst costs one pass, a stream (thousands
-  of Pods starting over a minute) one pass per four periods.
+  `STREAM_PERIODS` periods after the first of them (longer for a JobSet of many children,
+  `stream_limit`): a burst costs one pass, a stream (thousands of Pods starting over a minute)
+  one pass per four periods.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff, TokenBucket
 
 STREAM_PERIODS = 4
+STREAM_SECONDS_PER_CHILD = 0.0002
+"""A stream holds the pass of a JobSet of over 1,000 children longer: 0.2 ms per child (2,048:
+0.41 s, 10,000: 2 s). A pass no longer costs more with more children, but its status write
+does for the API server, and each pass of upstream's (whose passes walk every child) takes
+about that long: a 2,048-Job JobSet streams events for minutes on a real control plane while
+its Pods start and its Jobs are recreated, which one pass per 200 ms turned into more passes
+than upstream's. The last event of a stream is still followed by a pass within `quiet`."""
+
+
+def stream_limit(quiet: float, children: int) -> float:
+    """How long after its first batched add a stream of adds may hold a key's pass."""
+    return max(STREAM_PERIODS * quiet, children * STREAM_SECONDS_PER_CHILD)
 
 
 class QueueShutDownError(Exception):
@@ -85,9 +98,10 @@ class WorkQueue:
         handle = loop.call_at(due, self._fire, key)
         self._delayed[key] = (due, handle)
 
-    def add_batched(self, key: Hashable, quiet: float) -> None:
+    def add_batched(self, key: Hashable, quiet: float, children: int = 0) -> None:
         """Add `key` once no batched add of it came for `quiet` seconds, and at the latest
-        `STREAM_PERIODS * quiet` after the first of them; an earlier `add_after` time wins."""
+        `stream_limit(quiet, children)` after the first of them (`children`: the JobSet's);
+        an earlier `add_after` time wins."""
         if self._shutting_down or key in self._dirty:
             return
         if quiet <= 0:
@@ -97,7 +111,7 @@ class WorkQueue:
         now = loop.time()
         pending = self._delayed.get(key)
         first = self._batch_started.get(key, now) if pending is not None else now
-        due = min(now + quiet, first + STREAM_PERIODS * quiet)
+        due = min(now + quiet, first + stream_limit(quiet, children))
         if pending is not None:
             if pending[0] == due or (key not in self._batch_started and pending[0] < due):
                 return  # the same time, or an earlier one `add_after` asked for

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import ItemBackoff, TokenBucket
-from jobset_infra.controller.runtime.workqueue import STREAM_PERIODS, QueueShutDownError, WorkQueue
+from jobset_infra.controller.runtime.workqueue import (
+    STREAM_PERIODS,
+    QueueShutDownError,
+    WorkQueue,
+    stream_limit,
+)
 
 
 async def test_keys_come_out_in_add_order_and_duplicates_collapse() -> None:
@@ -109,6 +114,39 @@ async def test_a_stream_of_batched_adds_is_not_put_off_past_four_periods() -> No
         assert await asyncio.wait_for(queue.get(), timeout=5.0) == "a"
     finally:
         streaming.cancel()
+
+
+def test_the_stream_limit_grows_with_the_children_past_1000() -> None:
+    assert stream_limit(0.05, 10) == stream_limit(0.05, 1000) == STREAM_PERIODS * 0.05
+    assert stream_limit(0.05, 2048) == pytest.approx(0.4096)
+    assert stream_limit(0.05, 10_000) == pytest.approx(2.0)
+    assert stream_limit(0.5, 2048) == STREAM_PERIODS * 0.5, "a longer period still rules"
+
+
+async def test_a_stream_for_a_jobset_of_many_children_is_held_longer_but_bounded() -> None:
+    """2,000 children: the pass waits up to 0.4 s, past four periods of 0.05 s (0.2 s)."""
+    queue = WorkQueue()
+    queue.add_batched("a", 0.05, children=2000)
+    first = queue.due("a")
+    assert first is not None
+    cap = first - 0.05 + stream_limit(0.05, 2000)
+    latest = first
+
+    async def stream() -> None:
+        nonlocal latest
+        while True:
+            queue.add_batched("a", 0.05, children=2000)
+            due = queue.due("a")
+            assert due is None or due <= cap + 1e-9
+            latest = max(latest, due or latest)
+            await asyncio.sleep(0.001)
+
+    streaming = asyncio.create_task(stream())
+    try:
+        assert await asyncio.wait_for(queue.get(), timeout=5.0) == "a"
+    finally:
+        streaming.cancel()
+    assert latest > first - 0.05 + STREAM_PERIODS * 0.05, "held past four periods"
 
 
 async def test_an_earlier_add_after_is_not_put_off_by_a_batch() -> None:

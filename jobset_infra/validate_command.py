@@ -20,6 +20,8 @@ shows a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -58,6 +60,8 @@ class Options:
     old: dict[tuple[str, str], Any] = field(default_factory=dict)
     stack: tuple[str, Callable[[Mapping[str, Any]], list[str]]] | None = None
     """The stack's name and its check of one JobSet (`--stack`)."""
+    settle: bool = False
+    """The command's own process: once the checking modules are loaded, `_settle_heap`."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(stack, str):
         print(f"jobset-infra validate: --stack: {stack}", file=sys.stderr)
         return 2
-    options = Options(gates, old, stack)
+    options = Options(gates, old, stack, settle=True)
     problems: list[Problem] = []
     documents = 0
     as_json = getattr(args, "output", "text") == "json"
@@ -275,6 +279,8 @@ def _errors(document: Any, options: Options) -> list[Any]:
     from jobset_infra.api.k8s_openapi import K8S_VERSION, validate_builtin
     from jobset_infra.api.object_meta import metadata_errors
 
+    if options.settle:
+        _settle_heap()
     if not isinstance(document, dict):
         return [FieldError("", f"a manifest must be a mapping, got {type(document).__name__}")]
     api_version, kind = document.get("apiVersion"), document.get("kind")
@@ -299,3 +305,12 @@ def _errors(document: Any, options: Options) -> list[Any]:
             )
         ]
     return metadata_errors(document.get("metadata"), builtin=True) + errors
+
+
+@functools.cache
+def _settle_heap() -> None:
+    """Put what the checking modules loaded (the models, schemas, rules) out of the cyclic
+    collector's sight: it lives as long as the process, and the collections that unpickling
+    the CEL trees sets off walked it again each time, half of checking one JobSet's CPU
+    (0.03 s, 2026-12-07). Only for the command's process (`run`), never a caller's heap."""
+    gc.freeze()

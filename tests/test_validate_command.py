@@ -339,3 +339,22 @@ def test_json_output_lists_every_problem_with_file_document_and_field(
     path.write_bytes(_yaml(_valid()))
     assert main(["validate", "-o", "json", str(path)]) == 0
     assert json.loads(capsys.readouterr().out) == {"valid": True, "documents": 1, "problems": []}
+
+
+def test_only_the_commands_own_process_settles_its_heap(tmp_path: Path) -> None:
+    """`run` freezes the heap once the checking modules are loaded (the CEL trees' unpickling
+    then no longer sets off collections over it); `check_text` never touches a caller's."""
+    import gc
+
+    before = gc.get_freeze_count()
+    assert check_text("x.yaml", _yaml(_valid())) == []
+    assert gc.get_freeze_count() == before
+    path = tmp_path / "jobset.yaml"
+    path.write_bytes(_yaml(_valid()))
+    probe = ("import gc, sys\nfrom jobset_infra.cli import main\n"
+             "try:\n    main(['validate', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+             "print('FROZEN', gc.get_freeze_count())\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    frozen = int(done.stdout.rsplit("FROZEN ", 1)[1])
+    assert frozen > 10_000  # the models, schemas and rules

@@ -137,6 +137,43 @@ def test_a_torn_file_of_trees_costs_a_parse(tmp_path: Path) -> None:
     assert tree == lark.Tree("fresh", [])
 
 
+def test_an_expression_is_known_only_once_its_parse_succeeded(tmp_path: Path) -> None:
+    assert not cel_parser.known(RULES[0], tmp_path)
+    with pytest.raises(ValueError, match="no parse"):
+        cel_parser.parsed(RULES[0], _refuse, tmp_path)
+    assert not cel_parser.known(RULES[0], tmp_path)  # a failed parse keeps nothing
+    cel_parser.parsed(RULES[0], lambda text: lark.Tree("expr", [text]), tmp_path)
+    assert cel_parser.known(RULES[0], tmp_path)
+    assert not cel_parser.known(RULES[1], tmp_path)
+
+
+def _refuse(text: str) -> object:
+    raise ValueError(f"no parse: {text}")
+
+
+def test_a_known_rule_is_read_when_it_is_first_evaluated(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """`Rule.from_schema` reads no kept tree; the rule's first evaluation does, and a rule
+    nobody parsed before is still compiled (and refused) at once."""
+    from jobset_infra.api.crd import cel
+
+    text = "self.replicas >= 0 && self.replicas < 123457"
+    # an earlier run kept its tree (parsed with the usual folder's tables, built once)
+    cel_parser.parsed(text, CELParser().parse, tmp_path / "jobset-infra")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cel.compile_expression.cache_clear()
+    read: list[str] = []
+    real = cel_parser.parsed
+    monkeypatch.setattr(cel, "parsed", lambda t, parse: read.append(t) or real(t, parse))
+    rule = cel.Rule.from_schema({"rule": text, "message": "in range"})
+    assert read == []
+    assert rule.evaluate({"replicas": 123457}, None, "spec", "object") is not None
+    assert rule.evaluate({"replicas": 1}, None, "spec", "object") is None
+    assert read == [text]
+    with pytest.raises(cel.RuleCompileError):
+        cel.Rule.from_schema({"rule": "self.replicas >= ", "message": "never kept"})
+
+
 def test_the_parser_is_loaded_only_when_a_parse_is_asked_for(celpys_own: list[str]) -> None:
     cel_parser.install_deferred_parser()
     env = celpy.Environment()

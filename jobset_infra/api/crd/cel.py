@@ -19,7 +19,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from jobset_infra.api.crd.cel_parser import install_deferred_parser, parsed
+from jobset_infra.api.crd.cel_parser import install_deferred_parser, known, parsed
 from jobset_infra.api.errors import FieldError, child, show_value
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")
@@ -213,7 +213,9 @@ class Rule:
 
     @staticmethod
     def from_schema(entry: Mapping[str, Any]) -> Rule:
-        """Parse (and compile) a schema entry."""
+        """Read a schema entry, and compile its rule unless an earlier run did: celpy builds its
+        program only from the tree (no check past parsing), so a kept tree (`known`) is a rule
+        that compiles, compiled when it is first evaluated."""
         rule = Rule(
             rule=str(entry["rule"]),
             message=entry.get("message"),
@@ -222,7 +224,8 @@ class Rule:
             reason=entry.get("reason"),
             optional_old_self=bool(entry.get("optionalOldSelf", False)),
         )
-        compile_expression(rule.rule)
+        if not known(rule.rule):
+            compile_expression(rule.rule)
         return rule
 
     @property

@@ -13,7 +13,9 @@ Each expression's parse is kept on disk too (`parsed`), in a file named by a dig
 text, so a run whose expressions were all seen before loads neither the tables nor the parser
 (`install_deferred_parser` gives celpy a stand-in that builds the real parser only when a parse
 is asked for). Their folder is named by celpy's grammar and Lark's version; a torn or foreign
-file is ignored (parsed again). One file per expression: a run reads only the trees it uses.
+file is ignored (parsed again). One file per expression: a run reads only the trees it uses,
+and a rule whose tree is kept (`known`) is not even read until it is evaluated: `validate` of
+a new JobSet never reads the transition rules' trees (0.6 MB for the replicated jobs' one).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "cache_dir",
     "install_cached_parser",
     "install_deferred_parser",
+    "known",
     "parsed",
     "save_atomically",
 ]
@@ -141,6 +144,13 @@ def parsed(text: str, parse: Callable[[str], Any], folder: Path | None = None) -
     if path is not None:
         save_atomically(path, pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
     return tree
+
+
+def known(text: str, folder: Path | None = None) -> bool:
+    """Whether an earlier run parsed `text`: its tree is kept only after a parse succeeded, so
+    the expression is known to compile and its tree can wait until it is evaluated."""
+    path = _tree_path(folder or cache_dir(), text)
+    return path is not None and path.is_file()
 
 
 def _tree_path(folder: Path | None, text: str) -> Path | None:

@@ -48,6 +48,7 @@ __all__ = [
     "place_new_jobs",
     "place_resumed_jobs",
     "placement_stopped",
+    "resume_request",
 ]
 
 _T = TypeVar("_T")
@@ -103,7 +104,7 @@ def place_resumed_jobs(
     if not domain_jobs:
         return PlacementDecision()
     try:
-        requests = [_resume_request(job, observed) for job in domain_jobs]
+        requests = [resume_request(job, observed) for job in domain_jobs]
     except QuantityError as err:
         return _invalid(tuple(job.name for job in domain_jobs), err)
     occupancy = inputs.occupancy.with_views(_earlier_views(earlier, requests))
@@ -265,8 +266,9 @@ def _pinned(job: Manifest, request: PlacementRequest, result: Assignment) -> Man
     return out
 
 
-def _resume_request(job: ChildJob, observed: Observed[JobSet]) -> PlacementRequest:
-    """Return the request of a suspended Job from its replicated job's current template.
+def resume_request(job: ChildJob, observed: Observed[JobSet]) -> PlacementRequest:
+    """Return the request of a suspended Job from its replicated job's current template (also
+    what a Job asks for when it is placed again, `stranded_jobs`).
 
     Resume merges the template (where Kueue put the flavor's selectors and tolerations) into the
     Job, so the template is what the pods will look like; the Job's earlier domain is preferred.

@@ -31,6 +31,7 @@ from jobset_infra.controller.core.replicated_jobs_status import (
     replicated_jobs_status,
 )
 from jobset_infra.controller.core.slice_health import domain_failures
+from jobset_infra.controller.core.stranded_jobs import stranded_jobs
 from jobset_infra.controller.core.success_policy import success_policy_met
 from jobset_infra.controller.core.suspend_resume import suspend_jobs
 from jobset_infra.controller.core.ttl_after_finished import ttl_after_finished
@@ -58,6 +59,7 @@ __all__ = [
     "is_managed_here",
     "kept_tally",
     "mark_jobs_ready",
+    "move_stranded_jobs",
     "reconcile",
     "record_domain_failures",
     "restart_in_place",
@@ -109,6 +111,8 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
     create_volume_claims(draft)
     # 14. elastic JobSets: propagate parallelism/completions (gate ElasticJobSet)
     sync_job_scaling(draft, jobs)
+    # Jobs stranded on a pool lost before their pods started: deleted, placed again next pass
+    move_stranded_jobs(draft, jobs)
     # count a first run or a resume before new and resumed Jobs carry the count
     track_execution_attempts(draft, jobs)
     # 15. create missing Jobs (DependsOn, InOrder, BlockingRecreate, exclusive placement);
@@ -193,6 +197,14 @@ def record_domain_failures(draft: Draft, jobs: ChildJobs) -> None:
     failures = domain_failures(jobs.failed, draft.observed.placement, draft.now,
                                draft.observed.pods)
     draft.add(*(RecordDomainFailure(failure) for failure in failures))
+
+
+def move_stranded_jobs(draft: Draft, jobs: ChildJobs) -> None:
+    """Delete the Jobs whose pool was lost before their pods started, when there is room for
+    them elsewhere (`stranded_jobs`); reconcile creates them again, and placement places them."""
+    for job in stranded_jobs(jobs.active, draft.observed, draft.config):
+        draft.add(DeleteJob(job.namespace, job.name, job.uid,
+                            why="its pool was lost before its pods started; placed again"))
 
 
 def apply_failure_policy(draft: Draft, jobs: ChildJobs) -> None:

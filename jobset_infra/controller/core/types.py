@@ -114,7 +114,9 @@ class Observed(Generic[_J]):
     only the names it would create; the runtime answers from its Job cache)."""
     pods: tuple[PodView, ...] | None = None
     """The JobSet's Pods (jobset-name label), watched only with the InPlaceRestart gate on;
-    None: not watched, so in-place restart leaves the status alone."""
+    None: not watched, so in-place restart leaves the status alone. Without that watch, the
+    runtime gives the Pods of the Jobs `stranded_jobs.stranded_candidates` names (when there
+    are any), looked up for that pass: what says whether their pods started."""
     tally: Any = None
     """The runtime's `child_tally.ChildTally` of these children, kept from their events; a pass
     uses it when it was kept for the pass's basis and classifies every Job itself otherwise.

@@ -49,7 +49,12 @@ from jobset_infra.controller.runtime.informer import Informer, object_key
 from jobset_infra.controller.runtime.kube import ApiError, ConflictError, KubeClient
 from jobset_infra.controller.runtime.logs import FIELDS
 from jobset_infra.controller.runtime.metrics import CONTROLLER_NAME, Metrics
-from jobset_infra.controller.runtime.pod_watch import jobset_pods, pod_handler, pod_informer
+from jobset_infra.controller.runtime.pod_watch import (
+    JobPods,
+    jobset_pods,
+    pod_handler,
+    pod_informer,
+)
 from jobset_infra.controller.runtime.ratelimit import Clock, ItemBackoff
 from jobset_infra.controller.runtime.recovery import RecoveryTracker
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, NODES, PVCS, SERVICES
@@ -98,6 +103,7 @@ class JobSetController:
         self._batch_period = tuning.child_event_batch_period
         self._make_informers(client, tuning.watch_namespace or None)
         self.health = SliceHealthLedger.for_config(client, config, metrics, wall)
+        self.job_pods = JobPods(client, self._core)
         self.queue = WorkQueue(
             CONTROLLER_NAME, metrics, ItemBackoff(tuning.backoff_base, tuning.backoff_max)
         )
@@ -366,7 +372,8 @@ class JobSetController:
         if not self._exclusive(jobset):
             return await self._decide_and_execute(key, self._snapshot(jobset))
         async with self.placement_lock:
-            return await self._decide_and_execute(key, self._snapshot(jobset, self._placement()))
+            observed = await self.job_pods.add_to(self._snapshot(jobset, self._placement()))
+            return await self._decide_and_execute(key, observed)
 
     async def _decide_and_execute(self, key: Hashable, observed: Observed[Manifest]) -> Outcome:
         wall = self._wall()

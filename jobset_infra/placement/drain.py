@@ -1,10 +1,22 @@
 """Which running JobSets a pool change kills, and how to stop and restart each (pure).
 
-The controller records the pool of every exclusive child Job it placed in the Job itself:
-``nodeSelector[cloud.google.com/gke-nodepool] = <pool>`` on its pod template (`placement.jobs`).
-So what runs where is read from the cluster's Jobs, and `jobsets_at_risk(changes, ...)` names
-each JobSet with a running exclusive Job on a pool that `tpu.pool_changes` says the update
-replaces, shrinks or deletes. `Drain` says how to stop it so that it can start again later:
+`jobsets_at_risk(changes, ...)` names each running JobSet on a pool that `tpu.pool_changes`
+says the update replaces, shrinks or deletes. A JobSet is *on* a pool when either placement
+put it there, read from the cluster's objects, never from memory:
+
+* the controller's (`placement: controller`): it records the pool of every exclusive child Job
+  in the Job itself, ``nodeSelector[cloud.google.com/gke-nodepool] = <pool>`` on its pod
+  template (`placement.jobs`), held while the Job runs (not finished, suspended or deleting);
+* Kueue's TAS (`placement: kueue-tas`): its Jobs name no pool; Kueue writes where their pods
+  go into the admitted Workload (`status.admission.podSetAssignments[].topologyAssignment`:
+  the Topology's levels, then each domain's value per level). Our Topology's levels are the
+  pool, then the host (`tpu.placer.TAS_LEVELS`), but Kueue (0.19.2, as the real manager
+  writes it) keeps only the host level when the last level is the host: the hosts are read
+  through their Nodes' pool label (`node_pools`); a pool level, when written, is read as is.
+  Held while the Workload is admitted and not finished (Kueue takes the admission back when it
+  evicts).
+
+`Drain` says how to stop it so that it can start again later:
 
 * queued (its ``kueue.x-k8s.io/queue-name`` label, and Kueue made its Workload): through Kueue,
   ``Workload.spec.active: false``. Kueue evicts it (suspending the JobSet, releasing its quota)
@@ -25,7 +37,7 @@ from typing import Any, Final
 
 from jobset_infra.api import constants as c
 from jobset_infra.placement.jobs import job_view_from_manifest
-from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL
+from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL, HOSTNAME_LABEL
 from jobset_infra.tpu.pool_changes import PoolChange
 
 __all__ = [
@@ -36,6 +48,7 @@ __all__ = [
     "at_risk_report",
     "drain_from_annotation",
     "jobsets_at_risk",
+    "tas_assigned",
 ]
 
 DRAINED_ANNOTATION: Final = "jobset-infra.dev/drained-for-pool-change"
@@ -99,13 +112,15 @@ def jobsets_at_risk(
     workloads: Iterable[Mapping[str, Any]] = (),
     *,
     pool_key: str = GKE_NODEPOOL_LABEL,
+    node_pools: Mapping[str, str] | None = None,
 ) -> tuple[AtRiskJobSet, ...]:
-    """Return the running JobSets with an exclusive Job on a changed pool, by namespace/name.
+    """Return the running JobSets on a changed pool (module docstring), by namespace/name.
 
-    `jobs` are child Jobs as the API server returns them; a Job counts while it holds its pool
-    (not finished, suspended or being deleted). `pool_key` is the node label naming a pool: a
-    Job placed on another topology key is not on a pool this update changes.
+    `jobs` and `workloads` as the API server returns them. `pool_key` is the node label naming
+    a pool: a Job placed on another topology key is not on a pool this update changes.
+    `node_pools`: node name -> pool, for a TAS assignment whose levels name hosts only.
     """
+    workloads = list(workloads)
     by_pool = {change.pool: change for change in changes}
     hit: dict[str, set[str]] = {}
     for job in jobs:
@@ -114,6 +129,11 @@ def jobsets_at_risk(
                 or view.topology_key != pool_key or view.domain not in by_pool):
             continue
         hit.setdefault(view.owner, set()).add(str(view.domain))
+    for workload in workloads:
+        owner = _jobset_owner(workload)
+        pools = tas_assigned(workload, pool_key, node_pools or {}) & by_pool.keys()
+        if owner and pools:
+            hit.setdefault(owner, set()).update(pools)
     found = []
     for jobset in jobsets:
         meta = jobset.get("metadata") or {}
@@ -125,6 +145,62 @@ def jobsets_at_risk(
             changes=tuple(by_pool[pool] for pool in sorted(hit[key])),
             drain=_drain(jobset, workloads)))
     return tuple(sorted(found, key=lambda risk: risk.key))
+
+
+def tas_assigned(workload: Mapping[str, Any], pool_key: str = GKE_NODEPOOL_LABEL,
+                 node_pools: Mapping[str, str] | None = None) -> set[str]:
+    """Return the pools Kueue's TAS assigned the Workload's pods to, while it is admitted and
+    not finished; empty for a Workload without a topology assignment."""
+    status = workload.get("status") or {}
+    if not _condition(status, "Admitted") or _condition(status, "Finished"):
+        return set()
+    pools: set[str] = set()
+    for podset in (status.get("admission") or {}).get("podSetAssignments") or ():
+        assignment = podset.get("topologyAssignment") if isinstance(podset, Mapping) else None
+        if not isinstance(assignment, Mapping):
+            continue
+        levels = list(assignment.get("levels") or ())
+        if pool_key in levels:
+            pools |= _level_values(assignment, levels.index(pool_key))
+        elif HOSTNAME_LABEL in levels and node_pools:
+            hosts = _level_values(assignment, levels.index(HOSTNAME_LABEL))
+            pools |= {node_pools[host] for host in hosts if host in node_pools}
+    return pools
+
+
+def _level_values(assignment: Mapping[str, Any], level: int) -> set[str]:
+    """Every domain's value at `level`: v1beta2's slices (a value for all the slice's domains,
+    or one per domain between a common prefix and suffix), or v1beta1's domains' values."""
+    found: set[str] = set()
+    for part in assignment.get("slices") or ():
+        per_level = part.get("valuesPerLevel") or () if isinstance(part, Mapping) else ()
+        values = per_level[level] if level < len(per_level) else {}
+        if not isinstance(values, Mapping):
+            continue
+        if values.get("universal"):
+            found.add(str(values["universal"]))
+        individual = values.get("individual") or {}
+        if isinstance(individual, Mapping):
+            prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
+            found |= {f"{prefix}{root}{suffix}" for root in individual.get("roots") or ()}
+    for domain in assignment.get("domains") or ():
+        values = domain.get("values") or () if isinstance(domain, Mapping) else ()
+        if level < len(values):
+            found.add(str(values[level]))
+    return found
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> bool:
+    return any(isinstance(cond, Mapping) and cond.get("type") == kind
+               and cond.get("status") == "True" for cond in status.get("conditions") or ())
+
+
+def _jobset_owner(workload: Mapping[str, Any]) -> str:
+    meta = workload.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("kind") == c.KIND and ref.get("name"):
+            return f"{meta.get('namespace', '')}/{ref['name']}"
+    return ""
 
 
 def _drain(jobset: Mapping[str, Any], workloads: Iterable[Mapping[str, Any]]) -> Drain:

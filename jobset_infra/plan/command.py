@@ -1,23 +1,36 @@
-"""`jobset-infra plan --stack NAME [--out DIR] [-o json]`: what `pulumi up` would create, offline.
+"""`jobset-infra plan --stack NAME [--out DIR] [-o json] [--kubeconfig PATH [--context C]]`:
+what `pulumi up` would create, offline.
 
 Runs the stack's Pulumi program (`stacks/__main__.py`) with its committed `Pulumi.<stack>.yaml`
 under Pulumi's mocks (no Pulumi CLI, no credentials, no network), prints the resource tree as
 `pulumi preview` draws it (or, with `-o json`, one JSON object: resources, objects, releases,
 warnings, problems), and writes every Kubernetes object it would apply as YAML under DIR
 (`plan.out_folder`: only the files it wrote itself are ever replaced).
+
+With `--kubeconfig`, the one thing read from a cluster is what `pulumi preview` reads there:
+the program's pool-change guard (`stack.pool_drain`, docs/resilience.md) reads that cluster's
+JobSets, Jobs, Workloads, Nodes and pool record, and a pool change under a running JobSet
+fails the plan as it fails preview, naming them. The path reaches the program through
+`PLAN_KUBECONFIG_ENV` for the run (the program is run by path, not imported).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 PROJECT = "jobset-infra"
+# `stack.program`'s names (a sibling layer, so not imported; tests/plan checks they match).
+PLAN_KUBECONFIG_ENV = "JOBSET_INFRA_PLAN_KUBECONFIG"
+PLAN_CONTEXT_ENV = "JOBSET_INFRA_PLAN_CONTEXT"
 
 
 class PlanError(Exception):
@@ -33,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", choices=("text", "json"), default="text",
         help="text: the tree (default); json: one object on stdout for scripts",
     )
+    parser.add_argument(
+        "--kubeconfig", type=Path, default=None,
+        help="check against this live cluster, as `pulumi preview` does: the running JobSets a "
+             "pool change of this stack would kill (read-only)",
+    )
+    parser.add_argument("--context", default=None,
+                        help="the kubeconfig context to use (default: its current one)")
     parser.add_argument(
         "--project-dir",
         type=Path,
@@ -160,7 +180,10 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
     except OutFolderError as exc:
         raise PlanError(str(exc)) from None
 
-    print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud)...", file=sys.stderr)
+    live = _live_cluster(args)
+    where = f"; pool changes checked against {live[0]}" if live else ""
+    print(f"Planning stack {args.stack} offline (Pulumi mocks, no cloud{where})...",
+          file=sys.stderr)
     started = time.monotonic()
     # Heavy imports only now: `jobset-infra validate` must not pay for Pulumi.
     _require_pulumi()
@@ -174,13 +197,14 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     try:
-        result = run_offline(
-            stack_dir / "__main__.py",
-            project=PROJECT,
-            stack=args.stack,
-            config=config,
-            mocks=_progress_mocks(live=sys.stderr.isatty()),
-        )
+        with _live_env(live):
+            result = run_offline(
+                stack_dir / "__main__.py",
+                project=PROJECT,
+                stack=args.stack,
+                config=config,
+                mocks=_progress_mocks(live=sys.stderr.isatty()),
+            )
     except ProgramError as exc:
         _end_progress(live=sys.stderr.isatty())
         errors = str(exc).splitlines() or ["the program failed"]
@@ -231,6 +255,42 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
         "written": written,
         "tree": render_tree(registrations, PROJECT, args.stack),
     }
+
+
+def _live_cluster(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """Return the kubeconfig file (absolute) and context `--kubeconfig` names, or None."""
+    path: Path | None = getattr(args, "kubeconfig", None)
+    context: str | None = getattr(args, "context", None)
+    if path is None:
+        if context is not None:
+            raise PlanError("--context needs --kubeconfig (the file whose context it names)")
+        return None
+    resolved = path.expanduser().resolve()
+    if not resolved.is_file():
+        raise PlanError(f"--kubeconfig {path}: no such file; give the kubeconfig of the cluster "
+                        "the stack deploys to (for a gke stack: pulumi stack output kubeconfig "
+                        "--show-secrets > FILE, or gcloud container clusters get-credentials)")
+    return str(resolved), context
+
+
+@contextlib.contextmanager
+def _live_env(live: tuple[str, str | None] | None) -> Iterator[None]:
+    """Tell the program which cluster its pool guard reads, for this run only."""
+    saved = {name: os.environ.get(name) for name in (PLAN_KUBECONFIG_ENV, PLAN_CONTEXT_ENV)}
+    for name in saved:
+        os.environ.pop(name, None)
+    if live is not None:
+        os.environ[PLAN_KUBECONFIG_ENV] = live[0]
+        if live[1]:
+            os.environ[PLAN_CONTEXT_ENV] = live[1]
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 PLATFORM_SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_gcp", "pulumi_docker_build")

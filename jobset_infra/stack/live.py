@@ -22,7 +22,6 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from jobset_infra.api import constants as c
@@ -44,27 +43,14 @@ from jobset_infra.placement.drain import (
     DrainVia,
     drain_from_annotation,
 )
-from jobset_infra.stack.pool_guard import POOL_RECORD
+from jobset_infra.stack.pool_guard import POOL_RECORD, LiveView
 from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL
 
-__all__ = ["DRAIN_TIMEOUT", "LiveView", "drain", "read_live", "resume"]
+__all__ = ["DRAIN_TIMEOUT", "drain", "read_live", "resume"]
 
 DRAIN_TIMEOUT: Final = 300.0
 """Seconds a drained JobSet's Jobs may take to stop before the update fails."""
 _POLL: Final = 1.0
-
-
-@dataclass(frozen=True)
-class LiveView:
-    """What the cluster holds that the pool guard reads (empty lists when there is no API)."""
-
-    jobsets: list[dict[str, Any]] = field(default_factory=list)
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-    workloads: list[dict[str, Any]] = field(default_factory=list)
-    record: Mapping[str, Any] | None = None
-    """The pool record's ConfigMap data, None when there is none."""
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    """Every Node (what a stack without a record reads its pools' settings from)."""
 
 
 @asynccontextmanager
@@ -88,14 +74,19 @@ async def _items(api: KubeClient, res: Resource) -> list[dict[str, Any]]:
 
 
 async def read_live(kubeconfig: str, context: str | None, namespace: str) -> LiveView:
-    """Return the JobSets, Jobs, Workloads, Nodes and the pool record in `namespace`."""
+    """Return the JobSets, Jobs, Workloads, Nodes and the pool record in `namespace`, over
+    the kubeconfig text the stack deploys with."""
     async with _client(kubeconfig, context) as api:
-        jobsets, jobs, workloads, nodes = await asyncio.gather(
-            _items(api, JOBSETS), _items(api, JOBS), _items(api, WORKLOADS), _items(api, NODES))
-        try:
-            record = (await api.get(CONFIGMAPS, POOL_RECORD, namespace)).get("data") or {}
-        except (NotFoundError, ForbiddenError):
-            record = None
+        return await _read(api, namespace)
+
+
+async def _read(api: KubeClient, namespace: str) -> LiveView:
+    jobsets, jobs, workloads, nodes = await asyncio.gather(
+        _items(api, JOBSETS), _items(api, JOBS), _items(api, WORKLOADS), _items(api, NODES))
+    try:
+        record = (await api.get(CONFIGMAPS, POOL_RECORD, namespace)).get("data") or {}
+    except (NotFoundError, ForbiddenError):
+        record = None
     return LiveView(jobsets, jobs, workloads, record, nodes)
 
 

@@ -41,9 +41,9 @@ from jobset_infra.stack import live as live_cluster
 from jobset_infra.stack.config import StackConfig
 from jobset_infra.stack.pool_guard import (
     POOL_RECORD,
+    LiveView,
     drained_keys,
-    guard,
-    parse_pool_record,
+    guard_stack,
     pool_record_data,
 )
 from jobset_infra.tpu.node_pools import kwok_node, node_manifests, parse_nodes
@@ -66,9 +66,13 @@ _CLUSTER_ERRORS: Final = (AuthError, ApiError, OSError, TimeoutError)
 class Live:
     """The cluster reads and writes the guard makes (`stack.live`; tests pass fakes)."""
 
-    read: Callable[[str, str | None, str], Awaitable[live_cluster.LiveView]]
+    read: Callable[[str, str | None, str], Awaitable[LiveView]]
     drain: Callable[[str, str | None, Sequence[str], Sequence[AtRiskJobSet]], Awaitable[None]]
     resume: Callable[[str, str | None], Awaitable[list[str]]]
+    kubeconfig: str | None = None
+    """Read this cluster (kubeconfig text) instead of the stack's own: `jobset-infra plan
+    --kubeconfig` runs the program under Pulumi's mocks, where the stack's cluster is a mock."""
+    context: str | None = None
 
 
 LIVE: Final = Live(live_cluster.read_live, live_cluster.drain, live_cluster.resume)
@@ -80,6 +84,8 @@ class PoolChangeGuard:
     def __init__(self, config: StackConfig, provider: k8s.Provider, *,
                  kubeconfig: pulumi.Input[str], context: str | None, system: JobSetSystem,
                  live: Live | None) -> None:
+        if live is not None and live.kubeconfig is not None:
+            kubeconfig, context = live.kubeconfig, live.context
         self._config, self._provider, self._context, self._live = (
             config, provider, context, live)
         self._namespace = config.controller.namespace
@@ -108,12 +114,9 @@ class PoolChangeGuard:
                 pulumi.log.warn(unread)
                 return []
             raise pulumi.RunError(f"{unread}; nothing was changed") from None
-        previous, problem = parse_pool_record(view.record)
+        decision, problem = guard_stack(self._config, view)
         if problem:
             pulumi.log.warn(problem)
-        groups = {plan.name for plan in self._config.pool_plans()}
-        decision = guard(previous, self._current, view.jobsets, view.jobs, view.workloads,
-                         drain=self._config.drain_jobsets, nodes=view.nodes, groups=groups)
         if decision.refused:
             raise pulumi.RunError(decision.message())
         if decision.at_risk:

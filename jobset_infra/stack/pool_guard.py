@@ -16,25 +16,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 from jobset_infra.placement.drain import AtRiskJobSet, at_risk_report, jobsets_at_risk
 from jobset_infra.stack.checks import NAMESPACE
+from jobset_infra.tpu.constants import GKE_NODEPOOL_LABEL
 from jobset_infra.tpu.pool_changes import (
     PoolChange,
     PoolSettings,
     pool_changes,
+    pool_settings,
     settings_from_nodes,
 )
+
+if TYPE_CHECKING:
+    from jobset_infra.stack.config import StackConfig
 
 __all__ = [
     "DRAIN_KEY",
     "POOL_RECORD",
     "POOL_RECORD_KEY",
+    "LiveView",
     "PoolGuard",
     "drained_keys",
     "guard",
+    "guard_stack",
     "parse_pool_record",
     "pool_record_data",
 ]
@@ -43,6 +50,20 @@ DRAIN_KEY: Final = f"{NAMESPACE}:drain_jobsets"
 POOL_RECORD: Final = "jobset-infra-slice-pools"
 """The ConfigMap (in the controller's namespace) holding the pools of the last update."""
 POOL_RECORD_KEY: Final = "pools.json"
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """What the cluster holds that the guard reads (`stack.live` reads it; empty lists when
+    there is no API)."""
+
+    jobsets: list[dict[str, Any]] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    record: Mapping[str, Any] | None = None
+    """The pool record's ConfigMap data, None when there is none."""
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    """Every Node (what a stack without a record reads its pools' settings from)."""
 
 
 @dataclass(frozen=True)
@@ -87,11 +108,30 @@ def guard(previous: PoolSettings | None, current: PoolSettings,
     """Return the decision for an update from pools `previous` (the record) to `current`, with
     these JobSets running. Without a record (a stack deployed before it kept one), what the
     Nodes of the stack's slice-pool `groups` show stands in for it."""
+    nodes = list(nodes)
     if previous is None:
         previous = settings_from_nodes(nodes, groups)
     changes = pool_changes(previous, current)
-    at_risk = jobsets_at_risk(changes, jobsets, jobs, workloads) if changes else ()
+    if not changes:
+        return PoolGuard(changes, (), drain)
+    # A TAS assignment by hosts only is read through the Nodes' pool labels.
+    node_pools = {str(meta["name"]): str(pool) for node in nodes
+                  if (meta := node.get("metadata") or {}).get("name")
+                  and (pool := (meta.get("labels") or {}).get(GKE_NODEPOOL_LABEL))}
+    at_risk = jobsets_at_risk(changes, jobsets, jobs, workloads, node_pools=node_pools)
     return PoolGuard(changes, at_risk, drain)
+
+
+def guard_stack(config: StackConfig, view: LiveView) -> tuple[PoolGuard, str]:
+    """Return the decision for the stack `config` over what the cluster holds, and a problem
+    with the pool record ('' if none): what `pulumi preview` (`stack.pool_drain`) and
+    `jobset-infra plan --kubeconfig` both decide, the same way."""
+    previous, problem = parse_pool_record(view.record)
+    plans = config.pool_plans()
+    decision = guard(previous, pool_settings(plans), view.jobsets, view.jobs, view.workloads,
+                     drain=config.drain_jobsets, nodes=view.nodes,
+                     groups={plan.name for plan in plans})
+    return decision, problem
 
 
 def pool_record_data(current: PoolSettings) -> dict[str, str]:

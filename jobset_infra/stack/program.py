@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -43,7 +43,13 @@ from jobset_infra.stack.config import (
 from jobset_infra.stack.pool_drain import LIVE, Live, PoolChangeGuard, kwok_pools
 from jobset_infra.tpu.pools import SlicePoolsPlan
 
-__all__ = ["Platform", "build_platform", "read_config", "run"]
+__all__ = ["PLAN_CONTEXT_ENV", "PLAN_KUBECONFIG_ENV", "Platform", "build_platform",
+           "read_config", "run"]
+
+PLAN_KUBECONFIG_ENV: Final = "JOBSET_INFRA_PLAN_KUBECONFIG"
+"""Set by `jobset-infra plan --kubeconfig PATH` for its run: under Pulumi's mocks the pool
+guard reads that cluster, as `pulumi preview` reads the stack's own (never drains: a preview)."""
+PLAN_CONTEXT_ENV: Final = "JOBSET_INFRA_PLAN_CONTEXT"
 
 
 @dataclass
@@ -68,8 +74,7 @@ def run() -> Platform:
     """Read and validate the stack config, build the platform, export its outputs."""
     config = load_stack_config(read_config())
     refuse_placeholders(config)
-    # Under Pulumi's mocks (`jobset-infra plan`) nothing is read from or written to a cluster.
-    platform = build_platform(config, live=None if _under_mocks() else LIVE)
+    platform = build_platform(config, live=_live())
     _export(platform)
     return platform
 
@@ -87,6 +92,18 @@ def refuse_placeholders(config: StackConfig) -> None:
 
 def _under_mocks() -> bool:
     return isinstance(pulumi.runtime.settings.get_monitor(), pulumi.runtime.mocks.MockMonitor)
+
+
+def _live() -> Live | None:
+    """The cluster reads of the pool guard: the stack's cluster under the engine; under Pulumi's
+    mocks (`jobset-infra plan`) none, unless `plan --kubeconfig` names a cluster to read."""
+    if not _under_mocks():
+        return LIVE
+    path = os.environ.get(PLAN_KUBECONFIG_ENV)
+    if not path:
+        return None
+    return replace(LIVE, kubeconfig=Path(path).read_text(encoding="utf-8"),
+                   context=os.environ.get(PLAN_CONTEXT_ENV) or None)
 
 
 def build_platform(config: StackConfig, live: Live | None = None) -> Platform:

@@ -210,6 +210,29 @@ async def test_four_slices_are_admitted_and_each_lands_in_one_pool(
         assert "topologyAssignment" not in assignment
         for pod in pods:
             assert tpu.GKE_NODEPOOL_LABEL in pod["spec"]["nodeSelector"]
+    await _a_pool_change_names_it_on_its_pools(world, mode, pods)
+
+
+async def _a_pool_change_names_it_on_its_pools(w: World, mode: Placer,
+                                               pods: list[dict[str, Any]]) -> None:
+    """The check `pulumi preview` runs before a pool change finds the JobSet on exactly the
+    pools its pods run on, in both modes: through its Jobs' pool (controller) or its Workload's
+    topology assignment as the real Kueue writes it (TAS: the Jobs name no pool, the Workload
+    names the hosts)."""
+    from jobset_infra.placement.drain import jobsets_at_risk
+    from jobset_infra.tpu.pool_changes import PoolChange, PoolChangeKind
+
+    where = await _pools_by_node(w)
+    changes = [PoolChange(pool, PoolChangeKind.DELETED, "gone") for pool in sorted(set(
+        where.values()))]
+    namespace = GROUP[mode]
+    # Kueue 0.19.2 writes the assignment at the host level alone (its Topology's last level):
+    # the hosts are read through their Nodes' pool label, as the stack's guard does.
+    [risk] = jobsets_at_risk(changes, await w.items(JOBSETS, namespace),
+                             await w.items(JOBS, namespace), await w.items(WORKLOADS, namespace),
+                             node_pools=where)
+    assert risk.key == f"{namespace}/four"
+    assert {ch.pool for ch in risk.changes} == {where[p["spec"]["nodeName"]] for p in pods}
 
 
 @pytest.mark.parametrize("mode", MODES)

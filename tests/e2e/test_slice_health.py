@@ -344,3 +344,89 @@ async def test_explain_names_busy_and_kept_out_pools_and_unschedulable_pods(
     assert (blocker["layer"], blocker["reason"]) == ("pods", "Unschedulable"), blocker
     assert "Insufficient cpu" in blocker["message"], blocker
     await client.delete(JOBSETS, "huge", namespace=NS)
+
+
+def plan_cli(project: Any, stack: str) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "jobset_infra.cli", "plan", "-s", stack, "--project-dir",
+         str(project), "--kubeconfig", KUBECONFIG[0]],
+        capture_output=True, text=True, timeout=120, check=False)
+
+
+async def test_plan_against_the_live_cluster_names_the_jobset_a_pool_change_would_kill(
+    api: tuple[KubeClient, Any], tmp_path: Any,
+) -> None:
+    """`jobset-infra plan --kubeconfig`: a GKE stack planned offline (Pulumi's mocks) whose
+    slice pools `hp` change topology (and plan no spare), checked against this cluster, where
+    `hs` runs on two of them: the plan fails as `pulumi preview` would, naming the JobSet, its
+    pools and the opt-in (the opt-in's warning is the same code's, tested under mocks in
+    tests/stack)."""
+    import yaml
+
+    from tests.plan.test_command import ROOT
+
+    client, _ = api
+    running = await both_slices_running(client, 2)  # `hs`, from the test above
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.v5e-multislice.yaml").read_text())
+    stack["config"]["jobset-infra:slices"].update(name="hp", topology="4x4")
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "__main__.py").write_text((ROOT / "stacks" / "__main__.py").read_text())
+    (tmp_path / "stacks" / "Pulumi.hp.yaml").write_text(yaml.safe_dump(stack))
+
+    refused = plan_cli(tmp_path, "hp")
+    assert refused.returncode == 1, refused.stderr
+    assert "error: this update would kill 1 running JobSet(s)" in refused.stderr, refused.stderr
+    [line] = [ln for ln in refused.stderr.splitlines() if f"{NS}/hs on " in ln]
+    for pool in running:  # a spare among them is deleted (the stack plans none), else replaced
+        change = "deleted: " if "spare" in pool else "replaced: topology '2x4' -> '4x4'"
+        assert f"{pool} ({change}" in line, line
+    assert "jobset-infra:drain_jobsets: true" in refused.stderr
+
+
+async def test_a_slice_whose_pool_goes_not_ready_before_its_pods_start_moves_to_the_spare(
+    api: tuple[KubeClient, Any],
+) -> None:
+    """Its pods held by a scheduling gate (never bound, as pods Pending on a pool gone NotReady
+    are), a one-slice JobSet's Job is moved when its pool goes NotReady: the controller looks
+    up its Pods, finds none bound, deletes the Job and creates it again on the spare (the
+    other pools are kept out after the failures above; `hs` is deleted first)."""
+    client, _ = api
+    await client.delete(JOBSETS, "hs", namespace=NS)
+
+    async def hs_gone() -> bool:
+        return not [j for j in (await client.list(JOBS, namespace=NS))["items"]
+                    if j["metadata"]["labels"].get(k.JOBSET_NAME_KEY) == "hs"]
+
+    await until(hs_gone, "`hs`'s Jobs gone", timeout=WAIT)
+    job = TpuJob("slice", CONTAINER, TpuTarget.from_plan(PLAN), slices=1)
+    gated = dict(plan_workload(WorkloadSpec(name="gated", namespace=NS,
+                                            replicated_jobs=[job])).manifest)
+    pod = gated["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["schedulingGates"] = [{"name": "jobset-infra.dev/hold"}]
+    await client.create(JOBSETS, gated, NS)
+
+    async def placed(not_on: str = "") -> tuple[str, str] | None:
+        for j in (await client.list(JOBS, namespace=NS))["items"]:
+            pool = j["spec"]["template"]["spec"].get("nodeSelector", {}).get(
+                tpu.GKE_NODEPOOL_LABEL)
+            if (j["metadata"]["labels"].get(k.JOBSET_NAME_KEY) == "gated" and pool
+                    and pool != not_on and not j["metadata"].get("deletionTimestamp")):
+                return j["metadata"]["uid"], pool
+        return None
+
+    first = await until(placed, "`gated` placed", timeout=WAIT)
+    assert first is not None
+    uid, pool = first
+    assert pool != "hp-spare-0", pool  # a healthy pool was free: the spare is kept
+    await set_not_ready(client, pool, True)
+    try:
+        moved = await until(lambda: placed(not_on=pool), f"`gated` moved off {pool}",
+                            timeout=WAIT)
+        assert moved is not None and moved[0] != uid and moved[1] == "hp-spare-0", moved
+    finally:
+        await client.delete(JOBSETS, "gated", namespace=NS)
+        await set_not_ready(client, pool, False)

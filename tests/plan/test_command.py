@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -374,3 +375,67 @@ def test_plan_reads_pulumi_yaml_config_as_pulumi_does(
     [namespace_object] = [r for r in report["resources"] if r["type"] ==
                           "kubernetes:core/v1:Namespace"]
     assert namespace_object["keyInputs"] == f"name={namespace}"
+
+
+def test_the_live_cluster_names_plan_passes_are_the_ones_the_program_reads() -> None:
+    from jobset_infra.plan import command
+    from jobset_infra.stack import program
+
+    assert (command.PLAN_KUBECONFIG_ENV, command.PLAN_CONTEXT_ENV) == (
+        program.PLAN_KUBECONFIG_ENV, program.PLAN_CONTEXT_ENV)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    pytest.param(["--context", "c"], "error: --context needs --kubeconfig", id="context alone"),
+    pytest.param(["--kubeconfig", "/nonexistent/kubeconfig"],
+                 "error: --kubeconfig /nonexistent/kubeconfig: no such file", id="no file"),
+])
+def test_a_live_check_without_a_kubeconfig_file_is_one_clear_error(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--stack", "v5e-multislice", "--project-dir", str(ROOT), *argv]) == 1
+    assert said in capsys.readouterr().err
+
+
+def test_with_a_kubeconfig_the_programs_pool_guard_reads_that_cluster_and_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GKE stack's pools change topology under a running JobSet: the plan fails as preview
+    does. The program's own guard decides (its reads faked here; tests/e2e/test_slice_health.py
+    reads a real cluster); it reads the file `--kubeconfig` names, never the stack's mock."""
+    from datetime import UTC, datetime
+
+    from jobset_infra.stack import program
+    from jobset_infra.stack.pool_drain import LIVE
+    from jobset_infra.stack.pool_guard import LiveView
+    from jobset_infra.testing.jobs import make_job
+    from jobset_infra.testing.jobsets import make_jobset
+    from jobset_infra.tpu.node_pools import node_manifests, parse_nodes
+
+    key = "cloud.google.com/gke-nodepool"
+    jobset = make_jobset("train").uid("uid-train")
+    job = make_job("train", rjob="slice", jobset_uid="uid-train").annotation(
+        "alpha.jobset.sigs.k8s.io/exclusive-topology", key).node_selector(**{key: "v5e-1"})
+    nodes = node_manifests(parse_nodes("v5e=v5e-2x4@ct5lp-hightpu-4t:4"),
+                           datetime(2026, 1, 1, tzinfo=UTC))
+    read: list[tuple[str, str | None]] = []
+
+    async def fake_read(kubeconfig: str, context: str | None, _ns: str) -> LiveView:
+        read.append((kubeconfig, context))
+        return LiveView([jobset.obj()], [job.obj()], [], None, nodes)
+
+    monkeypatch.setattr(program, "LIVE", replace(LIVE, read=fake_read))
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.v5e-multislice.yaml").read_text())
+    stack["config"]["jobset-infra:slices"]["topology"] = "4x4"
+    project = _copy_project(tmp_path, yaml.safe_dump(stack))
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n# the live one\n")
+    argv = ["plan", "--stack", "broken", "--project-dir", str(project), "--kubeconfig",
+            str(kubeconfig), "--context", "live"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert read == [(kubeconfig.read_text(), "live")]
+    assert "error: this update would kill 1 running JobSet(s)" in err, err
+    assert "default/train on v5e-1 (replaced: " in err and "topology '2x4' -> '4x4'" in err
+    assert main(["plan", "--stack", "broken", "--project-dir", str(project)]) == 0
+    assert len(read) == 1  # without --kubeconfig, nothing is read

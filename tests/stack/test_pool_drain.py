@@ -20,9 +20,8 @@ from jobset_infra.api import constants as c
 from jobset_infra.placement.drain import AtRiskJobSet
 from jobset_infra.plan.offline import OfflineRun, ProgramError, run_offline
 from jobset_infra.stack.config import load_stack_config
-from jobset_infra.stack.live import LiveView
 from jobset_infra.stack.pool_drain import DRAIN_STEP, Live
-from jobset_infra.stack.pool_guard import DRAIN_KEY, POOL_RECORD, pool_record_data
+from jobset_infra.stack.pool_guard import DRAIN_KEY, POOL_RECORD, LiveView, pool_record_data
 from jobset_infra.stack.program import build_platform
 from jobset_infra.testing.jobs import make_job
 from jobset_infra.testing.jobsets import make_jobset

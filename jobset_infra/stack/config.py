@@ -14,8 +14,6 @@ declared once and the program hands them to the components unchanged.
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections.abc import Mapping
 from typing import Any, Literal, Self
 
@@ -33,6 +31,7 @@ from jobset_infra.api.quantity import parse_quantity_text
 from jobset_infra.manifests.controller_spec import ControllerOptions
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.stack.checks import NAMESPACE, semantic_problems
+from jobset_infra.stack.config_keys import config_problems, own_keys
 from jobset_infra.tpu.cluster import GkeClusterSpec, pools_in_cluster
 from jobset_infra.tpu.parse import bool_for_int, parse_cluster_spec, parse_slice_pools_spec
 from jobset_infra.tpu.placer import Placer
@@ -54,8 +53,6 @@ __all__ = [
 
 PLACEHOLDER_PROJECT = "my-gcp-project"
 """The project id the committed gke stacks and the template carry until you set yours."""
-PROVIDER_NAMESPACES = ("gcp", "kubernetes", "pulumi", "docker", "docker-build", "command")
-"""Namespaces of the providers a stack may configure; a near miss of these or of ours is a typo."""
 
 
 class StackConfigError(ValueError):
@@ -307,11 +304,12 @@ def _gke_problems(config: StackConfig) -> list[str]:
 
 def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     """Return the validated config of `raw` (`project:key` -> value); raise StackConfigError."""
-    values, problems = _own_keys(raw)
+    values, problems = own_keys(raw, StackConfig.model_fields)
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
-        raise StackConfigError(problems + _describe(exc) + _problems_beside(values, exc)) from None
+        raise StackConfigError(problems + config_problems(exc, StackConfig)
+                               + _problems_beside(values, exc)) from None
     problems += semantic_problems(config)
     if problems:
         raise StackConfigError(problems)
@@ -334,93 +332,6 @@ def _problems_beside(values: dict[str, Any], exc: ValidationError) -> list[str]:
         return []
     prefixes = tuple(f"{NAMESPACE}:{key}" for key in bad)
     return [p for p in semantic_problems(rest) if not p.startswith(prefixes)]
-
-
-def _own_keys(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Return this project's known keys without the namespace, JSON values decoded.
-
-    Unknown keys and undecodable values are returned as problems (and left out), so the rest
-    of the config is still checked and every problem is reported in one go.
-    """
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    known = ", ".join(StackConfig.model_fields)
-    for key, value in raw.items():
-        namespace, _, name = str(key).rpartition(":")
-        if namespace and namespace != NAMESPACE:
-            if near := _misspelt_namespace(namespace):
-                problems.append(f"{key}: unknown config namespace {namespace!r}; did you mean "
-                                f"{near}:{name}?")
-            continue
-        decoded = _decoded(value)
-        if name not in StackConfig.model_fields:
-            problems.append(f"{NAMESPACE}:{name}: unknown key; valid keys: {known}")
-        elif isinstance(decoded, _Undecodable):
-            problems.append(f"{NAMESPACE}:{name}: not valid JSON: {decoded.reason}")
-        else:
-            values[name] = decoded
-    return values, problems
-
-
-def _misspelt_namespace(namespace: str) -> str | None:
-    """The known namespace `namespace` is a near miss of (`jobset-infr` -> `jobset-infra`)."""
-    if namespace in PROVIDER_NAMESPACES:
-        return None
-    near = difflib.get_close_matches(namespace, [NAMESPACE, *PROVIDER_NAMESPACES], n=1,
-                                     cutoff=0.8)
-    return near[0] if near else None
-
-
-class _Undecodable:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-def _decoded(value: Any) -> Any:
-    # Pulumi passes structured config as JSON text; plain strings stay strings, and pydantic
-    # converts "4" or "true" where a number or a bool is wanted.
-    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        return _Undecodable(str(exc))
-
-
-def _describe(exc: ValidationError) -> list[str]:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"])
-        key = f"{NAMESPACE}:{where}" if where else NAMESPACE
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown key; " + _known_keys_hint(error["loc"])
-        elif error["type"] == "missing":
-            message = "required"
-        if where:
-            problems.append(f"{key}: {message}")
-        else:  # model-level rules name their keys themselves
-            problems += [f"{NAMESPACE}:{part}" for part in message.splitlines()]
-    return problems
-
-
-def _known_keys_hint(loc: tuple[Any, ...]) -> str:
-    model: type[BaseModel] = StackConfig
-    for part in loc[:-1]:
-        annotation = model.model_fields[str(part)].annotation if isinstance(part, str) else None
-        inner = _model_of(annotation)
-        if inner is None:
-            return "check the spelling"
-        model = inner
-    return "valid keys: " + ", ".join(model.model_fields)
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    candidates = getattr(annotation, "__args__", (annotation,))
-    for candidate in candidates:
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
 
 
 def placeholder_problems(config: StackConfig) -> list[str]:

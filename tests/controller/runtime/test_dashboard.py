@@ -1,16 +1,28 @@
-"""docs/dashboards/resilience.json: every query names only metrics the controller exports."""
+"""docs/dashboards/: the resilience dashboard's Grafana and Cloud Monitoring forms are renders of
+its one declaration (manifests/dashboards.py), and every query of each names only metrics the
+controller exports."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.manifests.dashboards import (
+    CLOUD_RANGE,
+    CLOUD_RATE,
+    RESILIENCE,
+    cloud_monitoring,
+    grafana,
+)
 
-DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "dashboards" / "resilience.json"
+FOLDER = Path(__file__).resolve().parents[3] / "docs" / "dashboards"
+DASHBOARD = FOLDER / "resilience.json"
+CLOUD = FOLDER / "resilience-cloud-monitoring.json"
 # PromQL words that are not metric names: functions, aggregations, modifiers, Grafana variables.
 _WORDS = frozenset({
     "sum", "avg", "max", "min", "count", "rate", "increase", "irate", "histogram_quantile",
@@ -43,8 +55,40 @@ def metric_names(expr: str) -> set[str]:
 
 
 def queries() -> list[str]:
+    """Every query of both committed forms."""
     dashboard = json.loads(DASHBOARD.read_text())
-    return [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    grafana = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    cloud = []
+    for tile in json.loads(CLOUD.read_text())["mosaicLayout"]["tiles"]:
+        widget = tile["widget"]
+        sets = widget["xyChart"]["dataSets"] if "xyChart" in widget else [widget["scorecard"]]
+        cloud += [s["timeSeriesQuery"]["prometheusQuery"] for s in sets]
+    assert len(cloud) == len(grafana)  # the same queries, one per chart line
+    return grafana + cloud
+
+
+@pytest.mark.parametrize(("path", "render"), [
+    pytest.param(DASHBOARD, grafana, id="Grafana"),
+    pytest.param(CLOUD, cloud_monitoring, id="Cloud Monitoring"),
+])
+def test_the_committed_forms_are_renders_of_the_one_declaration(
+    path: Path, render: Any
+) -> None:
+    expected = json.dumps(render(RESILIENCE), indent=2) + "\n"
+    assert path.read_text() == expected, f"{path.name} is stale: run tools/dashboards.py"
+
+
+def test_both_forms_run_the_same_promql_but_for_the_windows() -> None:
+    grafana_form, cloud_form = grafana(RESILIENCE), cloud_monitoring(RESILIENCE)
+    for panel, tile in zip(grafana_form["panels"], cloud_form["mosaicLayout"]["tiles"],
+                           strict=True):
+        assert panel["title"] == tile["widget"]["title"]
+        widget = tile["widget"]
+        sets = widget["xyChart"]["dataSets"] if "xyChart" in widget else [widget["scorecard"]]
+        for target, data in zip(panel["targets"], sets, strict=True):
+            expr = target["expr"].replace("$__rate_interval", CLOUD_RATE).replace(
+                "$__range", CLOUD_RANGE)
+            assert data["timeSeriesQuery"]["prometheusQuery"] == expr
 
 
 def test_every_query_names_only_exported_metrics() -> None:

@@ -261,7 +261,7 @@ def teardown(real: RealNodes, grace: float = 10.0) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.1)
-    _unmount_under([n.folder for n in real.nodes] + [real.runtime])
+    unmount_under([n.folder for n in real.nodes] + [real.runtime])
     for cgroup in cgroups:
         _remove_cgroup(cgroup)
     # The namespace takes its bridges, the veth pair (both ends) and kube-proxy's tables.
@@ -293,7 +293,7 @@ def cgroup_pids(cgroups: Iterable[Path]) -> set[int]:
     return found
 
 
-def _unmount_under(folders: Sequence[Path]) -> None:
+def unmount_under(folders: Sequence[Path]) -> None:
     roots = [str(f.resolve()) for f in folders]
     points: list[str] = []
     with contextlib.suppress(OSError):

@@ -1,7 +1,9 @@
 """Start a cluster's real nodes once its control plane serves (`cluster up --real-nodes N`).
 
-For each node: containerd (moved into the node's cgroup, so its shims and containers are found
-again at teardown), the images imported into it (every node at once), then the kubelet. Then
+For each node: its containerd root seeded from the template that holds the images
+(`nodeimages`: imported once per set of images, hard-linked into each node), containerd
+(moved into the node's cgroup, so its shims and containers are found again at teardown), then
+the kubelet. Then
 the one kube-proxy and the one CoreDNS of the cluster's network namespace, and a wait until
 every real Node is Ready.
 The images come from `jobset-infra image build` (cached by their inputs): the pause image that
@@ -13,15 +15,14 @@ matters, and the archive's index names the image by tag and by digest, so a Pod 
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from jobset_infra.cluster import nodeconfig, nodehost, realnode
+from jobset_infra.cluster import nodeconfig, nodehost, nodeimages, realnode
 from jobset_infra.cluster.binaries import MissingBinaryError, find
 from jobset_infra.cluster.layout import Layout, ProcessSpec, kubeconfig
 from jobset_infra.cluster.processes import Started, start, wait_healthy
@@ -74,28 +75,28 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2) + "\n"
 
 
-def start_nodes(layout: Layout, real: realnode.RealNodes, archives: Sequence[Path], *,
-                register: Register, progress: Progress, timeout: float,
+def start_nodes(layout: Layout, real: realnode.RealNodes, archives: Mapping[str, Path], *,
+                sandbox_image: str, register: Register, progress: Progress, timeout: float,
                 bins: Mapping[str, Path] | None = None) -> None:
-    """Start every node's containerd, import the images into all of them at once, start their
-    kubelets, then kube-proxy and CoreDNS; `register` records each started process (for `down`
-    and for errors)."""
+    """Seed every node's containerd root with the images (`archives`: manifest digest -> OCI
+    archive) from their template, start each containerd, then the kubelets, then kube-proxy and
+    CoreDNS; `register` records each started process (for `down` and for errors)."""
     bins = bins or node_binaries()
     specs = {s.name: s for s in nodeconfig.process_specs(layout, real, bins)}
+    with nodeimages.template_root(archives, bins, sandbox_image) as (template, built):
+        if built is not None:
+            progress(f"imported {len(archives)} images into a template containerd root in "
+                     f"{built:.1f} s (once per set of images: {template.parent.name})")
+        began = time.monotonic()
+        for node in real.nodes:
+            nodeimages.seed_root(template, node.folder / "containerd")
+    progress(f"seeded {len(real.nodes)} node(s) with {len(archives)} images in "
+             f"{time.monotonic() - began:.1f} s")
     for node in real.nodes:
         progress(f"starting containerd of {node.name} ({node.bridge}, {node.subnet})")
         containerd = _start(specs[f"containerd-{node.index}"], layout, register)
         nodehost.join_cgroup(containerd, node)
         nodehost.wait_containerd(node, bins["ctr"], containerd, timeout)
-    began = time.monotonic()
-    # One containerd per node, each unpacking its own copy: side by side, the second node's
-    # import waits on the disk and the first's on the CPU, instead of one after the other.
-    with concurrent.futures.ThreadPoolExecutor(len(real.nodes)) as pool:
-        for done in [pool.submit(nodehost.import_images, node, bins["ctr"], archives)
-                     for node in real.nodes]:
-            done.result()
-    progress(f"imported {len(archives)} images into {len(real.nodes)} node(s) in "
-             f"{time.monotonic() - began:.1f} s")
     for node in real.nodes:
         progress(f"starting kubelet of {node.name}")
         _start_healthy(specs[f"kubelet-{node.index}"], layout, register, timeout)

@@ -81,6 +81,25 @@ def test_a_jobset_from_the_api_spec_as_another_language_passes_it() -> None:
     assert run.values["child_job_names"] == ["train-workers-0", "train-workers-1"]
 
 
+def _as_the_wire_sends(value: Any) -> Any:
+    """`value` as the engine delivers it: every number a double (JSON has no other)."""
+    return json.loads(json.dumps(value), parse_int=float)
+
+
+def test_whole_numbers_sent_as_doubles_reach_the_jobset_api_as_integers() -> None:
+    """The engine sends `replicas: 2` as 2.0; the JobSet API's schema refuses 2.0 where it
+    declares an integer (the YAML consumer's first real run failed so)."""
+    wire_spec = _as_the_wire_sends(SPEC)
+    assert wire_spec["replicatedJobs"][0]["replicas"] == 2.0
+    # Built (checked by the JobSet API's schema as it is built), where before it failed
+    # naming replicas, parallelism, completions, backoffLimit and maxRestarts. (The mocks'
+    # own round trip makes every number a float again, so the types are not compared here.)
+    run = run_component(lambda: _jobset(spec=wire_spec), outputs=["child_job_names"])
+    [cr] = run.of_type(JOBSET_CR)
+    assert cr.inputs["spec"]["failurePolicy"] == {"maxRestarts": 2}
+    assert run.values["child_job_names"] == ["train-workers-0", "train-workers-1"]
+
+
 def test_a_jobset_waits_for_the_ready_outputs_it_is_given() -> None:
     def build() -> package.JobSet:
         ready = pulumi.Output.from_input(True)

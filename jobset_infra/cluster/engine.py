@@ -164,11 +164,14 @@ def cli_result(text: str) -> tuple[str, str]:
     return match["code"], f"{match['out']}\n{match['err']}"
 
 
-def engine_env(state: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every `pulumi` command here runs with (see the module docstring)."""
+def engine_env(state: Path, base: Mapping[str, str] | None = None,
+               plugins: Sequence[str] = ()) -> dict[str, str]:
+    """The environment every `pulumi` command here runs with (see the module docstring).
+    `plugins`: more binaries the engine must find on PATH, e.g. `pulumi-language-yaml` for a
+    YAML program."""
     base = os.environ if base is None else base
     # Each binary's folder (raising MissingBinaryError, which names the build command).
-    folders = dict.fromkeys(str(find(name, base).parent) for name in BINARIES)
+    folders = dict.fromkeys(str(find(name, base).parent) for name in (*BINARIES, *plugins))
     return {
         **base,
         "PATH": os.pathsep.join([*folders, base.get("PATH", "/usr/bin:/bin")]),

@@ -65,6 +65,24 @@ def test_a_missing_plugin_names_the_build_command(tmp_path: Path) -> None:
                                         "XDG_CACHE_HOME": str(tmp_path / "cache")})
 
 
+def test_a_language_host_a_program_needs_is_put_on_path_too(tmp_path: Path) -> None:
+    """A YAML program's host (pulumi-language-yaml) may sit in another folder than the three
+    binaries every command needs; it is found the same way, and named when missing."""
+    tools = _tools(tmp_path)
+    other = tmp_path / "yaml-tools"
+    other.mkdir()
+    (other / "pulumi-language-yaml").write_text("#!/bin/sh\n")
+    (other / "pulumi-language-yaml").chmod(0o755)
+    base = {"JOBSET_INFRA_TOOLS": str(tools), "PATH": f"{other}:/usr/bin",
+            "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = engine_env(tmp_path / "state", base, plugins=["pulumi-language-yaml"])
+    assert env["PATH"] == f"{tools}:{other}:{other}:/usr/bin"
+    from jobset_infra.cluster.binaries import MissingBinaryError
+
+    with pytest.raises(MissingBinaryError, match="pulumi-language-nodejs not found"):
+        engine_env(tmp_path / "state", base, plugins=["pulumi-language-nodejs"])
+
+
 def _events(*raw: dict[str, object]) -> EventLog:
     """The log of engine events given as the CLI sends them (JSON objects)."""
     log = EventLog()

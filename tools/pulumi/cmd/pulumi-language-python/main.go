@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/logging"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
@@ -39,10 +40,41 @@ const ExecScript = "pulumi-language-python-exec"
 // Version is stamped by tools/build.py with the Pulumi version the host was built against.
 var Version = "dev"
 
+// engineFlags are the flags an engine may start a language host with, beyond its address:
+// sdk/v3's buildPluginArguments passes --logtostderr, -v=N (when the CLI runs with --logflow)
+// and --tracing; the plugin host of sdk/v3 v3.206.0, which pulumi-language-yaml v1.25.0 runs
+// in its own process to start our package, also passes -root=<plugin folder> and
+// -<option>=<value> for each runtime option of PulumiPlugin.yaml (Pulumi's Python runtime
+// knows virtualenv, toolchain and typechecker). Go's flag parser exits 2 on a flag it does not
+// know, which the engine reports only as "could not read plugin [...]: exit status 2".
+// Root and the runtime options are accepted and ignored: every request carries them again
+// in its ProgramInfo, which is what this host uses; so is tracing (this host emits none).
+// Logging is honoured (logging.InitLogging), as Pulumi's own plugins do.
+var engineFlags = struct{ strings, bools []string }{
+	strings: []string{"tracing", "root", "virtualenv", "toolchain", "typechecker", "v"},
+	bools:   []string{"logtostderr", "logflow"},
+}
+
+// acceptEngineFlags declares those of engineFlags that no imported package (the sdk's
+// logging registers glog's -v and -logtostderr) has declared already.
+func acceptEngineFlags(flags *flag.FlagSet) {
+	for _, name := range engineFlags.strings {
+		if flags.Lookup(name) == nil {
+			flags.String(name, "", "accepted from the engine; see engineFlags")
+		}
+	}
+	for _, name := range engineFlags.bools {
+		if flags.Lookup(name) == nil {
+			flags.Bool(name, false, "accepted from the engine; see engineFlags")
+		}
+	}
+}
+
 func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
-	flag.String("tracing", "", "accepted for compatibility; tracing is not emitted")
+	acceptEngineFlags(flag.CommandLine)
 	flag.Parse()
+	logging.InitLogging(false, 0, false) // -v and -logtostderr as parsed above
 	if *showVersion {
 		fmt.Println(Version)
 		return

@@ -10,23 +10,33 @@ Job running again, by cause.
 * `failures_of`: the child Jobs failing now, each once by UID, with a cause: the one the
   reconcile recorded against the Job's pool (with node evidence) when there is one, else what
   the Job's failure condition says (`placement.failure_cause.diagnose`).
+* `resumed_recovery`: a recovery that started before this process saw the JobSet (a restart,
+  a new leader), read from cluster state: `RestartingJobSet=True` since the pass that restarted
+  it, with the cause the slice-health ledger recorded for one of its Jobs by then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, TypeGuard
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.resilience import Cause
 from jobset_infra.controller.core.classify import job_failure
+from jobset_infra.controller.core.job_view import parse_time
 from jobset_infra.controller.core.types import ChildJob, Plan, RecordDomainFailure
 from jobset_infra.placement.failure_cause import diagnose
+from jobset_infra.placement.pool_health import DomainFailure
 
-__all__ = ["Failure", "Phase", "failures_of", "phase_of", "ready_in_attempt"]
+__all__ = ["Failure", "Phase", "failures_of", "phase_of", "ready_in_attempt",
+           "resumed_recovery"]
+
+# A failure is recorded in the ledger in the pass that restarts the JobSet, before its status
+# write: at most this much before the condition's (whole-second) time, allowing for clocks.
+_LEDGER_SLACK = timedelta(minutes=5)
 
 
 class Phase(StrEnum):
@@ -124,3 +134,30 @@ def failures_of(jobs: Iterable[ChildJob], plan: Plan) -> tuple[Failure, ...]:
                                                                failure.message).cause
         out.append(Failure(job.uid, failure.since, cause))
     return tuple(out)
+
+
+def resumed_recovery(jobset: Mapping[str, Any], ledger: Iterable[DomainFailure]
+                     ) -> Failure | None:
+    """Return the recovery under way when this process first sees the JobSet, or None.
+
+    Open while `RestartingJobSet` is True (a restart of the whole JobSet not yet running
+    again), since that condition's lastTransitionTime; its cause is the last failure `ledger`
+    recorded for a Job of this JobSet up to then (infrastructure causes stay there long
+    enough), else `unknown`.
+    """
+    status = _mapping(jobset.get("status"))
+    since = None
+    for entry in _list(status.get("conditions")):
+        cond = _mapping(entry)
+        if cond.get("type") == c.CONDITION_RESTARTING and cond.get("status") == "True":
+            since = parse_time(cond.get("lastTransitionTime"))
+    if since is None:
+        return None
+    meta = _mapping(jobset.get("metadata"))
+    prefixes = tuple(f"{meta.get('namespace', '')}/{meta.get('name', '')}-{name}-"
+                     for rjob in _list(_mapping(jobset.get("spec")).get("replicatedJobs"))
+                     if isinstance(name := _mapping(rjob).get("name"), str))
+    found = [f for f in ledger if prefixes and f.job.startswith(prefixes)
+             and since - _LEDGER_SLACK <= f.at <= since + timedelta(seconds=1)]
+    cause = max(found, key=lambda f: f.at).cause if found else Cause.UNKNOWN
+    return Failure("", since, cause)

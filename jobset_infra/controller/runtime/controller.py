@@ -123,7 +123,8 @@ class JobSetController:
             job_created_wanted=asks_exclusive_placement,  # what `record_created` reads
             on_domain_failures=self.health.record,
         )
-        self.recovery = RecoveryTracker(metrics, self._wall, self._tallies)
+        self.recovery = RecoveryTracker(metrics, self._wall, self._tallies,
+                                        ledger=lambda: self.health.failures)
         self.reconciles = 0
         metrics.initialise()
         self._wire_handlers()

@@ -5,23 +5,33 @@ The tracker keeps, per JobSet, its phase and since when, and an open recovery (t
 failure's time and cause); `jobset_phase_seconds_total{phase}` counts the phases that ended and,
 at each scrape, the open ones so far; counts a new recovery in
 `jobset_restarts_by_cause_total{cause}`, and when every Job runs again observes
-`jobset_recovery_seconds{cause}`. The state is memory: a new leader starts from what it sees (a
-recovery open across a leader change is not measured). Wall-clock time, as the failure times in
+`jobset_recovery_seconds{cause}`. The state is memory, but a recovery under way when this
+process first sees a JobSet (after a restart or a leader change) is read back from cluster state
+(`core.recovery.resumed_recovery`: the JobSet's `RestartingJobSet` condition and the
+slice-health ledger) and measured from then; the previous leader already counted it in
+`jobset_restarts_by_cause_total`, so this one does not. Wall-clock time, as the failure times in
 Job conditions are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from jobset_infra.controller.core.child_tally import ChildTally
 from jobset_infra.controller.core.job_view import ChildJob
-from jobset_infra.controller.core.recovery import Failure, Phase, failures_of, phase_of
+from jobset_infra.controller.core.recovery import (
+    Failure,
+    Phase,
+    failures_of,
+    phase_of,
+    resumed_recovery,
+)
 from jobset_infra.controller.core.types import Plan
 from jobset_infra.controller.runtime.metrics import Metrics
+from jobset_infra.placement.pool_health import DomainFailure
 
 __all__ = ["RecoveryTracker"]
 
@@ -38,9 +48,11 @@ class RecoveryTracker:
     """Per-JobSet phase and open recovery, turned into metrics."""
 
     def __init__(self, metrics: Metrics, wall: Callable[[], datetime],
-                 tallies: Mapping[str, ChildTally] | None = None) -> None:
+                 tallies: Mapping[str, ChildTally] | None = None,
+                 ledger: Callable[[], Iterable[DomainFailure]] = tuple) -> None:
         self.metrics = metrics
         self._wall = wall
+        self._ledger = ledger  # the slice-health ledger as loaded (causes of open recoveries)
         # JobSet uid -> its children's tally: the controller's own dict, kept by its events
         self._tallies = tallies if tallies is not None else {}
         self._states: dict[Hashable, _State] = {}
@@ -67,6 +79,8 @@ class RecoveryTracker:
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = _State(phase, now)
+            if phase is not Phase.FINISHED:
+                state.failed = resumed_recovery(jobset, self._ledger())
         elif state.phase is not Phase.FINISHED:
             elapsed = max(0.0, (now - state.since).total_seconds())
             self.metrics.phase_seconds.add(state.phase.value, elapsed)

@@ -139,3 +139,57 @@ def test_the_tracker_measures_phases_and_the_time_to_run_again_by_cause(kept: bo
     # every cause's series exists before anything fails (bounded labels)
     assert f'{res.METRIC_RECOVERY_SECONDS}_count{{cause="user_exit"}} 0.0' in \
         metrics.exposition().decode()
+
+
+def restarting(since: datetime, restarts: int = 1) -> dict[str, Any]:
+    manifest = jobset(restarts=restarts)
+    manifest["metadata"]["namespace"] = "ns"
+    manifest["status"]["conditions"] = [{
+        "type": "RestartingJobSet", "status": "True", "reason": "FailurePolicyRuleRestart",
+        "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    return manifest
+
+
+def _ledger(job: str, at: datetime, cause: Cause = Cause.NODE_NOT_READY) -> DomainFailure:
+    return DomainFailure("k", "p-1", cause, at, job, f"uid-{job}-{at.second}")
+
+
+@pytest.mark.parametrize(("manifest", "ledger", "want"), [
+    pytest.param(restarting(T0), [_ledger("ns/js-w-1", T0 - timedelta(seconds=2))],
+                 (T0, Cause.NODE_NOT_READY),
+                 id="restarting: since the condition, the cause its Job's ledger entry gives"),
+    pytest.param(restarting(T0), [], (T0, Cause.UNKNOWN),
+                 id="nothing in the ledger (a program's exit is not kept): unknown"),
+    pytest.param(restarting(T0), [_ledger("ns/js-w-1", T0 - timedelta(hours=1)),
+                                  _ledger("ns/jsx-w-1", T0, Cause.TPU_DEVICE_ERROR),
+                                  _ledger("ns/js-w-0", T0 + timedelta(minutes=9))],
+                 (T0, Cause.UNKNOWN),
+                 id="an old failure, another JobSet's, a later one: not this recovery's cause"),
+    pytest.param(jobset(restarts=1), [_ledger("ns/js-w-1", T0)], None,
+                 id="not restarting: no recovery under way"),
+])
+def test_a_recovery_under_way_is_read_back_from_cluster_state(
+    manifest: dict[str, Any], ledger: list[DomainFailure], want: tuple[datetime, Cause] | None
+) -> None:
+    from jobset_infra.controller.core.recovery import resumed_recovery
+
+    found = resumed_recovery(manifest, ledger)
+    assert (None if found is None else (found.at, found.cause)) == want
+
+
+def test_a_new_leader_measures_the_recovery_the_old_one_saw_start_without_counting_it_again(
+) -> None:
+    """The old leader restarted the JobSet at T0 and died; this process (a new leader, or the
+    same one restarted) first sees it 20 s later, still restarting, and it runs again at 45 s."""
+    metrics = Metrics()
+    ledger = [_ledger("ns/js-w-1", T0 - timedelta(seconds=1), Cause.TPU_DEVICE_ERROR)]
+    tracker = RecoveryTracker(metrics, lambda: T0, ledger=lambda: ledger)
+    manifest = restarting(T0)
+    tracker.observe("ns/js", manifest, [job(0, attempt=1)], Plan(),
+                    T0 + timedelta(seconds=20))
+    tracker.observe("ns/js", manifest, [job(0, attempt=1), job(1, attempt=1)], Plan(),
+                    T0 + timedelta(seconds=45))
+    cause = {"cause": Cause.TPU_DEVICE_ERROR.value}
+    assert metrics.sample(f"{res.METRIC_RECOVERY_SECONDS}_sum", cause) == 45
+    assert metrics.sample(f"{res.METRIC_RECOVERY_SECONDS}_count", cause) == 1
+    assert metrics.sample(res.METRIC_RESTARTS_BY_CAUSE_TOTAL, cause) == 0  # the old one did

@@ -40,8 +40,9 @@ class PodView:
     """The largest restartCount of its containers and init containers."""
     job: str = ""
     """The Job that owns it (the Job controller's `job-name` label)."""
-    bound: bool = False
-    """spec.nodeName is set: the scheduler placed it (its pod has started, or is starting)."""
+    started: bool = False
+    """status.phase is past Pending (Running, Succeeded, Failed or Unknown): its containers
+    ran. A pod bound to a Node whose kubelet never started it is still Pending."""
     evidence: PodFailure | None = None
     """What it tells about a failure (its node, DisruptionTarget reason, non-zero exit codes);
     fed to slice health's diagnosis of a failed Job when the runtime watches Pods."""
@@ -81,7 +82,8 @@ def pod_view_from_manifest(pod: Mapping[str, Any]) -> PodView:
         in_place_restart_attempt=_attempt(meta.get("annotations") or {}),
         max_restart_count=_max_restart_count(status) if isinstance(status, Mapping) else 0,
         job=str(labels.get(_JOB_NAME_LABEL, "")) if isinstance(labels, Mapping) else "",
-        bound=bool((pod.get("spec") or {}).get("nodeName")),
+        started=(status.get("phase") or "Pending") != "Pending"
+        if isinstance(status, Mapping) else False,
         evidence=_evidence(pod),
     )
 

@@ -13,12 +13,14 @@ has room for all of them now. Reconcile deletes them; the next pass creates them
 (same names, same attempt: nothing ran, so no restart is counted) and placement puts them
 on that room. Without room they stay: deleting them would only make them wait elsewhere.
 
-"Not started": no pod of the Job ready, succeeded or failed (its status counts) and none bound
-to a Node. The status alone cannot tell: a pod running when its Node went NotReady is marked
-unready too, and such a slice is left to its failure policy (its pods' eviction fails it). So
-`stranded_candidates` names the Jobs whose status allows it, the runtime looks up their Pods
-(the Pod cache when it has one, else one list of those Jobs' Pods), and a Job moves only
-when none of its Pods is bound. Without Pods to go by, nothing moves.
+"Not started": no pod of the Job ready, succeeded or failed (its status counts) and none past
+Pending (a pod bound to a Node whose kubelet never started it, as on a host that died after
+the scheduler bound it, is still Pending). The status alone cannot tell: a pod running when its
+Node went NotReady is marked unready too, and such a slice is left to its failure policy (its
+pods' eviction fails it). So `stranded_candidates` names the Jobs whose status allows it, the
+runtime looks up their Pods (the Pod cache when it has one, else one list of those Jobs'
+Pods), and a Job moves only when none of its Pods has started. Without Pods to go by, nothing
+moves.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def stranded_candidates(
     jobs: Sequence[ChildJob], inputs: PlacementInputs | None, config: CoreConfig
 ) -> tuple[ChildJob, ...]:
     """Return the running Jobs on a lost pool whose status counts no pod ready, succeeded or
-    failed. Whether a pod of theirs is bound to a Node their status cannot tell (a pod running
+    failed. Whether a pod of theirs has started their status cannot tell (a pod running
     when its Node went NotReady is unready too): the runtime looks up these Jobs' Pods."""
     if not config.exclusive_placement or inputs is None or inputs.nodes is None:
         return ()
@@ -63,9 +65,9 @@ def stranded_jobs(
     pods = observed.pods
     if pods is None or inputs is None:  # no Pods to go by: none moves
         return ()
-    bound = {(pod.namespace, pod.job) for pod in pods if pod.bound}
+    started = {(pod.namespace, pod.job) for pod in pods if pod.started}
     found = tuple(job for job in stranded_candidates(jobs, inputs, config)
-                  if (job.namespace, job.name) not in bound)
+                  if (job.namespace, job.name) not in started)
     if not found:
         return ()
     try:

@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class JobPods:
     """Without the Pod cache: the Pods of the Jobs that may be stranded on a lost pool, looked
-    up when a pass needs them (`stranded_jobs`: a Job moves only if none of its Pods is bound
+    up when a pass needs them (`stranded_jobs`: a Job moves only if none of its Pods has started
     to a Node, which its status cannot tell). Rare: such Jobs have a pool that is NotReady,
     cordoned or gone and no pod ready, so most passes look up nothing."""
 

@@ -112,19 +112,35 @@ def test_without_pods_to_go_by_nothing_moves() -> None:
     assert _moved(observed) == []
 
 
-@pytest.mark.parametrize(("bound", "moved"), [
+@pytest.mark.parametrize(("started", "moved"), [
     pytest.param(False, ["js-slice-1"], id="its pods unscheduled: not started, moved"),
-    pytest.param(True, [], id="a pod bound to a node: started, left to its failure policy"),
+    pytest.param(True, [], id="a pod past Pending: started, left to its failure policy"),
 ])
-def test_a_pod_bound_to_a_node_counts_as_started(
-    bound: bool, moved: list[str]
+def test_a_pod_past_pending_counts_as_started(
+    started: bool, moved: list[str]
 ) -> None:
     js = _jobset()
-    pods = tuple(PodView(f"js-slice-1-{i}", "default", "js", job="js-slice-1", bound=bound)
+    pods = tuple(PodView(f"js-slice-1-{i}", "default", "js", job="js-slice-1", started=started)
                  for i in range(2))
     observed = _observed(js, _jobs(js, ["pool-0", "pool-1"]),
                          _nodes(3, not_ready=("pool-1",)), pods=pods)
     assert _moved(observed) == moved
+
+
+@pytest.mark.parametrize(("pod", "started"), [
+    pytest.param({}, False, id="just created, no status"),
+    pytest.param({"status": {"phase": "Pending"}}, False, id="Pending, not scheduled"),
+    pytest.param({"spec": {"nodeName": "n"}, "status": {"phase": "Pending"}}, False,
+                 id="bound to a host whose kubelet never started it: still Pending"),
+    pytest.param({"spec": {"nodeName": "n"}, "status": {"phase": "Running"}}, True,
+                 id="Running (also on a host gone NotReady since)"),
+    pytest.param({"status": {"phase": "Failed"}}, True, id="Failed: it ran"),
+    pytest.param({"status": {"phase": "Unknown"}}, True, id="Unknown: it may run"),
+])
+def test_a_pod_has_started_once_past_pending(pod: dict[str, Any], started: bool) -> None:
+    from jobset_infra.controller.core.pod_view import pod_view_from_manifest
+
+    assert pod_view_from_manifest({"metadata": {"name": "p"}, **pod}).started is started
 
 
 def test_the_free_pool_held_by_another_jobset_is_no_room() -> None:

@@ -31,7 +31,8 @@ class FakePods:
 def _pod(job: str, node: str | None) -> dict[str, Any]:
     spec = {"nodeName": node} if node else {}
     return {"metadata": {"name": f"{job}-0", "namespace": "default",
-                         "labels": {"batch.kubernetes.io/job-name": job}}, "spec": spec}
+                         "labels": {"batch.kubernetes.io/job-name": job}}, "spec": spec,
+            "status": {"phase": "Pending"}}
 
 
 def _stranded() -> Observed[Any]:
@@ -41,11 +42,11 @@ def _stranded() -> Observed[Any]:
 
 
 async def test_the_pods_of_the_candidates_alone_are_listed_by_job_uid() -> None:
-    client = FakePods([_pod("js-slice-1", None)])
+    client = FakePods([_pod("js-slice-1", "pool-1-node-0")])  # bound, never started
     found = await JobPods(client, CoreConfig()).add_to(_stranded())  # type: ignore[arg-type]
     assert client.calls == [("pods", "default",
                              "batch.kubernetes.io/controller-uid in (uid-js-slice-1)")]
-    assert found.pods is not None and [(p.job, p.bound) for p in found.pods] == [
+    assert found.pods is not None and [(p.job, p.started) for p in found.pods] == [
         ("js-slice-1", False)]
 
 

@@ -26,7 +26,7 @@ up: tools ## the real path: the local cluster, `pulumi up -s local` with the rea
 down: ## `pulumi destroy -s local`, then the local cluster stops
 	$(BIN)/jobset-infra deploy down
 
-cluster-up: tools ## start the real control plane with TPU-shaped kwok pools and our controller
+cluster-up: tools ## start the real control plane with TPU-shaped kwok pools and our controller (root: it runs from its image on a system node)
 	$(BIN)/jobset-infra cluster up --nodes v5e-2x4:4,cpu:3 --controller
 
 cluster-down: ## stop it and remove its files

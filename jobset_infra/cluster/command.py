@@ -5,9 +5,10 @@
     jobset-infra cluster down
 
 `up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (built by
-`make tools`) on loopback, creates Nodes shaped like GKE node pools, starts the pod runner, and
-with `--controller` installs our CRD, RBAC and controller Deployment, whose Pods then run as
-local `jobset-controller` processes with their ServiceAccount's token. It returns once
+`make tools`) on loopback, creates Nodes shaped like GKE node pools, and with `--controller`
+installs our CRD, RBAC and controller Deployment, whose Pods then run from the controller image
+on one real node tainted for system Pods (or on `--real-nodes`), with their ServiceAccount's
+token. Without either, it starts the pod runner (for a Pulumi stack's Kueue). It returns once
 everything is healthy and leaves the processes running; `down` stops them by PID and removes
 the cluster folder (`--keep-files` keeps logs and certificates).
 """
@@ -43,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="with --real-nodes: build (if not cached) and import this image of "
                          "`jobset-infra image build` into the nodes; repeatable")
     up.add_argument("--controller", action="store_true",
-                    help="install the JobSet CRD, RBAC and our controller (run as local "
-                         "processes with their ServiceAccount's token)")
+                    help="install the JobSet CRD, RBAC and our controller, from its image "
+                         "(on the real nodes, or on one real node for system Pods; root)")
     up.add_argument("--auto-complete", type=float, default=None, metavar="SECONDS",
                     help="every Job's Pod succeeds this many seconds after it starts running "
                          "(default: Pods run until annotated, see docs/cluster.md)")
@@ -130,32 +131,37 @@ def _up(args: argparse.Namespace) -> int:
     # With --controller the JobSet CRD is served before the controllers start, so the garbage
     # collector knows JobSets from the first (ClusterOptions.crds).
     nodes = args.nodes if args.nodes is not None else ("" if args.real_nodes else "cpu:3")
-    # On real nodes the controller runs from its image, as the Deployment ships it.
-    from_image = args.controller and args.real_nodes > 0
-    images = (*args.image, *(("controller",) if from_image else ()))
+    # The controller runs from its image, as the Deployment ships it: on the real nodes, or
+    # without them on one real node tainted for system Pods beside kwok's pools.
+    system = args.controller and not args.real_nodes
+    images = (*args.image, *(("controller",) if args.controller else ()))
     options = ClusterOptions(nodes=nodes, folder=_folder(args), name=args.name,
                              real_nodes=args.real_nodes, images=tuple(dict.fromkeys(images)),
-                             auto_complete_seconds=args.auto_complete,
+                             system_node=system, auto_complete_seconds=args.auto_complete,
                              crds=(jobset_crd(),) if args.controller else ())
     cluster = start_cluster(options, progress=say)
     if args.controller:
-        from jobset_infra.cluster.install import install_jobset_system, local_install
+        from jobset_infra.cluster.install import (
+            install_jobset_system,
+            local_install,
+            system_node_install,
+        )
 
-        install = local_install(**({"image": controller_image()} if from_image else {}))
+        image = controller_image()
+        install = system_node_install(image) if system else local_install(image=image)
         say(f"installing the JobSet CRD, RBAC and controller into {install.namespace}")
 
         async def _install() -> None:
             async with cluster.client() as api:
-                await install_jobset_system(api, install, timeout=300 if from_image else 120)
+                await install_jobset_system(api, install, timeout=300)
 
         try:
             asyncio.run(_install())
         except BaseException:
             cluster.stop(keep_files=True)
             raise
-        say(f"controller running from {install.image} on the real nodes" if from_image else
-            "controller running (as its ServiceAccount; logs under "
-            f"{cluster.layout.folder / 'pods'})")
+        say(f"controller running from {install.image} on the "
+            f"{'system node' if system else 'real nodes'}")
     cluster.hand_over()  # it outlives this process, until `cluster down`
     from jobset_infra.tool_paths import kubectl_note, shown  # one way to name our tools
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
 from jobset_infra.controller.runtime.served import kind_served
@@ -58,6 +59,18 @@ PODS: Final = Resource("", "v1", "pods", "Pod")
 def local_install(**fields: object) -> ControllerInstall:
     """The controller install for the local cluster: our defaults, the local image."""
     return parse_install(**{"image": LOCAL_IMAGE, **fields})
+
+
+SYSTEM_TOLERATION: Final = {"key": SYSTEM_NODE_LABEL, "operator": "Equal", "value": "true",
+                            "effect": "NoSchedule"}
+
+
+def system_node_install(image: str, **fields: object) -> ControllerInstall:
+    """The controller install for a cluster with a system node (`ClusterOptions.system_node`):
+    `image` (the built image by digest), its Pods selecting and tolerating that node, as a GKE
+    install pinned to a tainted system pool would."""
+    return parse_install(**{"image": image, "node_selector": {SYSTEM_NODE_LABEL: "true"},
+                            "tolerations": [SYSTEM_TOLERATION], **fields})
 
 
 async def apply(api: KubeClient, manifest: Mapping[str, Any]) -> dict[str, Any]:

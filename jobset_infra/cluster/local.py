@@ -84,6 +84,15 @@ class ClusterOptions:
     # images of `jobset-infra image build` imported into them besides the pause image.
     real_nodes: int = 0
     images: tuple[str, ...] = ()
+    # Instead of workload nodes: one real node tainted for system Pods (`realnode.SYSTEM_NODE_
+    # LABEL`: the controller's and Kueue's, which select and tolerate it) beside kwok's pools
+    # of any kind; kwok's untainted pools keep the workloads.
+    system_node: bool = False
+
+    @property
+    def node_count(self) -> int:
+        """How many real nodes the cluster runs."""
+        return self.real_nodes or (1 if self.system_node else 0)
 
 
 @dataclass
@@ -175,16 +184,17 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
     """Start the whole control plane and its Nodes; raise ComponentError with a log tail."""
     pools = () if options.apiserver_only else _pools(options, progress)
     tools = tools or find_tools(apiserver_only=options.apiserver_only)
-    node_bins = nodeup.node_binaries() if options.real_nodes else {}
+    node_bins = nodeup.node_binaries() if options.node_count else {}
     folder = options.folder or default_folder(options.name)
-    if options.real_nodes:
+    if options.node_count:
         sweep_stale(progress)  # a killed real-node cluster's bridges would collide with ours
     _claim(folder)
     layout = Layout(folder=folder, ports=_ports(), admin_token=secrets.token_urlsafe(24))
     real = None
-    if options.real_nodes:
-        ports = free_ports(realnode.needed_ports(options.real_nodes))
-        real = realnode.plan(folder, options.real_nodes, ports)
+    if options.node_count:
+        ports = free_ports(realnode.needed_ports(options.node_count))
+        real = realnode.plan(folder, options.node_count, ports,
+                             system=not options.real_nodes)
         nodehost.preflight(real)
         real = nodehost.claim_slot(real)
         layout = dataclasses.replace(layout, node_network=realnode.node_network(real))

@@ -22,6 +22,8 @@ from jobset_infra.cluster.realnode import (
     POD_NETWORK,
     PROXY_IDENTITY,
     RUNC,
+    SYSTEM_NODE_LABEL,
+    SYSTEM_POOL,
     Node,
     RealNodes,
 )
@@ -71,12 +73,16 @@ def kubelet_config(layout: Layout, node: Node) -> dict[str, Any]:
     }
 
 
-def kubelet_argv(node: Node, kubelet: Path) -> tuple[str, ...]:
+def kubelet_argv(node: Node, kubelet: Path, system: bool = False) -> tuple[str, ...]:
+    """kubelet's flags; a system node (`RealNodes.system`) registers labelled and tainted."""
+    labels = (f"{NODE_LABEL}=true,{SYSTEM_NODE_LABEL}=true,{NODE_POOL_LABEL}={SYSTEM_POOL}"
+              if system else f"{NODE_LABEL}=true,{NODE_POOL_LABEL}={NODE_POOL}")
     return (
         str(kubelet), f"--config={node.kubelet_config}", f"--kubeconfig={node.kubeconfig}",
         f"--root-dir={node.folder / 'kubelet'}", f"--cert-dir={node.folder / 'kubelet-pki'}",
         f"--hostname-override={node.name}", f"--node-ip={node.gateway}",
-        f"--node-labels={NODE_LABEL}=true,{NODE_POOL_LABEL}={NODE_POOL}", "--v=1",
+        f"--node-labels={labels}", "--v=1",
+        *((f"--register-with-taints={SYSTEM_NODE_LABEL}=true:NoSchedule",) if system else ()),
     )
 
 
@@ -203,7 +209,8 @@ def process_specs(layout: Layout, real: RealNodes, bins: Mapping[str, Path]) -> 
         specs.append(ProcessSpec(f"containerd-{node.index}", (
             str(bins["containerd"]), f"--config={node.containerd_config}",
         ), "", netns))
-        specs.append(ProcessSpec(f"kubelet-{node.index}", kubelet_argv(node, bins["kubelet"]),
+        kubelet = kubelet_argv(node, bins["kubelet"], real.system)
+        specs.append(ProcessSpec(f"kubelet-{node.index}", kubelet,
                                  f"http://{at}:{node.kubelet_healthz_port}/healthz", netns))
     specs.append(ProcessSpec("kube-proxy", (
         str(bins["kube-proxy"]), f"--config={layout.folder / 'kube-proxy.yaml'}", "--v=1",

@@ -55,6 +55,11 @@ RUNC: Final = "/usr/sbin/runc"  # Debian's runc package
 NODE_LABEL: Final = "jobset-infra.dev/real-node"
 NODE_POOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 NODE_POOL: Final = "real-pool"
+SYSTEM_NODE_LABEL: Final = "jobset-infra.dev/system-node"
+"""Label and taint (`=true:NoSchedule`) of a cluster's system node (`ClusterOptions.system_node`):
+only Pods that select and tolerate it (the controller's, Kueue's) run there, never a workload
+meant for kwok's untainted pools."""
+SYSTEM_POOL: Final = "system-pool"
 COREDNS_IDENTITY: Final = pki.Identity("coredns", "system:coredns")
 PROXY_IDENTITY: Final = pki.Identity("kube-proxy", "system:kube-proxy")
 APISERVER_KUBELET_CLIENT: Final = pki.Identity("apiserver-kubelet-client",
@@ -129,6 +134,7 @@ class RealNodes:
     dns_health_port: int
     dns_ready_port: int
     slot: int = 0  # its /30 of LINK_NETWORK (`choose_slot`)
+    system: bool = False  # one tainted node for system Pods only (SYSTEM_NODE_LABEL)
 
     @property
     def netns(self) -> str:
@@ -178,7 +184,7 @@ class RealNodes:
                             for kind in ("containerd", "kubelet")), "kube-proxy", "coredns"})
 
     def to_state(self) -> dict[str, Any]:
-        return {"count": len(self.nodes), "slot": self.slot, "ports": {
+        return {"count": len(self.nodes), "slot": self.slot, "system": self.system, "ports": {
             "kubelet": [[n.kubelet_port, n.kubelet_healthz_port] for n in self.nodes],
             "proxy": [self.proxy_healthz_port, self.proxy_metrics_port],
             "dns": [self.dns_health_port, self.dns_ready_port]}}
@@ -193,7 +199,8 @@ def node_name(index: int) -> str:
     return f"real-node-{index}"
 
 
-def plan(folder: Path, count: int, ports: list[int], slot: int = 0) -> RealNodes:
+def plan(folder: Path, count: int, ports: list[int], slot: int = 0,
+         system: bool = False) -> RealNodes:
     """The nodes of the cluster in `folder` with `count` real nodes; `ports` are free
     ports, two per node then four (`needed_ports(count)` of them); `slot` its veth's /30."""
     if not 0 <= slot < SLOTS:
@@ -210,7 +217,7 @@ def plan(folder: Path, count: int, ports: list[int], slot: int = 0) -> RealNodes
         for i in range(count)
     )
     rest = ports[2 * count:]
-    return RealNodes(folder, nodes, runtime, rest[0], rest[1], rest[2], rest[3], slot)
+    return RealNodes(folder, nodes, runtime, rest[0], rest[1], rest[2], rest[3], slot, system)
 
 
 def footprint(folder: Path, count: int) -> RealNodes:
@@ -226,7 +233,8 @@ def needed_ports(count: int) -> int:
 def from_state(folder: Path, state: Mapping[str, Any]) -> RealNodes:
     ports = state["ports"]
     flat = [p for pair in ports["kubelet"] for p in pair] + ports["proxy"] + ports["dns"]
-    return plan(folder, int(state["count"]), [int(p) for p in flat], int(state.get("slot", 0)))
+    return plan(folder, int(state["count"]), [int(p) for p in flat], int(state.get("slot", 0)),
+                bool(state.get("system", False)))
 
 
 def node_network(real: RealNodes) -> NodeNetwork:

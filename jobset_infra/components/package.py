@@ -103,7 +103,8 @@ class JobSetSystemArgs(TypedDict):
     """Controller image with a pinned tag or digest (for example an image build's digest)."""
     controller: NotRequired[dict[str, Any]]
     """Controller options by name (`ControllerOptions`): namespace, replicas, config,
-    resources, service_monitor, image_pull_policy, metrics_scrapers, api_server_cidrs, ..."""
+    resources, service_monitor, image_pull_policy, metrics_scrapers, api_server_cidrs,
+    node_selector, tolerations, ..."""
     pools: NotRequired[list[dict[str, Any]]]
     """The cluster's TPU slice pools, declared to the controller as placement domains: the
     same SlicePoolsSpec mappings the TpuSlicePools were given."""

@@ -181,6 +181,9 @@ def _pod_spec(install: ControllerInstall) -> Manifest:
             _spread(install, "kubernetes.io/hostname"),
         ],
         "terminationGracePeriodSeconds": 30,
+        **({"nodeSelector": dict(install.node_selector)} if install.node_selector else {}),
+        **({"tolerations": [dict(t) for t in install.tolerations]} if install.tolerations
+           else {}),
     }
 
 

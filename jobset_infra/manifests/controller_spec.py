@@ -108,6 +108,27 @@ class ControllerOptions(BaseModel):
     """The API server's addresses (CIDRs) the NetworkPolicy lets the controller reach, e.g. the
     GKE cluster's endpoint as `<ip>/32`. Empty: TCP 443 and 6443 to any address (a
     NetworkPolicy has no other way to name the API server)."""
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    """Node labels the controller's Pods must land on (a system node pool's, say). Empty: any."""
+    tolerations: tuple[dict[str, str], ...] = ()
+    """Taints the controller's Pods tolerate (a tainted system pool's), each as a Pod's
+    toleration: `key`, `operator` (`Equal` or `Exists`), `value`, `effect`."""
+
+    @field_validator("tolerations")
+    @classmethod
+    def _tolerations(cls, value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
+        for item in value:
+            unknown = sorted(set(item) - {"key", "operator", "value", "effect"})
+            if unknown:
+                raise ValueError(f"unknown toleration field {unknown[0]!r}; use key, operator, "
+                                 "value and effect")
+            if item.get("operator", "Equal") not in ("Equal", "Exists"):
+                raise ValueError(f"operator {item['operator']!r} is not Equal or Exists")
+            if item.get("effect", "") not in ("", "NoSchedule", "PreferNoSchedule",
+                                              "NoExecute"):
+                raise ValueError(f"effect {item['effect']!r} is not NoSchedule, "
+                                 "PreferNoSchedule or NoExecute")
+        return value
 
     @field_validator("api_server_cidrs")
     @classmethod

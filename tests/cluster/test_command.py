@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.realcluster import tools_or_skip
+from tests.realnodes import node_tools_or_skip
 from tests.waiting import until_sync
 
 BIN = Path(sys.executable).parent
@@ -132,12 +134,15 @@ def test_up_stopped_by_sigterm_stops_what_it_started(tmp_path: Path) -> None:
 
 
 @pytest.mark.real
-def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) -> None:
-    """README's session: cluster up with TPU pools and our controller, kubectl apply the
-    example, its Pods exit 0, the JobSet is Completed and deleted with its Jobs; down leaves
-    no process or file."""
+def test_the_tpu_example_runs_to_completed_one_pool_per_slice() -> None:
+    """README's session: cluster up with TPU pools and our controller (from its image, on the
+    cluster's system node), kubectl apply the example, its Pods exit 0, the JobSet is Completed
+    and deleted with its Jobs; down leaves no process or file."""
     tools_or_skip()
-    folder = tmp_path / "cluster"
+    node_tools_or_skip()
+    # A short folder, as the default one is: kubelet's unix sockets live under its root folder
+    # in the cluster's, and a socket's path has at most 107 bytes (pytest's tmp_path is longer).
+    folder = Path(tempfile.mkdtemp(prefix="jsi-cmd-")) / "cluster"
     up = cli("up", "--nodes", "v5e-2x4:4", "--controller", "--dir", str(folder),
              "--name", "cmd-test")
     assert up.returncode == 0, up.stderr + up.stdout
@@ -182,6 +187,7 @@ def test_the_tpu_example_runs_to_completed_one_pool_per_slice(tmp_path: Path) ->
         down = cli("down", "--dir", str(folder))
     assert down.returncode == 0, down.stderr
     assert not folder.exists()
+    folder.parent.rmdir()
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text(
         ).rsplit(")", 1)[-1].split()[0], pid

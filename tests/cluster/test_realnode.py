@@ -243,3 +243,30 @@ def test_up_with_real_nodes_sweeps_killed_clusters_before_it_claims_its_folder(
     with pytest.raises(SweptError):
         local.start_cluster(options, progress=lambda _line: None, tools=tools)
     assert not (tmp_path / "c").exists()
+
+
+def test_a_system_node_registers_tainted_and_labelled_and_workload_nodes_do_not() -> None:
+    from jobset_infra.cluster.nodeconfig import kubelet_argv
+
+    ports = list(range(100, 100 + needed_ports(1)))
+    system = plan(LAYOUT.folder, 1, ports, system=True)
+    assert from_state(LAYOUT.folder, system.to_state()) == system
+    argv = kubelet_argv(system.nodes[0], Path("/b/kubelet"), system.system)
+    assert "--register-with-taints=jobset-infra.dev/system-node=true:NoSchedule" in argv
+    assert ("--node-labels=jobset-infra.dev/real-node=true,jobset-infra.dev/system-node=true,"
+            "cloud.google.com/gke-nodepool=system-pool") in argv
+    workload = kubelet_argv(_plan(1).nodes[0], Path("/b/kubelet"))
+    assert not any(a.startswith("--register-with-taints") for a in workload)
+    assert not any("system-node" in a for a in workload)
+
+
+def test_the_controller_on_a_system_node_selects_and_tolerates_it() -> None:
+    from jobset_infra.cluster.install import system_node_install
+    from jobset_infra.manifests.controller import deployment
+
+    image = "jobset-infra.local/jobset-controller@sha256:" + "0" * 64
+    pod = deployment(system_node_install(image, replicas=1))["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"jobset-infra.dev/system-node": "true"}
+    assert pod["tolerations"] == [{"key": "jobset-infra.dev/system-node", "operator": "Equal",
+                                   "value": "true", "effect": "NoSchedule"}]
+    assert pod["containers"][0]["image"] == image

@@ -81,6 +81,18 @@ def test_deployment_runs_two_replicas_spread_over_zones_and_nodes() -> None:
     assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 
 
+def test_a_system_pool_is_chosen_by_node_selector_and_tolerations_and_none_by_default() -> None:
+    pod = controller.deployment(make_install())["spec"]["template"]["spec"]
+    assert "nodeSelector" not in pod and "tolerations" not in pod
+    taint = {"key": "jobset-infra.dev/system-node", "operator": "Exists", "effect": "NoSchedule"}
+    install = make_install(node_selector={"jobset-infra.dev/system-node": "true"},
+                           tolerations=[taint])
+    pod = controller.deployment(install)["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"jobset-infra.dev/system-node": "true"}
+    assert pod["tolerations"] == [taint]
+    assert validate_builtin(controller.deployment(install)) == []
+
+
 def test_config_file_turns_leader_election_on_in_the_install_namespace() -> None:
     install = make_install(namespace="platform-jobs")
     text = controller.config_map(install)["data"]["config.yaml"]
@@ -203,6 +215,12 @@ def test_pinned_images_are_accepted(image: str) -> None:
         ),
         pytest.param({"image_pull_policy": "Sometimes"}, "image_pull_policy", id="pull policy"),
         pytest.param({"replica": 2}, "replica", id="misspelled field"),
+        pytest.param({"tolerations": [{"key": "a", "operator": "In"}]},
+                     r"tolerations.*'In' is not Equal or Exists", id="toleration operator"),
+        pytest.param({"tolerations": [{"key": "a", "effect": "NoRun"}]},
+                     r"tolerations.*'NoRun' is not NoSchedule", id="toleration effect"),
+        pytest.param({"tolerations": [{"key": "a", "seconds": "1"}]},
+                     r"tolerations.*unknown toleration field 'seconds'", id="toleration field"),
     ],
 )
 def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:

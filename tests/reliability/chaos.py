@@ -135,23 +135,41 @@ class Recorder:
         return None
 
 
-def controller_config() -> ControllerConfig:
+def plain_config(**sections: Any) -> ControllerConfig:
+    """A controller with no probe or metrics listener, 2 workers, quiet logs; `sections`
+    add to (or replace) those top-level sections."""
     return ControllerConfig.model_validate(
         {
             "health": {"healthProbeBindAddress": "0"},
             "metrics": {"bindAddress": "0"},
             "controller": {"workers": 2},
             "logging": {"level": "error"},
-            "leaderElection": {
-                "leaderElect": True,
-                "resourceName": LEASE,
-                "resourceNamespace": NS,
-                "leaseDuration": "1s",
-                "renewDeadline": "800ms",
-                "retryPeriod": "200ms",
-            },
+            **sections,
         }
     )
+
+
+def controller_config() -> ControllerConfig:
+    """`plain_config` electing a leader on `LEASE` with short timings (failover in ~1 s)."""
+    return plain_config(leaderElection={
+        "leaderElect": True,
+        "resourceName": LEASE,
+        "resourceNamespace": NS,
+        "leaseDuration": "1s",
+        "renewDeadline": "800ms",
+        "retryPeriod": "200ms",
+    })
+
+
+async def started_sim(sim: Sim | None = None, *, tpu_nodes: str | None = None) -> Sim:
+    """Start `sim` (a bare new one by default) serving the JobSet CRD, with the Nodes of
+    `tpu_nodes` (a `parse_nodes` spec) when given."""
+    sim = sim or Sim(port=0)
+    await sim.start()
+    sim.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+    if tpu_nodes is not None:
+        await create_nodes(sim.store, parse_nodes(tpu_nodes), datetime.now(UTC))
+    return sim
 
 
 class Replicas:
@@ -250,10 +268,7 @@ async def _start_sim() -> tuple[Sim, JobController]:
     jobs = JobController(sim.store, wait_for_binding=True)
     sim.add_component(jobs)
     sim.add_component(Scheduler(sim.store))
-    await sim.start()
-    sim.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
-    await create_nodes(sim.store, parse_nodes(NODES), datetime.now(UTC))
-    return sim, jobs
+    return await started_sim(sim, tpu_nodes=NODES), jobs
 
 
 def _terminal(sim: Sim) -> dict[str, tuple[str, int]]:

@@ -5,22 +5,20 @@ keeps reconciling every other JobSet, including ones created after the broken on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.controller_config import ControllerConfig
 from jobset_infra.controller.runtime.manager import RunningController, run_controller
 from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.testing.jobsets import make_jobset
-from tests.reliability.chaos import CRD_FILE, CRDS
+from tests.reliability.chaos import plain_config
 from tests.waiting import until
 
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
@@ -93,28 +91,6 @@ def admission_off(store: Store) -> Iterator[None]:
             store.admission[JOBSETS] = saved
 
 
-def config() -> ControllerConfig:
-    return ControllerConfig.model_validate(
-        {
-            "health": {"healthProbeBindAddress": "0"},
-            "metrics": {"bindAddress": "0"},
-            "controller": {"workers": 2},
-            "logging": {"level": "error"},
-        }
-    )
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[Sim]:
-    server = Sim(port=0)
-    await server.start()
-    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
 def invalid_spec(store: Store, name: str) -> dict[str, Any] | None:
     js = store.try_get(JOBSETS, name, NS) or {}
     status = js.get("status")
@@ -155,7 +131,7 @@ async def test_broken_jobsets_are_reported_and_the_rest_reconciled(sim: Sim) -> 
 
 async def check_reported_and_others_reconciled(sim: Sim) -> None:
     store = sim.store
-    async with run_controller(config(), url=sim.url) as ctl:
+    async with run_controller(plain_config(), url=sim.url) as ctl:
         await ctl.wait_leader(10)
         await until(lambda: len(jobs_of(store, "before")) == 2,
                     "the healthy JobSet's Jobs", timeout=10)
@@ -192,7 +168,7 @@ async def test_the_message_names_the_field(
 ) -> None:
     with admission_off(sim.store):
         sim.store.create(JOBSETS, broken("bad", change), NS)
-        async with run_controller(config(), url=sim.url) as ctl:
+        async with run_controller(plain_config(), url=sim.url) as ctl:
             await ctl.wait_leader(10)
             cond = await until(lambda: invalid_spec(sim.store, "bad"), "InvalidSpec", timeout=10)
     assert field in cond["message"]

@@ -10,21 +10,17 @@ new leader re-lists its caches before its first reconcile.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset_infra.controller.runtime.manager import RunningController, start_controller
 from jobset_infra.sim.apiserver.errors import StatusError
 from jobset_infra.sim.apiserver.hooks import ApiRequest, Intercept
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.cluster.job_controller import JobController
-from jobset_infra.sim.cluster.nodes import create_nodes
 from jobset_infra.sim.cluster.scheduler import Scheduler
-from jobset_infra.tpu.node_pools import parse_nodes
-from tests.reliability.chaos import CRD_FILE, CRDS, controller_config
+from tests.reliability.chaos import controller_config, started_sim
 from tests.reliability.invariants import Invariants
 from tests.reliability.scenario import JOBS, JOBSETS, NS, tpu_jobset
 from tests.waiting import until
@@ -51,9 +47,7 @@ async def sim() -> AsyncIterator[Sim]:
     server = Sim(port=0)
     server.add_component(JobController(server.store, wait_for_binding=True))
     server.add_component(Scheduler(server.store))
-    await server.start()
-    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
-    await create_nodes(server.store, parse_nodes("v5e-2x4:4"), datetime.now(UTC))
+    await started_sim(server, tpu_nodes="v5e-2x4:4")
     try:
         yield server
     finally:

@@ -4,11 +4,9 @@ JobSets created after it get their Jobs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
@@ -17,7 +15,7 @@ from jobset_infra.sim.apiserver.resources import GVR
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
 from jobset_infra.testing.jobsets import make_jobset
-from tests.reliability.chaos import CRD_FILE, CRDS
+from tests.reliability.chaos import plain_config
 from tests.waiting import until
 
 JOBSETS = GVR(c.GROUP, c.VERSION, c.PLURAL)
@@ -34,26 +32,7 @@ def jobset(name: str, replicas: int) -> dict[str, Any]:
 
 
 def config(qps: float = 500.0) -> ControllerConfig:
-    return ControllerConfig.model_validate(
-        {
-            "health": {"healthProbeBindAddress": "0"},
-            "metrics": {"bindAddress": "0"},
-            "clientConnection": {"qps": qps, "burst": 20},
-            "controller": {"workers": 4},
-            "logging": {"level": "error"},
-        }
-    )
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[Sim]:
-    server = Sim(port=0)
-    await server.start()
-    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
-    try:
-        yield server
-    finally:
-        await server.stop()
+    return plain_config(clientConnection={"qps": qps, "burst": 20}, controller={"workers": 4})
 
 
 def jobs_of(store: Store, name: str) -> int:

@@ -7,33 +7,20 @@ zombie took the Lease when it expired and renewed it forever, while the live rep
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import yaml
 
 from jobset_infra.controller.runtime.manager import start_controller
 from jobset_infra.sim.apiserver.resources import GVR, ResourceInfo
 from jobset_infra.sim.apiserver.server import Sim
 from jobset_infra.sim.apiserver.store import Store
-from tests.reliability.chaos import CRD_FILE, CRDS, LEASE, controller_config
+from tests.reliability.chaos import LEASE, controller_config
 from tests.waiting import until
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.slow]
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[Sim]:
-    server = Sim(port=0)
-    await server.start()
-    server.store.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 class Holders:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import ssl
@@ -39,21 +40,58 @@ class Started:
     log: Path
 
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST = 10_000  # below: ports that well-known services (etcd, databases, proxies) listen on
+_ATTEMPTS = 64
+_random = random.Random()  # spreads our choices over the range; nothing secret
+
+
+def listen_ports(ephemeral: tuple[int, int]) -> range | None:
+    """The ports to choose listeners from: the widest run outside the kernel's ephemeral range
+    `ephemeral` (first, last) and above `_LOWEST`; None when there is no room for one.
+
+    Why: a port the kernel hands out for port 0 or for an outgoing connection can be taken by
+    any process the moment our component lets go of it (a crashed etcd restarted on its old
+    port found it in use); ports outside that range are only ever taken by explicit choice."""
+    first, last = ephemeral
+    runs = [range(_LOWEST, min(first, 65_536)), range(max(last + 1, _LOWEST), 65_536)]
+    widest = max(runs, key=len)
+    return widest if len(widest) >= 1_000 else None
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        first, last = EPHEMERAL_RANGE_FILE.read_text().split()
+        return int(first), int(last)
+    except (OSError, ValueError):
+        return 32_768, 60_999  # Linux's default
+
+
 def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on loopback that nothing listens on right now, outside the ephemeral range."""
+    [port] = free_ports(1)
+    return port
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports nothing listens on now: each socket stays bound until all
-    are chosen, so one call never hands out a port twice (separate `free_port` calls can)."""
+    """`count` distinct loopback ports nothing listens on now, outside the ephemeral range when
+    it leaves room: each socket stays bound until all are chosen, so one call never hands out a
+    port twice (separate `free_port` calls can)."""
+    choices = listen_ports(_ephemeral_range())
     with contextlib.ExitStack() as held:
         socks = [held.enter_context(socket.socket()) for _ in range(count)]
         for sock in socks:
-            sock.bind(("127.0.0.1", 0))
+            _bind(sock, choices)
         return [int(sock.getsockname()[1]) for sock in socks]
+
+
+def _bind(sock: socket.socket, choices: range | None) -> None:
+    if choices is not None:
+        for _ in range(_ATTEMPTS):
+            with contextlib.suppress(OSError):  # taken: try another
+                sock.bind(("127.0.0.1", _random.choice(choices)))
+                return
+    sock.bind(("127.0.0.1", 0))  # no room outside, or every try taken: the kernel's choice
 
 
 def start(spec: ProcessSpec, log: Path, env: dict[str, str] | None = None) -> Started:

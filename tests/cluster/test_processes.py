@@ -16,6 +16,7 @@ from jobset_infra.cluster.processes import (
     alive,
     free_port,
     free_ports,
+    listen_ports,
     start,
     stop,
     wait_healthy,
@@ -97,6 +98,25 @@ def test_free_ports_are_distinct_within_one_call() -> None:
     for _ in range(50):
         ports = free_ports(16)
         assert len(set(ports)) == 16
+
+
+@pytest.mark.parametrize(("ephemeral", "expected"), [
+    pytest.param((32_768, 60_999), range(10_000, 32_768), id="Linux's default: below it"),
+    pytest.param((1_024, 20_000), range(20_001, 65_536), id="a low range: above it"),
+    pytest.param((10_000, 64_999), None,
+                 id="no run of a thousand ports outside: none"),
+    pytest.param((40_000, 39_999), range(10_000, 40_000), id="an empty range: the wider side"),
+])
+def test_listeners_are_chosen_outside_the_ephemeral_range(
+        ephemeral: tuple[int, int], expected: range | None) -> None:
+    assert listen_ports(ephemeral) == expected
+
+
+def test_free_ports_on_this_machine_are_outside_its_ephemeral_range() -> None:
+    first, last = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert listen_ports((first, last)) is not None  # else the kernel chooses (test vacuous)
+    assert not [p for p in free_ports(64) if first <= p <= last]
+    assert not first <= free_port() <= last
 
 
 @pytest.mark.skipif(shutil.which("ip") is None or os.geteuid() != 0,

@@ -54,17 +54,22 @@ KUBECONFIG: list[str] = []  # the module cluster's admin kubeconfig, for `jobset
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def api() -> AsyncIterator[tuple[KubeClient, Any]]:
-    from jobset_infra.cluster.install import install_jobset_system, local_install
+    from jobset_infra.cluster.command import controller_image
+    from jobset_infra.cluster.install import install_jobset_system, system_node_install
     from jobset_infra.manifests.crd import jobset_crd
     from tests.integration.conftest import fast_config
     from tests.realcluster import real_cluster
 
-    with real_cluster(NODES_TEXT, crds=(jobset_crd(),)) as cluster:
+    # The controller from its image on the cluster's system node; the slices on kwok's pools.
+    with real_cluster(NODES_TEXT, crds=(jobset_crd(),), system_node=True) as cluster:
         async with cluster.client() as client:
             config = fast_config(metrics={"bindAddress": ":8443"},
                                  health={"healthProbeBindAddress": ":8081"},
                                  featureGates={"RestartJob": True})
-            install = local_install(replicas=1, config=config)
+            # One CPU requested: its container then weighs as much as the host's processes
+            # beside it when the machine is busy (cpu.shares 1024; 250m gives 256).
+            install = system_node_install(controller_image(), replicas=1, config=config,
+                                          resources={"cpu_request": "1"})
             await install_jobset_system(client, install)
             await client.create(Resource("", "v1", "namespaces", "Namespace", namespaced=False),
                                 {"metadata": {"name": NS}})

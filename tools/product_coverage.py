@@ -2,6 +2,7 @@
 
     python tools/product_coverage.py run [--tree DIR] OUT.json [-- PYTEST ARGS]
     python tools/product_coverage.py compare BEFORE.json AFTER.json
+    python tools/product_coverage.py merge OUT.json PART.json PART.json...
 
 `run` runs the suite of the checkout at --tree (default: this one) under coverage.py with that
 checkout's .venv, the pytest-xdist workers and every Python subprocess that inherits the
@@ -12,7 +13,9 @@ writes, per file of jobset_infra/, its statements and the executed lines with th
 sim/) and the sim apart, and every product line executed before whose text is executed nowhere
 after: "removed" when the after tree no longer has that line, "not executed" when it still does.
 Lines are matched by their text, first in the file of the same path and then in any product
-file (code that moved); line numbers are the before tree's.
+file (code that moved); line numbers are the before tree's. `merge` unites reports of one
+commit made by separate runs (the suite without the real tiers, then only the real tiers:
+`-- -q -n 2 -m "envtest or real"`): a line executed in any of them is executed.
 """
 
 from __future__ import annotations
@@ -135,6 +138,26 @@ def compare(before_file: Path, after_file: Path) -> int:
     return 0
 
 
+def merge(out: Path, parts: list[Path]) -> int:
+    """Write to `out` the union of the reports `parts` (of one commit, from separate runs)."""
+    reports = [json.loads(p.read_text()) for p in parts]
+    commits = {r["commit"] for r in reports}
+    if len(commits) != 1:
+        raise SystemExit(f"reports of different commits: {sorted(commits)}")
+    files: dict[str, Any] = {}
+    for report in reports:
+        for path, entry in report["files"].items():
+            kept = files.setdefault(path, {**entry, "executed": []})
+            if kept["statements"] != entry["statements"]:
+                raise SystemExit(f"{path}: {kept['statements']} statements in one report, "
+                                 f"{entry['statements']} in another")
+            lines = {n: t for n, t in kept["executed"]} | {n: t for n, t in entry["executed"]}
+            kept["executed"] = [[n, lines[n]] for n in sorted(lines)]
+    out.write_text(json.dumps({"commit": commits.pop(), "files": files}))
+    print(f"merged {len(parts)} reports into {out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -145,7 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     both = sub.add_parser("compare", help="executed lines before and after")
     both.add_argument("before", type=Path)
     both.add_argument("after", type=Path)
+    union = sub.add_parser("merge", help="unite reports of one commit from separate runs")
+    union.add_argument("out", type=Path)
+    union.add_argument("parts", type=Path, nargs="+")
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        return merge(args.out, args.parts)
     if args.command == "run":
         extra = [a for a in args.pytest_args if a != "--"]
         return run(args.tree.resolve(), args.out.resolve(), extra)

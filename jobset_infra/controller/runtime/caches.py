@@ -3,7 +3,8 @@
 JobSets are cached as manifests without managedFields (parsed to models at reconcile); Jobs a
 JobSet controls as the core's `ChildJob` plus the owner key and the placement view, every other
 Job as its name and controller only (it may hold a name a child needs); Services and Nodes as a
-few fields.
+few fields. The informers' index keys (`owner_uid`, `jobset_namespace`) and what a Job event's
+cached sides say (`cached_child`, `newly_failed`) are read off these forms here too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.status import JobSetStatus
+from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import ChildJob, NameHolder, child_job_from_manifest
 from jobset_infra.placement import JobPlacementView, job_view_from_manifest
 
@@ -183,3 +185,26 @@ def same_but_bookkeeping(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool
     old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k != "resourceVersion"}
     new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"}
     return old_meta == new_meta
+
+
+def cached_child(entry: CachedJob | ForeignJob | None) -> CachedJob | None:
+    """The entry when it is a JobSet's child Job (an informer event's old or new side)."""
+    return entry if isinstance(entry, CachedJob) else None
+
+
+def owner_uid(entry: CachedJob | ForeignJob) -> tuple[str, ...]:
+    """The Job informer's OWNER_UID_INDEX key: its controlling JobSet's uid."""
+    return (entry.owner_uid,) if isinstance(entry, CachedJob) and entry.owner_uid else ()
+
+
+def jobset_namespace(jobset: dict[str, Any]) -> tuple[str, ...]:
+    """The JobSet informer's NAMESPACE_INDEX key."""
+    return (str((jobset.get("metadata") or {}).get("namespace", "")),)
+
+
+def newly_failed(old: CachedJob | None, new: CachedJob | None) -> bool:
+    """The Job started failing (FailureTarget or Failed) in this event. Successes still batch:
+    thousands of Jobs completing together would otherwise cost a pass (and a status write)
+    each, and nothing waits on a success the way a restart waits on a failure."""
+    failing = new is not None and job_failure(new.child) is not None
+    return failing and (old is None or job_failure(old.child) is None)

@@ -20,7 +20,6 @@ from typing import Any
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core.child_tally import ChildTally, tally_basis
-from jobset_infra.controller.core.classify import job_failure
 from jobset_infra.controller.core.types import Manifest, Observed
 from jobset_infra.controller.runtime.cache_health import CacheState, readiness
 from jobset_infra.controller.runtime.caches import (
@@ -35,8 +34,12 @@ from jobset_infra.controller.runtime.caches import (
     cache_jobset,
     cache_name,
     cache_service,
+    cached_child,
+    jobset_namespace,
     jobset_uid,
+    newly_failed,
     only_counts_changed,
+    owner_uid,
     same_but_bookkeeping,
     service_name,
 )
@@ -133,7 +136,7 @@ class JobSetController:
         clock = self._clock
         self.jobsets: Informer[dict[str, Any]] = Informer(
             client, JOBSETS, cache_jobset, namespace=namespace, clock=clock,
-            indexers={NAMESPACE_INDEX: _jobset_namespace},
+            indexers={NAMESPACE_INDEX: jobset_namespace},
         )
         # Every Job, as upstream's owner index: children are found by their controller's UID,
         # never by a label a user can remove; other Jobs are cached as a name only (they may
@@ -143,7 +146,7 @@ class JobSetController:
             JOBS,
             cache_job,
             namespace=namespace,
-            indexers={OWNER_UID_INDEX: _owner_uid},
+            indexers={OWNER_UID_INDEX: owner_uid},
             clock=clock,
         )
         self.services: Informer[CachedService] = Informer(
@@ -212,7 +215,7 @@ class JobSetController:
 
     def _on_job(self, kind: str, old: CachedJob | ForeignJob | None,
                 new: CachedJob | ForeignJob | None) -> None:
-        child_old, child_new = _child(old), _child(new)
+        child_old, child_new = cached_child(old), cached_child(new)
         if child_old is None and child_new is None:
             return self._on_foreign_job(kind, old, new)
         self._tally(child_old, child_new)
@@ -228,7 +231,7 @@ class JobSetController:
                 self.expectations.observe_delete(owner, child.uid)
                 self.expectations.observe_create(owner, child.name)
         self.held.track(job_key, child_new)
-        if owner is not None and _newly_failed(child_old, child_new):
+        if owner is not None and newly_failed(child_old, child_new):
             self.queue.add(owner)  # a restart waits for no batch (failures end in one)
         elif owner is not None:
             self.queue.add_batched(owner, self._batch_period, self._children(entry.owner_uid))
@@ -418,22 +421,3 @@ class JobSetController:
             kept_out=self.health.kept_out(),
         )
 
-
-def _child(entry: CachedJob | ForeignJob | None) -> CachedJob | None:
-    return entry if isinstance(entry, CachedJob) else None
-
-
-def _owner_uid(entry: CachedJob | ForeignJob) -> tuple[str, ...]:
-    return (entry.owner_uid,) if isinstance(entry, CachedJob) and entry.owner_uid else ()
-
-
-def _jobset_namespace(jobset: dict[str, Any]) -> tuple[str, ...]:
-    return (str((jobset.get("metadata") or {}).get("namespace", "")),)
-
-
-def _newly_failed(old: CachedJob | None, new: CachedJob | None) -> bool:
-    """The Job started failing (FailureTarget or Failed) in this event. Successes still batch:
-    thousands of Jobs completing together would otherwise cost a pass (and a status write)
-    each, and nothing waits on a success the way a restart waits on a failure."""
-    failing = new is not None and job_failure(new.child) is not None
-    return failing and (old is None or job_failure(old.child) is None)

@@ -6,8 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from jobset_infra.controller.runtime.caches import CachedJob, cache_job, only_counts_changed
-from jobset_infra.controller.runtime.controller import _newly_failed
+from jobset_infra.controller.runtime.caches import (
+    CachedJob,
+    cache_job,
+    newly_failed,
+    only_counts_changed,
+)
 from jobset_infra.testing.jobs import JobBuilder, make_job
 
 Step = Callable[[JobBuilder], JobBuilder]
@@ -51,7 +55,7 @@ def cached(step: Step | None) -> CachedJob | None:
 def test_only_a_new_failure_skips_the_batch_period(
     old: Step | None, new: Step | None, wakes: bool
 ) -> None:
-    assert _newly_failed(cached(old), cached(new)) is wakes
+    assert newly_failed(cached(old), cached(new)) is wakes
 
 
 def _jobset(**status: object) -> dict[str, object]:

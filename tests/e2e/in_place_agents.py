@@ -16,7 +16,8 @@ The agent reads its namespace from the ServiceAccount mount
 mount namespace of its own (`unshare -m`, a tmpfs over /run), so nothing on the machine changes.
 
 The worker is a shell loop: it records that it started, exits 1 when the test drops
-`fail.<pod>` in the agents' folder (once), and exits 0 when the test drops `done`.
+`fail.<pod>` in the agents' folder (once), and exits 0 when the test drops `done`, or when its
+agent is gone (a worker whose run was cut short once looped on, orphaned, for half an hour).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ WORKER = """
 touch "$AGENTS/started.$POD_NAME.$(date +%s%N)"
 while :; do
   [ -e "$AGENTS/done" ] && exit 0
+  kill -0 "$PPID" 2>/dev/null || exit 0
   if [ -e "$AGENTS/fail.$POD_NAME" ]; then rm -f "$AGENTS/fail.$POD_NAME"; exit 1; fi
   sleep 0.05
 done

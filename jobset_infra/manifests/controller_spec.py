@@ -28,6 +28,7 @@ __all__ = [
     "MetricsScraper",
     "Resources",
     "bind_port",
+    "check_tolerations",
     "parse_install",
     "pinned_image",
 ]
@@ -83,6 +84,22 @@ class MetricsScraper(BaseModel):
 DEFAULT_SCRAPERS = (MetricsScraper(namespace="gmp-system"), MetricsScraper(namespace="monitoring"))
 
 
+def check_tolerations(value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
+    """Pod tolerations as a system pool's Pods (the controller's, Kueue's) set them; raises
+    ValueError naming the first bad field."""
+    for item in value:
+        unknown = sorted(set(item) - {"key", "operator", "value", "effect"})
+        if unknown:
+            raise ValueError(f"unknown toleration field {unknown[0]!r}; use key, operator, "
+                             "value and effect")
+        if item.get("operator", "Equal") not in ("Equal", "Exists"):
+            raise ValueError(f"operator {item['operator']!r} is not Equal or Exists")
+        if item.get("effect", "") not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValueError(f"effect {item['effect']!r} is not NoSchedule, "
+                             "PreferNoSchedule or NoExecute")
+    return value
+
+
 class ControllerOptions(BaseModel):
     """What a platform team chooses about the controller besides its image."""
 
@@ -117,18 +134,7 @@ class ControllerOptions(BaseModel):
     @field_validator("tolerations")
     @classmethod
     def _tolerations(cls, value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
-        for item in value:
-            unknown = sorted(set(item) - {"key", "operator", "value", "effect"})
-            if unknown:
-                raise ValueError(f"unknown toleration field {unknown[0]!r}; use key, operator, "
-                                 "value and effect")
-            if item.get("operator", "Equal") not in ("Equal", "Exists"):
-                raise ValueError(f"operator {item['operator']!r} is not Equal or Exists")
-            if item.get("effect", "") not in ("", "NoSchedule", "PreferNoSchedule",
-                                              "NoExecute"):
-                raise ValueError(f"effect {item['effect']!r} is not NoSchedule, "
-                                 "PreferNoSchedule or NoExecute")
-        return value
+        return check_tolerations(value)
 
     @field_validator("api_server_cidrs")
     @classmethod

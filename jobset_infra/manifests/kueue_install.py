@@ -14,7 +14,7 @@ import yaml
 
 from jobset_infra.api import constants as k
 from jobset_infra.manifests.kueue_loopback import LOOPBACK_HOST
-from jobset_infra.manifests.kueue_spec import KueueInstall
+from jobset_infra.manifests.kueue_spec import KueueInstall, image_parts
 from jobset_infra.manifests.meta import Manifest
 
 __all__ = ["KUEUE_CHART", "helm_values", "manager_configuration"]
@@ -57,6 +57,17 @@ def helm_values(install: KueueInstall) -> dict[str, Any]:
         # With standbys, keep one Kueue (and its webhooks, failurePolicy Fail) up in drains.
         "podDisruptionBudget": {"enabled": install.replicas > 1, "minAvailable": 1},
     }
+    if install.image is not None:
+        parts = image_parts(install.image)
+        assert parts is not None  # KueueInstall checked it
+        # Present on the nodes (imported, or pulled once): the chart's default, Always, would
+        # ask the registry again at every start, and a local image has none.
+        manager["manager"] = {"image": {"repository": parts[0], "tag": parts[1],
+                                        "pullPolicy": "IfNotPresent"}}
+    if install.node_selector:
+        manager["nodeSelector"] = dict(install.node_selector)
+    if install.tolerations:
+        manager["tolerations"] = [dict(t) for t in install.tolerations]
     if install.loopback_webhooks is not None:
         # Every manager serves on the one loopback port: a surge Pod could never bind it and
         # never turn Ready, so a rollout would wait forever. Stop the old one first. (Not type

@@ -11,6 +11,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from jobset_infra.manifests.controller_spec import check_tolerations
 from jobset_infra.manifests.meta import field_problems, require_dns_label, require_dns_subdomain
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "LoopbackWebhooks",
     "QueueSpec",
     "check_queue_namespaces",
+    "image_parts",
     "parse_kueue_install",
     "parse_queue_spec",
 ]
@@ -141,6 +143,27 @@ class KueueInstall(BaseModel):
     charts/kueue) instead of the OCI chart; its Chart.yaml must be `version`."""
     loopback_webhooks: LoopbackWebhooks | None = None
     """Serve the webhooks on the API server's loopback (the local cluster); needs chart_path."""
+    image: str | None = None
+    """The manager's image as `repository:tag` or `repository:tag@sha256:...` (the chart joins
+    repository and tag; a digest pins it), pulled only if not present. None: the chart's."""
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    """Node labels the manager's Pods must land on (a system node pool's, say). Empty: any."""
+    tolerations: tuple[dict[str, str], ...] = ()
+    """Taints the manager's Pods tolerate (a tainted system pool's), each as a Pod's toleration:
+    `key`, `operator` (`Equal` or `Exists`), `value`, `effect`."""
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        if value is not None and image_parts(value) is None:
+            raise ValueError(f"{value!r}: give repository:tag, optionally @sha256:<64 hex>, "
+                             "e.g. jobset-infra.local/kueue:0.1.0@sha256:...")
+        return value
+
+    @field_validator("tolerations")
+    @classmethod
+    def _tolerations(cls, value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
+        return check_tolerations(value)
 
     @field_validator("version")
     @classmethod
@@ -168,6 +191,19 @@ class KueueInstall(BaseModel):
                 "chart; set chart_path too (the sigs.k8s.io/kueue module's charts/kueue)"
             )
         return self
+
+
+_IMAGE = re.compile(r"^(?P<repository>[a-z0-9][a-z0-9._/-]*(:[0-9]+/[a-z0-9._/-]+)?)"
+                    r":(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(?P<digest>@sha256:[0-9a-f]{64})?$")
+
+
+def image_parts(image: str) -> tuple[str, str] | None:
+    """(`repository`, `tag` with any `@sha256:` digest) as Kueue's chart composes its image
+    (`repository:tag`); None when `image` has no tag."""
+    match = _IMAGE.match(image)
+    if match is None:
+        return None
+    return match["repository"], match["tag"] + (match["digest"] or "")
 
 
 def check_queue_namespaces(queues: QueueSpec, install: KueueInstall) -> None:

@@ -20,6 +20,7 @@ from jobset_infra.cluster.images.spec import (
     BUILD_TOOLS,
     CONTROLLER,
     IMAGES,
+    KUEUE,
     NONROOT,
     PAUSE,
     SOURCE_DATE_EPOCH,
@@ -213,6 +214,7 @@ def test_every_console_script_gets_a_launcher_for_the_images_python(tmp_path: Pa
         pytest.param(CONTROLLER, f"{NONROOT}:{NONROOT}", id="the controller runs as 65532"),
         pytest.param(WORKLOAD, f"{NONROOT}:{NONROOT}", id="the workloads run as 65532"),
         pytest.param(PAUSE, "65535:65535", id="pause runs as 65535, as Kubernetes' does"),
+        pytest.param(KUEUE, f"{NONROOT}:{NONROOT}", id="Kueue's manager runs as 65532"),
     ],
 )
 def test_no_image_runs_as_root(image: ImageSpec, user: str) -> None:

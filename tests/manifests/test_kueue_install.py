@@ -53,6 +53,22 @@ def test_configuration_leaves_cert_management_to_the_chart() -> None:
     assert "internalCertManagement" not in manager_configuration(KueueInstall())
 
 
+def test_a_system_pool_install_pins_the_image_and_selects_and_tolerates_the_pool() -> None:
+    digest = "sha256:" + "0" * 64
+    toleration = {"key": "pool", "operator": "Equal", "value": "system", "effect": "NoSchedule"}
+    manager = helm_values(KueueInstall(
+        image=f"registry.example:5000/kueue/kueue:v0.19.2@{digest}",
+        node_selector={"pool": "system"}, tolerations=(toleration,)))["controllerManager"]
+    # The chart renders "repository:tag": the digest rides on the tag and pins the image.
+    assert manager["manager"]["image"] == {
+        "repository": "registry.example:5000/kueue/kueue", "tag": f"v0.19.2@{digest}",
+        "pullPolicy": "IfNotPresent"}
+    assert manager["nodeSelector"] == {"pool": "system"}
+    assert manager["tolerations"] == [toleration]
+    default = helm_values(KueueInstall())["controllerManager"]
+    assert not {"manager", "nodeSelector", "tolerations"} & set(default)  # the chart's own
+
+
 @pytest.mark.parametrize(
     ("fields", "want_message"),
     [
@@ -62,6 +78,12 @@ def test_configuration_leaves_cert_management_to_the_chart() -> None:
         pytest.param({"release_name": "queues"}, "must contain 'kueue'", id="release name"),
         pytest.param({"namespace": "Kueue"}, "namespace", id="namespace not a DNS label"),
         pytest.param({"replicas": 0}, "replicas", id="no replicas"),
+        pytest.param({"image": "jobset-infra.local/kueue@sha256:" + "a" * 64},
+                     "give repository:tag", id="image without the tag the chart joins"),
+        pytest.param({"image": "kueue:0.1@sha256:abc"}, "give repository:tag",
+                     id="image with a short digest"),
+        pytest.param({"tolerations": [{"key": "k", "operator": "In"}]}, "Equal or Exists",
+                     id="toleration operator"),
     ],
 )
 def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:

@@ -1,6 +1,7 @@
 """The controller image, built without a Docker daemon (jobset-infra image build): the same
 digest when built again from the same inputs, non-root, compiled, and nothing of the build in it.
-Building it is this tier's (root, mmdebstrap, PyPI)."""
+Building it is this tier's (root, mmdebstrap, PyPI). The `kueue` image likewise: the same digest
+again, the static manager alone, non-root."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 
 from jobset_infra.cluster.images.build import Built, build_image
 from jobset_infra.cluster.images.oci import blob_path
-from jobset_infra.cluster.images.spec import CONTROLLER
-from tests.realcluster import image_tools_or_skip
+from jobset_infra.cluster.images.spec import CONTROLLER, KUEUE
+from tests.realcluster import image_tools_or_skip, tools_or_skip
 
 pytestmark = [pytest.mark.real, pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -75,3 +76,33 @@ def test_no_build_tool_cache_or_source_path_is_in_the_image(built: Built) -> Non
         c.startswith(str(Path(n).parent / "__pycache__" / Path(n).stem) + ".cpython-311")
         for c in compiled)]
     assert ours and missing == []
+
+
+@pytest.fixture(scope="module")
+def kueue() -> Built:
+    image_tools_or_skip()
+    tools_or_skip()  # the manager binary `make tools` built
+    return build_image(KUEUE)
+
+
+def test_the_kueue_image_builds_again_to_the_same_digest(kueue: Built) -> None:
+    again = build_image(KUEUE, rebuild=True)
+    assert not again.cached
+    assert again.digest == kueue.digest
+    assert again.archive.read_bytes() == kueue.archive.read_bytes()
+
+
+def test_the_kueue_image_is_the_static_manager_alone_run_as_65532(kueue: Built) -> None:
+    config_digest = _manifest(kueue)["config"]["digest"]  # type: ignore[index]
+    config = json.loads(blob_path(kueue.layout, config_digest).read_bytes())["config"]
+    assert config["User"] == "65532:65532"  # the chart's runAsNonRoot holds
+    assert config["Entrypoint"] == ["/manager"]  # where Kueue's chart runs it
+    assert _names(kueue) == {"manager"}  # nothing to write to: a read-only root is no loss
+    [layer] = _manifest(kueue)["layers"]  # type: ignore[misc]
+    with tarfile.open(blob_path(kueue.layout, layer["digest"]), "r:gz") as tar:
+        member = tar.getmember("manager")
+        assert member.mode & 0o111 and (member.uid, member.gid) == (0, 0)
+        manager = tar.extractfile(member)
+        assert manager is not None
+        header = manager.read(1 << 16)
+    assert header[:4] == b"\x7fELF" and b"/lib64/ld-linux" not in header  # static: no loader

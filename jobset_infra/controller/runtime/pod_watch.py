@@ -66,7 +66,7 @@ def pod_handler(
         pod = new if new is not None else old
         key = _jobset_key(pod) if pod is not None else None
         if key is not None:
-            queue.add_batched(key, batch_period)
+            queue.add_batched(key, batch_period, None)  # spaced as its Jobs' events say
 
     return handle
 

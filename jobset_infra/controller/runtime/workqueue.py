@@ -9,7 +9,9 @@
 - Batched adds (child events) wait until the key's adds pause for a quiet period, and at most
   `STREAM_PERIODS` periods after the first of them (longer for a JobSet of many children,
   `stream_limit`): a burst costs one pass, a stream (thousands of Pods starting over a minute)
-  one pass per four periods.
+  one pass per four periods. A JobSet of over 1,000 children gets its batched passes at least
+  `pass_interval` apart too (`batch_due`), however its events pause; a plain `add` (a failure,
+  a spec change) is never held.
 """
 
 from __future__ import annotations
@@ -32,9 +34,41 @@ its Pods start and its Jobs are recreated, which one pass per 200 ms turned into
 than upstream's. The last event of a stream is still followed by a pass within `quiet`."""
 
 
+LARGE_JOBSET = 1000
+"""Children above which a JobSet's batched passes are spaced (`pass_interval`)."""
+PASS_INTERVAL_PER_CHILD = 0.0005
+PASS_INTERVAL_MAX = 2.0
+"""A JobSet of over 1,000 children has its batched passes at least 0.5 ms per child apart
+(2,048: 1.02 s), at most 2 s. On a real control plane its events come sparsely for minutes (the
+garbage collector removes about 20 Jobs a second in a recovery, Pods start over a minute), so
+the quiet period, not the stream limit, ended most batches: 914 passes for one 2,048-Job JobSet
+against upstream's 523 (2026-12-07). Small JobSets are never spaced: their passes are cheap and
+a user waits on each."""
+
+
 def stream_limit(quiet: float, children: int) -> float:
     """How long after its first batched add a stream of adds may hold a key's pass."""
     return max(STREAM_PERIODS * quiet, children * STREAM_SECONDS_PER_CHILD)
+
+
+def pass_interval(children: int) -> float:
+    """The least time between the start of a JobSet's last pass and a batched one."""
+    if children <= LARGE_JOBSET:
+        return 0.0
+    return min(children * PASS_INTERVAL_PER_CHILD, PASS_INTERVAL_MAX)
+
+
+def batch_due(
+    now: float, quiet: float, first: float, children: int, last_pass: float | None
+) -> float:
+    """When a batched add at `now` makes the key due: a `quiet` period after it, at the latest
+    `stream_limit` after the batch's `first` add, and never sooner than `pass_interval` after
+    the key's `last_pass` started (None: no pass yet). Pure."""
+    due = min(now + quiet, first + stream_limit(quiet, children))
+    interval = pass_interval(children)
+    if last_pass is not None and interval > 0:
+        due = max(due, last_pass + interval)
+    return due
 
 
 class QueueShutDownError(Exception):
@@ -63,6 +97,8 @@ class WorkQueue:
         self._added_at: dict[Hashable, float] = {}
         self._delayed: dict[Hashable, tuple[float, asyncio.TimerHandle]] = {}
         self._batch_started: dict[Hashable, float] = {}  # keys whose delayed add is a batch
+        self._children: dict[Hashable, int] = {}  # keys of JobSets whose passes are spaced
+        self._last_pass: dict[Hashable, float] = {}  # when those keys last were handed out
         self._ready = asyncio.Event()
         self._shutting_down = False
 
@@ -98,12 +134,20 @@ class WorkQueue:
         handle = loop.call_at(due, self._fire, key)
         self._delayed[key] = (due, handle)
 
-    def add_batched(self, key: Hashable, quiet: float, children: int = 0) -> None:
-        """Add `key` once no batched add of it came for `quiet` seconds, and at the latest
-        `stream_limit(quiet, children)` after the first of them (`children`: the JobSet's);
-        an earlier `add_after` time wins."""
+    def add_batched(self, key: Hashable, quiet: float, children: int | None = 0) -> None:
+        """Add `key` at `batch_due`: once no batched add of it came for `quiet` seconds, at the
+        latest `stream_limit(quiet, children)` after the first of them, and for a JobSet of over
+        1,000 children no sooner than `pass_interval` after its last pass began (`children`:
+        the JobSet's; None: as the last add that said); an earlier `add_after` time wins."""
         if self._shutting_down or key in self._dirty:
             return
+        if children is None:
+            children = self._children.get(key, 0)
+        elif pass_interval(children) > 0:
+            self._children[key] = children
+        else:
+            self._children.pop(key, None)
+            self._last_pass.pop(key, None)
         if quiet <= 0:
             self.add(key)
             return
@@ -111,7 +155,7 @@ class WorkQueue:
         now = loop.time()
         pending = self._delayed.get(key)
         first = self._batch_started.get(key, now) if pending is not None else now
-        due = min(now + quiet, first + stream_limit(quiet, children))
+        due = batch_due(now, quiet, first, children, self._last_pass.get(key))
         if pending is not None:
             if pending[0] == due or (key not in self._batch_started and pending[0] < due):
                 return  # the same time, or an earlier one `add_after` asked for
@@ -131,6 +175,11 @@ class WorkQueue:
         """The key succeeded: reset its backoff."""
         self._backoff.forget(key)
 
+    def discard(self, key: Hashable) -> None:
+        """The key's object is gone: drop what spaces its passes."""
+        self._children.pop(key, None)
+        self._last_pass.pop(key, None)
+
     def num_requeues(self, key: Hashable) -> int:
         return self._backoff.failures(key)
 
@@ -149,6 +198,8 @@ class WorkQueue:
             self._ready.clear()
             await self._ready.wait()
         key = self._queue.popleft()
+        if key in self._children:
+            self._last_pass[key] = asyncio.get_running_loop().time()
         now = self._clock()
         self._processing[key] = now
         self._dirty.discard(key)
@@ -176,6 +227,8 @@ class WorkQueue:
             handle.cancel()
         self._delayed.clear()
         self._batch_started.clear()
+        self._children.clear()
+        self._last_pass.clear()
         self._queue.clear()
         self._ready.set()
 

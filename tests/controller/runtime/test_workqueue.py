@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import selectors
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -11,9 +15,13 @@ from hypothesis import strategies as st
 from jobset_infra.controller.runtime.metrics import Metrics
 from jobset_infra.controller.runtime.ratelimit import ItemBackoff, TokenBucket
 from jobset_infra.controller.runtime.workqueue import (
+    LARGE_JOBSET,
+    PASS_INTERVAL_MAX,
     STREAM_PERIODS,
     QueueShutDownError,
     WorkQueue,
+    batch_due,
+    pass_interval,
     stream_limit,
 )
 
@@ -243,3 +251,147 @@ def test_property_no_key_is_held_twice_and_no_add_is_lost(ops: list[tuple[str, s
         assert not queue.processing
 
     asyncio.run(run())
+
+
+# --- spacing the batched passes of a large JobSet (on a loop whose clock jumps) -----------------
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """Waits no time: a wait for the next timer moves the loop's clock there instead."""
+
+    def __init__(self, advance: Callable[[float], None]) -> None:
+        super().__init__()
+        self._advance = advance
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        assert timeout is not None, "the loop would wait for ever: nothing is scheduled"
+        self._advance(max(0.0, timeout))
+        return super().select(0)
+
+
+class _VirtualTimeLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        self._now = 0.0
+        super().__init__(_JumpingSelector(self._jump))
+
+    def _jump(self, seconds: float) -> None:
+        self._now += seconds
+
+    def time(self) -> float:
+        return self._now
+
+
+def _in_virtual_time(main: Coroutine[Any, Any, None]) -> None:
+    loop = _VirtualTimeLoop()
+    try:
+        loop.run_until_complete(main)
+    finally:
+        loop.close()
+
+
+def _passes(gaps: list[float], children: int, quiet: float, work: float) -> tuple[
+        list[float], list[float]]:
+    """A JobSet's batched child events `gaps` apart, one worker whose passes take `work`
+    seconds: (when each event came, when each pass began), in the loop's seconds."""
+    events: list[float] = []
+    starts: list[float] = []
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        queue = WorkQueue()
+
+        async def worker() -> None:
+            while True:
+                try:
+                    key = await queue.get()
+                except QueueShutDownError:
+                    return
+                starts.append(loop.time())
+                await asyncio.sleep(work)
+                queue.done(key)
+
+        working = asyncio.create_task(worker())
+        for gap in gaps:
+            await asyncio.sleep(gap)
+            queue.add_batched("a", quiet, children)
+            events.append(loop.time())
+        await asyncio.sleep(quiet + pass_interval(children) + 2 * work + 1.0)
+        queue.shutdown()
+        await working
+
+    _in_virtual_time(run())
+    return events, starts
+
+
+@given(
+    gaps=st.lists(st.floats(0.0, 0.3), min_size=1, max_size=80),
+    children=st.sampled_from([1, 500, 1000, 1001, 2048, 10_000]),
+    work=st.floats(0.0, 0.5),
+)
+def test_property_a_large_jobsets_batched_passes_are_spaced_and_the_last_event_is_seen(
+    gaps: list[float], children: int, work: float
+) -> None:
+    quiet = 0.05
+    events, starts = _passes(gaps, children, quiet, work)
+    interval = pass_interval(children)
+    assert starts, "a batch always ends in a pass"
+    for earlier, later in itertools.pairwise(starts):
+        assert later - earlier >= max(interval, work) - 1e-9, (starts, events)
+    last = events[-1]
+    after = [t for t in starts if t >= last - 1e-9]
+    assert after, "the last event is followed by a pass"
+    assert after[0] <= last + max(quiet, interval) + work + 1e-9
+    if interval:  # spaced: no more passes than the events' span allows
+        assert len(starts) <= 1 + (last - events[0] + max(quiet, interval) + work) / interval
+
+
+@given(
+    now=st.floats(0, 100), quiet=st.floats(0.001, 1.0), since_first=st.floats(0, 5),
+    children=st.integers(0, 20_000), since_pass=st.floats(0, 10),
+)
+def test_property_batch_due_spaces_only_large_jobsets(
+    now: float, quiet: float, since_first: float, children: int, since_pass: float
+) -> None:
+    first, last_pass = now - since_first, now - since_pass
+    unspaced = batch_due(now, quiet, first, children, None)
+    due = batch_due(now, quiet, first, children, last_pass)
+    assert unspaced == min(now + quiet, first + stream_limit(quiet, children))
+    if children <= LARGE_JOBSET:
+        assert due == unspaced, "a small JobSet's pass is never held for spacing"
+    else:
+        assert due == max(unspaced, last_pass + pass_interval(children))
+
+
+def test_the_pass_interval_grows_with_the_children_and_is_capped() -> None:
+    assert pass_interval(10) == pass_interval(LARGE_JOBSET) == 0.0
+    assert pass_interval(2048) == pytest.approx(1.024)
+    assert pass_interval(100_000) == PASS_INTERVAL_MAX
+
+
+def test_a_small_jobsets_event_right_after_a_pass_waits_only_the_quiet_period() -> None:
+    _events, starts = _passes([0.0, 0.06], children=1000, quiet=0.05, work=0.0)
+    assert starts == pytest.approx([0.05, 0.11])
+
+
+def test_a_large_jobsets_event_right_after_a_pass_waits_for_the_interval() -> None:
+    _events, starts = _passes([0.0, 0.06], children=2048, quiet=0.05, work=0.0)
+    assert starts == pytest.approx([0.05, 0.05 + pass_interval(2048)])
+
+
+def test_a_plain_add_of_a_large_jobset_is_never_held() -> None:
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        queue = WorkQueue()
+        queue.add_batched("a", 0.05, 2048)
+        assert await queue.get() == "a"
+        queue.done("a")
+        queue.add("a")  # a failure: at once, whatever the spacing
+        assert await queue.get() == "a" and loop.time() == pytest.approx(0.05)
+        queue.done("a")
+        queue.add_batched("a", 0.05, None)  # a Pod's event: spaced as the Jobs' said
+        assert queue.due("a") == pytest.approx(0.05 + pass_interval(2048))
+        queue.discard("a")  # the JobSet is gone: no spacing remembered for its key
+        queue.add_batched("a", 0.05, None)
+        assert queue.due("a") == pytest.approx(0.10)
+
+    _in_virtual_time(run())

@@ -77,10 +77,8 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
     if not is_managed_here(observed, config):
         return Plan()
     draft = Draft.begin(observed, now, config)
-    # what upstream's admission webhook would have rejected is reported, not enforced (so a
-    # pass whose verdict is still pending acts the same, and leaves the report as it stands)
-    if not observed.spec_pending:
-        draft.set_condition(spec_condition(draft.js, config, observed.spec_problems))
+    # what upstream's admission webhook would have rejected is reported, not enforced
+    draft.set_condition(spec_condition(draft.js, config, observed.spec_problems))
     # 5. previous attempt / active / successful / failed
     jobs = classify(draft)
     # 6. status.replicatedJobsStatus

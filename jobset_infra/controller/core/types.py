@@ -108,11 +108,7 @@ class Observed(Generic[_J]):
     None: unknown, so the policy's PVCs are planned every pass and AlreadyExists is ignored."""
     spec_problems: tuple[FieldError, ...] | None = None
     """What the spec check (`admission.spec_problems`) found for this metadata.generation, when
-    the runtime has it cached; None: the pass checks the spec itself (unless `spec_pending`)."""
-    spec_pending: bool = False
-    """The spec check's verdict is not known yet (the runtime is still loading the check's
-    machinery): the pass leaves InvalidSpec as it stands and acts as it would either way (the
-    verdict is a report, never a gate); the runtime reconciles the JobSet again once it is in."""
+    the runtime has it cached; None: the pass checks the spec itself."""
     taken_names: Mapping[str, NameHolder] = field(default_factory=lambda: NO_NAMES_TAKEN)
     """Jobs in the JobSet's namespace that are not its children, by name (the core looks up
     only the names it would create; the runtime answers from its Job cache)."""

@@ -14,7 +14,7 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
@@ -98,7 +98,7 @@ class JobSetController:
         self.config = config
         self.metrics = metrics
         self._core = core_config(config)
-        self.specs = SpecCache(self._core, defer=True)  # no pass waits for the check to load
+        self.specs = SpecCache(self._core)
         self._tallies: dict[str, ChildTally] = {}  # JobSet uid -> its children, kept per event
         self.decide = decide or core_decider(self._core, self.specs, self._tally_for)
         self._clock = clock
@@ -366,6 +366,9 @@ class JobSetController:
             self.recovery.forget(key)
             self.queue.discard(key)
             return Outcome()
+        # The spec check's machinery, loaded off the loop once: the first pass needs it (its full
+        # parse asks the CRD's CEL rules whether the API server would refuse the children).
+        await self.specs.loaded()
         now = self._clock()
         if self.expectations.expired(key, now):
             self.metrics.expectations_expired.inc()
@@ -374,18 +377,10 @@ class JobSetController:
             deadline = self.expectations.deadline(key) or now
             return Outcome(requeue_after=max(0.0, deadline - now))
         if not self._exclusive(jobset):
-            outcome = await self._decide_and_execute(key, self._snapshot(jobset))
-        else:
-            async with self.placement_lock:
-                observed = await self.job_pods.add_to(self._snapshot(jobset, self._placement()))
-                outcome = await self._decide_and_execute(key, observed)
-        if not self.specs.ready:  # this pass ran without the verdict: load the check after it
-            self.specs.load_then(self._recheck)
-        return outcome
-
-    def _recheck(self, keys: Iterable[str]) -> None:
-        for key in keys:
-            self.queue.add(key)
+            return await self._decide_and_execute(key, self._snapshot(jobset))
+        async with self.placement_lock:
+            observed = await self.job_pods.add_to(self._snapshot(jobset, self._placement()))
+            return await self._decide_and_execute(key, observed)
 
     async def _decide_and_execute(self, key: Hashable, observed: Observed[Manifest]) -> Outcome:
         wall = self._wall()

@@ -14,15 +14,14 @@ least recently used are forgotten (and checked again if they come back).
 
 The check's machinery (celpy, the CRD schema and its CEL programs) loads when the first JobSet
 is reconciled, not at start, so an idle controller does not hold it (13 MiB, measured
-2026-12-02): about 0.3 s of CPU (0.29 s measured), once, in a thread (`loaded`), so the event
-loop goes on renewing the lease and reading watches meanwhile. In the controller (`defer=True`)
-no pass waits for it: the verdict is a report (InvalidSpec), never a gate, so a pass before the
-machinery is in acts as it would either way and leaves InvalidSpec as it stands (the core's
-`spec_pending`); the controller starts the load after that pass's writes (`load_then`), so the
-load does not compete with a large JobSet's creates for the interpreter, and every JobSet whose
-pass ran unchecked is reconciled again once it is in. Until 2026-12-07 the first pass waited:
-0.12-0.21 s of a fresh controller's reaction on the real control plane, where upstream's took
-0.015 s. Without `defer` (tests, tools) the first check loads it inline.
+2026-12-02). It loads once, in a thread (`loaded`), so the event loop goes on renewing the lease
+and reading watches meanwhile; the first pass waits for it: about 0.3 s of CPU (0.29 s measured;
+it was a second before celpy's parser tables were cached on disk, and was then done at start).
+No pass can act before it is in, however: the full parse asks the CRD's CEL rules whether the
+API server would refuse the children (and nothing is created for such a JobSet). A pass that
+went ahead without the spec check's verdict (tried 2026-12-07) loaded the machinery anyway,
+inline on the loop, through that parse. Only loading it before the first JobSet (at start, 13
+MiB on an idle controller) takes the wait off a fresh controller's first pass.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import dataclasses
 import datetime
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +45,6 @@ from jobset_infra.controller.core import (
 )
 from jobset_infra.controller.core.admission import spec_problems
 from jobset_infra.controller.core.types import CoreConfig
-from jobset_infra.controller.runtime.informer import object_key
 
 __all__ = ["SpecCache", "spec_version"]
 
@@ -87,22 +85,13 @@ class _Known:
 class SpecCache:
     """`decide(...)`: a pass's plan, running each check of a spec version at most once."""
 
-    def __init__(self, config: CoreConfig, capacity: int = 4096, *, defer: bool = False) -> None:
+    def __init__(self, config: CoreConfig, capacity: int = 4096) -> None:
         self._config = config
         self._capacity = capacity
         self._known: OrderedDict[str, _Known] = OrderedDict()
         self.checks = 0
-        """How many times the spec check itself ran (tests count them)."""
-        self._defer = defer
         self._loading: asyncio.Future[None] | None = None
-        self._loader: asyncio.Future[None] | None = None
         self._loaded = False
-        self._unchecked: set[str] = set()  # keys of JobSets whose pass ran without a verdict
-
-    @property
-    def ready(self) -> bool:
-        """A pass gets the spec check's verdict (the machinery is loaded, or loads inline)."""
-        return self._loaded or not self._defer
 
     async def loaded(self) -> None:
         """Return once the check's machinery is loaded; the first call loads it in a thread."""
@@ -112,27 +101,7 @@ class SpecCache:
             self._loading = asyncio.ensure_future(asyncio.to_thread(_load, self._config))
         await asyncio.shield(self._loading)
         self._loaded = True
-
-    def load_then(self, recheck: Callable[[Iterable[str]], None]) -> None:
-        """Start loading the machinery off the loop unless it is loaded or loading; once it is
-        in, hand `recheck` the keys of the JobSets whose passes ran without a verdict. A load
-        that fails is logged, and the next call tries again (passes stay unchecked meanwhile)."""
-        if self._loaded or self._loader is not None:
-            return
-
-        async def load() -> None:
-            try:
-                await self.loaded()
-            except Exception:
-                log.exception("loading the spec check failed; InvalidSpec waits for a retry")
-                self._loading = None
-                return
-            finally:
-                self._loader = None
-            waiting, self._unchecked = self._unchecked, set()
-            recheck(sorted(waiting))
-
-        self._loader = asyncio.ensure_future(load())
+        """How many times the spec check itself ran (tests count them)."""
 
     def forget(self, uid: str) -> None:
         """Drop what is known about a deleted JobSet."""
@@ -156,12 +125,7 @@ class SpecCache:
         try:
             observed = observe_with(not known.parsed)
             known.parsed = True
-            if self.ready:
-                found = dataclasses.replace(observed,
-                                            spec_problems=self._problems(known, observed))
-            else:
-                self._unchecked.add(object_key(jobset))
-                found = dataclasses.replace(observed, spec_pending=True)
+            found = dataclasses.replace(observed, spec_problems=self._problems(known, observed))
             return reconcile_with(found)
         except MalformedJobSetError as err:
             return self._report(jobset, err, known, now)

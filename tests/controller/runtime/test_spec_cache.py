@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from jobset_infra.api import constants as c
 from jobset_infra.api.controller_config import ControllerConfig
-from jobset_infra.controller.core.types import CoreConfig, CreateJob, EmitEvent, Observed, Plan
+from jobset_infra.controller.core.types import CoreConfig, EmitEvent, Observed, Plan
 from jobset_infra.controller.runtime.decider import core_config, core_decider
 from jobset_infra.controller.runtime.spec_cache import SpecCache
 from jobset_infra.testing.jobsets import make_jobset
@@ -153,72 +151,3 @@ def test_the_crd_rules_load_when_first_awaited_in_a_thread_and_count_no_check() 
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "True", "0", "1", "True"]
-
-
-def _conditions(plan: Plan) -> dict[str, str]:
-    update = plan.status_update
-    assert update is not None
-    return {cond["type"]: cond["status"] for cond in update.status.get("conditions", [])}
-
-
-def test_a_deferring_cache_acts_at_once_and_reports_the_verdict_once_loaded() -> None:
-    """The controller's cache: the first passes create the Jobs without waiting for the check's
-    machinery and leave InvalidSpec alone; once it is loaded, the JobSets whose passes ran
-    unchecked are handed back, and their next pass has the verdict (here: RestartJob without
-    its gate is reported)."""
-    cache = SpecCache(CoreConfig(), defer=True)
-    rechecked: list[str] = []
-
-    def recheck(keys: Iterable[str]) -> None:
-        rechecked.extend(keys)
-
-    async def run() -> None:
-        assert not cache.ready
-        bad, good = _js(restart_job=True, replicas=3), _js(name="ok", uid="u2")
-        first = _checked(cache, bad, good)
-        assert [len(p.of_type(CreateJob)) for p in first] == [3, 1], "acted on at once"
-        assert all(c.CONDITION_INVALID_SPEC not in _conditions(p) for p in first)
-        assert all(not p.of_type(EmitEvent) for p in first) and cache.checks == 0
-        cache.load_then(recheck)
-        cache.load_then(recheck)  # a second pass meanwhile starts no second load
-        await cache.loaded()
-        while not rechecked:
-            await asyncio.sleep(0)
-        assert cache.ready and sorted(rechecked) == ["ns/js", "ns/ok"]
-        after, fine = _checked(cache, bad, good)
-        assert _conditions(after)[c.CONDITION_INVALID_SPEC] == "True"
-        assert [e.reason for e in after.of_type(EmitEvent)] == [c.INVALID_SPEC_REASON]
-        assert _conditions(fine).get(c.CONDITION_INVALID_SPEC, "False") == "False"
-        assert not fine.of_type(EmitEvent)
-        assert cache.checks == 2
-
-    asyncio.run(run())
-
-
-def test_a_failed_load_is_logged_and_tried_again_by_the_next_pass(
-        monkeypatch: Any) -> None:
-    from jobset_infra.controller.runtime import spec_cache
-
-    loads: list[int] = []
-
-    def failing(config: CoreConfig) -> None:
-        loads.append(1)
-        if len(loads) == 1:
-            raise RuntimeError("no CEL today")
-
-    monkeypatch.setattr(spec_cache, "_load", failing)
-    cache = SpecCache(CoreConfig(), defer=True)
-    rechecked: list[str] = []
-
-    async def run() -> None:
-        _checked(cache, _js())
-        cache.load_then(rechecked.extend)
-        while cache._loader is not None:
-            await asyncio.sleep(0)
-        assert not cache.ready and rechecked == [] and len(loads) == 1
-        cache.load_then(rechecked.extend)
-        while not rechecked:
-            await asyncio.sleep(0)
-        assert cache.ready and rechecked == ["ns/js"] and len(loads) == 2
-
-    asyncio.run(run())

@@ -14,25 +14,33 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, cast
 
 from jobset_infra import __version__
 
+# Neither `typing` nor `dataclasses` is imported at run time: with `inspect`, `ast` and `dis`,
+# which `dataclasses` loads, they were a third of `jobset-infra --help`'s CPU (0.04 of 0.13 s).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Protocol
 
-class _Command(Protocol):
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    class _Command(Protocol):
+        def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
-    def run(self, args: argparse.Namespace) -> int: ...
+        def run(self, args: argparse.Namespace) -> int: ...
 
 
-@dataclass(frozen=True)
 class Command:
     """A subcommand: the module that implements it and its one-line help."""
 
-    module: str
-    help: str
+    __slots__ = ("help", "module")
+
+    def __init__(self, module: str, help: str) -> None:
+        self.module = module
+        self.help = help
+
+    def __repr__(self) -> str:
+        return f"Command({self.module!r}, {self.help!r})"
 
 
 COMMANDS: dict[str, Command] = {
@@ -78,7 +86,8 @@ class CommandLoadError(Exception):
 def _load(name: str) -> _Command:
     module = COMMANDS[name].module
     try:
-        return cast(_Command, importlib.import_module(module))
+        loaded: _Command = importlib.import_module(module)
+        return loaded
     except ImportError as err:
         missing = err.name or ""
         hint = (" (the Pulumi SDKs are the platform extra: pip install 'jobset-infra[platform]')"

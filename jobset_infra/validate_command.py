@@ -99,6 +99,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check every document of every file; print problems; 0 when all are valid."""
+    collecting = gc.isenabled()
+    gc.disable()  # until the checking modules are loaded (`_settle_heap`)
+    try:
+        return _run(args)
+    finally:
+        if collecting:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def _run(args: argparse.Namespace) -> int:
     gates = parse_feature_gates(args.feature_gates)
     if isinstance(gates, str):
         print(f"jobset-infra validate: --feature-gates: {gates}", file=sys.stderr)
@@ -312,5 +324,11 @@ def _settle_heap() -> None:
     """Put what the checking modules loaded (the models, schemas, rules) out of the cyclic
     collector's sight: it lives as long as the process, and the collections that unpickling
     the CEL trees sets off walked it again each time, half of checking one JobSet's CPU
-    (0.03 s, 2026-12-07). Only for the command's process (`run`), never a caller's heap."""
+    (0.03 s, 2026-12-07). Only for the command's process (`run`), never a caller's heap.
+
+    `run` keeps the collector off until then: loading pydantic, celpy and the models makes
+    about 65,000 tracked objects, none of them garbage, and the 115 collections they set off
+    walked them again and again (0.04 s of a run's 0.5-0.7 s CPU at load 20, 2026-12-07);
+    once they are frozen, collections see only what checking makes (35 of them, 0.01 s)."""
     gc.freeze()
+    gc.enable()

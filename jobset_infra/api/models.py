@@ -45,6 +45,7 @@ from jobset_infra.api.model_base import (
     StartupPolicyOrder,
     WhenDeleted,
     checks_templates,
+    empty_list,
     field_errors,
     map_list,
     raise_k8s_errors,
@@ -123,7 +124,7 @@ class SuccessPolicy(ApiModel):
     operator: Annotated[Operator, LAX]
     """All: every Job of the targets succeeded; Any: one Job of the targets succeeded."""
     target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=ATOMIC)] = Field(
-        default_factory=list
+        default_factory=empty_list
     )
     """Replicated jobs the operator applies to; empty means all."""
 
@@ -142,14 +143,14 @@ class FailurePolicyRule(ApiModel):
     action: Annotated[FailurePolicyAction, LAX]
     """What to do when the rule matches."""
     on_job_failure_reasons: list[str] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         json_schema_extra={"items": {"type": "string", "enum": list(c.VALID_JOB_FAILURE_REASONS)}},
     )
     """Job failure reasons the rule matches; empty matches any."""
-    on_job_failure_message_patterns: list[str] = Field(default_factory=list)
+    on_job_failure_message_patterns: list[str] = Field(default_factory=empty_list)
     """RE2 patterns searched in the Job failure message; empty matches any."""
     target_replicated_jobs: Annotated[list[str], Field(json_schema_extra=ATOMIC)] = Field(
-        default_factory=list
+        default_factory=empty_list
     )
     """Replicated jobs whose failures the rule matches; empty means all."""
 
@@ -164,7 +165,7 @@ class FailurePolicy(ApiModel):
         json_schema_extra={CRD_DEFAULT: RestartStrategy.RECREATE.value},
     )
     """Recreate, BlockingRecreate or InPlaceRestart."""
-    rules: list[FailurePolicyRule] = Field(default_factory=list)
+    rules: list[FailurePolicyRule] = Field(default_factory=empty_list)
     """Rules evaluated in order; no match means RestartJobSet."""
 
 
@@ -207,7 +208,7 @@ class VolumeClaimPolicy(ApiModel):
             ]
         ],
         Field(max_length=c.MAX_VOLUME_CLAIM_POLICIES, json_schema_extra=ATOMIC),
-    ] = Field(default_factory=list)
+    ] = Field(default_factory=empty_list)
     """PersistentVolumeClaim templates; the PVC name is <template>-<jobset>."""
     retention_policy: VolumeRetentionPolicy | None = Field(
         default=None, json_schema_extra={CRD_DEFAULT: {}}
@@ -287,7 +288,7 @@ class JobSetSpec(ApiModel):
     )
 
     replicated_jobs: Annotated[list[ReplicatedJob], Field(json_schema_extra=map_list("name"))] = (
-        Field(default_factory=list)
+        Field(default_factory=empty_list)
     )
     """The replicated jobs; names are unique."""
     network: Annotated[

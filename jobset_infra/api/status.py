@@ -7,7 +7,14 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from jobset_infra.api import constants as c
-from jobset_infra.api.model_base import ATOMIC, LAX, ApiModel, ConditionStatus, map_list
+from jobset_infra.api.model_base import (
+    ATOMIC,
+    LAX,
+    ApiModel,
+    ConditionStatus,
+    empty_list,
+    map_list,
+)
 
 # metav1.Condition's type pattern: an optional DNS-subdomain prefix, then a qualified name.
 _CONDITION_TYPE_PATTERN = (
@@ -70,7 +77,7 @@ class JobSetStatus(ApiModel):
     """Observed state of a JobSet."""
 
     conditions: Annotated[list[Condition], Field(json_schema_extra=map_list("type"))] = Field(
-        default_factory=list
+        default_factory=empty_list
     )
     """Completed, Failed, Suspended, RestartingJobSet, StartupPolicy* conditions."""
     restarts: int = 0
@@ -81,7 +88,7 @@ class JobSetStatus(ApiModel):
     """Completed or Failed once finished."""
     replicated_jobs_status: Annotated[
         list[ReplicatedJobStatus], Field(json_schema_extra=map_list("name"))
-    ] = Field(default_factory=list)
+    ] = Field(default_factory=empty_list)
     """Per replicated job counts."""
     previous_in_place_restart_attempt: int | None = Field(default=None, ge=0)
     """InPlaceRestart: attempt lagging pods must restart from."""

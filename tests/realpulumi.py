@@ -39,8 +39,11 @@ def engine_or_skip() -> None:
 
 
 def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
-    """The engine for a copy of the project whose `stack` targets `cluster`, loopback Kueue."""
+    """The engine for a copy of the project whose `stack` targets `cluster`, loopback Kueue;
+    on a cluster with a system node, the controller from its image by digest there."""
     copy = project_copy(ROOT, project, Path(sys.prefix), stacks=[stack])
+    if cluster.real is not None:
+        place_controller(copy, stack, system=cluster.real.system)
     state = cluster.layout.folder / "pulumi"
     engine = Engine(copy, state, engine_env(state))
     engine.select(stack)
@@ -50,6 +53,45 @@ def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
     engine.config_set(stack, f"{loopback}.port", str(port), path=True)
     engine.config_set(stack, f"{loopback}.ca_file", str(cluster.layout.pki.ca_cert), path=True)
     return engine
+
+
+def system_node_placement() -> dict[str, Any]:
+    """ControllerOptions' node_selector and tolerations for the cluster's system node."""
+    from jobset_infra.cluster.install import SYSTEM_TOLERATION
+    from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
+
+    return {"node_selector": {SYSTEM_NODE_LABEL: "true"}, "tolerations": [SYSTEM_TOLERATION]}
+
+
+def place_controller(project: Path, stack: str, *, system: bool) -> None:
+    """In the copied stack file: the controller image by digest, its Pods on the system node
+    (`system`) or, on a cluster of untainted real nodes, anywhere."""
+    from jobset_infra.cluster.command import controller_image
+
+    def change(config: dict[str, Any]) -> None:
+        controller = config.setdefault("jobset-infra:controller", {})
+        controller["image"] = controller_image()
+        for key, value in system_node_placement().items():
+            if system:
+                controller[key] = value
+            else:
+                controller.pop(key, None)
+
+    edit_stack_config(project, stack, change)
+
+
+def edit_stack_config(project: Path, stack: str,
+                      change: Callable[[dict[str, Any]], None]) -> None:
+    """Change a stack's config file as YAML (structured values stay as written: a path
+    `config set` turns the string "true" into a boolean)."""
+    import yaml
+
+    meta = yaml.safe_load((project / "Pulumi.yaml").read_text()) or {}
+    path = project / meta.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text()) if path.exists() else None
+    document = document or {}
+    change(document.setdefault("config", {}))
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
 
 
 def kueue_chart() -> str:

@@ -6,9 +6,10 @@ known only once the push is done) is what JobSetSystem runs. Each Output is chec
 same rules as a plain value when it resolves, and its error names the field (`image: ... has
 no pinned tag`). With `kubeconfig` set, the Kubernetes half on a cluster of your own (the local
 one: `jobset-infra cluster up --nodes cpu:2`): the image ref is another resource's output there
-too, a ConfigMap recording it (no registry build here). A JobSet is created as soon as
-JobSetSystem is `ready`. A wrong plain value (`controllerReplicas: 0`) fails preview naming
-`replicas`.
+too, a ConfigMap recording it (no registry build here); `nodeSelector` and `tolerations` place
+the controller's Pods (the local cluster's system node: `jobset-infra.dev/system-node`). A
+JobSet is created as soon as JobSetSystem is `ready`. A wrong plain value
+(`controllerReplicas: 0`) fails preview naming `replicas`.
 
     pulumi config set project my-project && pulumi up           # on GCP
     pulumi config set kubeconfig ~/.cache/jobset-infra/clusters/local/kubeconfig && pulumi up
@@ -58,9 +59,12 @@ def on_own_cluster(path: str) -> tuple[pulumi.ProviderResource, pulumi.Output[st
 provider, image = on_own_cluster(kubeconfig) if kubeconfig else on_gcp()
 k8s_opts = pulumi.ResourceOptions(providers=[provider])
 replicas = config.get_int("controllerReplicas")
+# Where the controller's Pods go: e.g. a tainted system pool (the local cluster's system node).
+placement = {"node_selector": config.get_object("nodeSelector") or {},
+             "tolerations": config.get_object("tolerations") or ()}
 system = JobSetSystem("jobset", JobSetSystemArgs(
     image=image, replicas=1 if replicas is None else replicas,
-    retain_crd=config.get_bool("retainCrd") is not False), opts=k8s_opts)
+    retain_crd=config.get_bool("retainCrd") is not False, **placement), opts=k8s_opts)
 hello = JobSet("hello", JobSetArgs(
     name="hello-outputs", system=system,
     replicated_jobs=[{"name": "workers", "replicas": 2, "template": {"spec": {

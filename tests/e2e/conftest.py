@@ -399,18 +399,24 @@ async def sim_world() -> AsyncIterator[World]:
 
 @contextlib.asynccontextmanager
 async def real_world() -> AsyncIterator[World]:
-    from jobset_infra.cluster.install import install_jobset_system, local_install
+    from jobset_infra.cluster.command import controller_image
+    from jobset_infra.cluster.install import install_jobset_system, system_node_install
     from jobset_infra.manifests.crd import jobset_crd
     from tests.realcluster import real_cluster
 
     # The CRD from the start: else the first case's foreground deletion waits up to 30 s for
-    # the garbage collector to find JobSets (ClusterOptions.crds).
-    with real_cluster(NODES, extra_pools=tuple(cpu_pools()), crds=(jobset_crd(),)) as cluster:
-        install = local_install(replicas=1, config=controller_config().model_copy(
-            update={"metrics": fast_config().metrics.model_copy(
-                update={"bind_address": ":8443"}),
-                "health": fast_config().health.model_copy(
-                update={"health_probe_bind_address": ":8081"})}))
+    # the garbage collector to find JobSets (ClusterOptions.crds). The controller runs from its
+    # image on the cluster's system node; every workload Pod lands on kwok's pools.
+    with real_cluster(NODES, extra_pools=tuple(cpu_pools()), crds=(jobset_crd(),),
+                      system_node=True) as cluster:
+        config = controller_config().model_copy(update={
+            "metrics": fast_config().metrics.model_copy(update={"bind_address": ":8443"}),
+            "health": fast_config().health.model_copy(
+                update={"health_probe_bind_address": ":8081"})})
+        # One CPU requested: its container then weighs as much as the host's processes
+        # beside it when the machine is busy (cpu.shares 1024; 250m gives 256).
+        install = system_node_install(controller_image(), replicas=1, config=config,
+                                      resources={"cpu_request": "1"})
         async with cluster.client() as api:
             await install_jobset_system(api, install)
             mirror = Mirror(api, MIRRORED)

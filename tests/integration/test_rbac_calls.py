@@ -150,9 +150,10 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
     events_group = "" if cluster.sim.store.registry.get(EVENTS_V1) is None else "events.k8s.io"
     other_events = {g for g in ("", "events.k8s.io") if g != events_group}
     want = {p for p in called_permissions() if not (p[1] == "events" and p[0] in other_events)}
-    # The reviews go through a client of their own (metrics_auth.py), with the same grants.
+    # The reviews and the Lease go through clients of their own (metrics_auth.py,
+    # manager._elector), with the same grants.
     assert ctl.endpoints.auth is not None
-    used = ctl.client.used | ctl.endpoints.auth.client.used
+    used = ctl.client.used | ctl.endpoints.auth.client.used | ctl.elector.client.used
     assert used == want, (
         f"granted but not called: {sorted(want - used)}; "
         f"called but not granted: {sorted(used - want)}"

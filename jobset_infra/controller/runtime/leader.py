@@ -4,8 +4,13 @@
   `lease_duration` as observed on *our* clock (so clock skew between nodes does not matter).
 - Writes are PUTs carrying the resourceVersion read, so two candidates cannot both win: the loser
   gets a 409 and retries after `retry_period`.
-- The leader renews every `retry_period`; if it cannot renew for `renew_deadline` it stops
-  leading (`on_stopped`), and the process exits: it never writes again on a stale belief.
+- The leader renews `retry_period` after its last renewal, trying again every `retry_period`;
+  if a renewal has not succeeded `renew_deadline` after it began, it stops leading and the
+  process exits: it never writes again on a stale belief. While its Lease is valid it renews
+  with one PUT of the Lease it last wrote (client-go's optimistic renewal), reading it again
+  only when that fails. The elector has a client of its own (`manager._elector`), as
+  controller-runtime's leader election has: renewals never queue behind the reconciles'
+  requests for the QPS budget or a connection.
 - On a graceful stop the leader releases the Lease (empty holder), so a standby takes over at once.
 """
 
@@ -65,6 +70,7 @@ class LeaderElector:
         self._clock = clock
         self._wall = wall
         self._observed: dict[str, Any] | None = None  # the lease spec we last saw
+        self._lease: dict[str, Any] | None = None  # the whole Lease we last read or wrote
         self._observed_rv = ""
         self._observed_at = 0.0
         self.leading = asyncio.Event()
@@ -120,27 +126,41 @@ class LeaderElector:
     async def _renew_until_lost(self) -> None:
         last_renew = self._clock()
         while True:
+            asleep = self._clock()
             await asyncio.sleep(self.timings.retry_period)
-            # Like client-go, one renewal (with the client's retries) may not outlast the deadline.
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
-            # arrives as the renewal completes, and the elector then renewed forever after stop().
-            remaining = self.timings.renew_deadline - (self._clock() - last_renew)
-            renewed = False
-            if remaining > 0:
-                try:
-                    async with asyncio.timeout(remaining):
-                        renewed = await self._try_acquire_or_renew()
-                except TimeoutError:
-                    renewed = False
-            if renewed:
-                last_renew = self._clock()
-            elif self._clock() - last_renew >= self.timings.renew_deadline:
-                log.error("leader election lost", extra={"lease": self.name})
+            began = self._clock()
+            renewed = await self._renew_within_deadline()
+            done = self._clock()
+            # Where a slow renewal's time went: this event loop late to wake (the process
+            # starved of CPU, or its loop busy), or the renewal itself (the API server slow).
+            timing = {"lease": self.name, "since_renewal": round(done - last_renew, 2),
+                      "woke_late": round(began - asleep - self.timings.retry_period, 2),
+                      "renewal": round(done - began, 2)}
+            if not renewed:
+                log.error("leader election lost", extra=timing)
                 return
+            if done - last_renew > 2 * self.timings.retry_period + 1:
+                log.warning("lease renewed late", extra=timing)
+            last_renew = done
+
+    async def _renew_within_deadline(self) -> bool:
+        """Try to renew, again every `retry_period`, until it succeeds or `renew_deadline`
+        has passed since the first try (client-go's PollImmediateUntil with that timeout).
+        asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
+        arrives as the renewal completes, and the elector then renewed forever after stop()."""
+        try:
+            async with asyncio.timeout(self.timings.renew_deadline):
+                while not await self._try_acquire_or_renew():
+                    await asyncio.sleep(self.timings.retry_period)
+                return True
+        except TimeoutError:
+            return False
 
     async def _try_acquire_or_renew(self) -> bool:
         self.attempts += 1
         now_wall = _micro(self._wall())
+        if await self._renew_optimistically(now_wall):
+            return True
         try:
             lease = await self.client.get(LEASES, self.name, self.namespace)
         except NotFoundError:
@@ -204,7 +224,29 @@ class LeaderElector:
         self._remember(created)
         return True
 
+    async def _renew_optimistically(self, now_wall: str) -> bool:
+        """While leading and our Lease is still valid by our clock: one PUT of the Lease we
+        last wrote, with its resourceVersion, so a write by anyone since makes it fail."""
+        lease = self._lease
+        if lease is None or not self.leading.is_set() or self.lost.is_set():
+            return False
+        spec = dict(lease.get("spec") or {})
+        duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
+        if spec.get("holderIdentity") != self.identity or \
+                self._clock() - self._observed_at >= duration:
+            return False
+        spec["renewTime"] = now_wall
+        self.writes += 1
+        try:
+            updated = await self.client.replace(LEASES, {**lease, "spec": spec})
+        except ApiError as err:  # 409 (written since) or any failure: read it again
+            log.info("optimistic lease renewal failed, reading the Lease: %s", err)
+            return False
+        self._remember(updated)
+        return True
+
     def _remember(self, lease: dict[str, Any]) -> None:
+        self._lease = lease
         self._observed = dict(lease.get("spec") or {})
         self._observed_rv = str((lease.get("metadata") or {}).get("resourceVersion", ""))
         self._observed_at = self._clock()

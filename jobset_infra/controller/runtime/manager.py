@@ -140,6 +140,8 @@ class RunningController:
         self.tasks.clear()
         await self.endpoints.stop()
         await self.client.close()
+        if self.elector is not None:
+            await self.elector.client.close()
 
     def kill(self) -> None:
         """Stop abruptly, like a crashed process: no Lease release (tests of failover)."""
@@ -147,7 +149,12 @@ class RunningController:
         for task in [*self.tasks, *(t for t in (self._lead, self._probe) if t is not None)]:
             task.cancel()
         # A dead process's connections (its watches too) close with it.
-        self._closing = asyncio.get_running_loop().create_task(self.client.close())
+        self._closing = asyncio.get_running_loop().create_task(self._close_clients())
+
+    async def _close_clients(self) -> None:
+        await self.client.close()
+        if self.elector is not None:
+            await self.elector.client.close()
 
 
 @contextlib.asynccontextmanager
@@ -248,8 +255,11 @@ def _elector(
     if not le.leader_elect:
         return None
     timings = LeaseTimings(le.lease_duration, le.renew_deadline, le.retry_period)
+    # A client of its own, as controller-runtime's leader election has: a renewal must not
+    # wait behind a burst of reconcile writes for the QPS budget or a free connection.
+    own = KubeClient(client.access, metrics=client.metrics)
     return LeaderElector(
-        client, le.resource_name, le.resource_namespace, identity, timings=timings, metrics=metrics
+        own, le.resource_name, le.resource_namespace, identity, timings=timings, metrics=metrics
     )
 
 

@@ -1,10 +1,13 @@
-"""LeaderElector against a scripted Lease client: cancellation always ends the renew loop."""
+"""LeaderElector against scripted Lease clients: cancellation always ends the renew loop; a
+leader renews with one PUT and survives a failed renewal within its deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
+from jobset_infra.controller.runtime.kube import ApiError, ConflictError, NotFoundError
 from jobset_infra.controller.runtime.leader import LeaderElector, LeaseTimings
 
 
@@ -44,3 +47,66 @@ async def test_stopping_a_leader_while_a_renewal_completes_ends_its_renew_loop()
     if not done:
         renewing.cancel()  # do not leak a looping task into other tests
     assert renewing in done and renewing.cancelled(), "the cancellation was swallowed"
+
+
+class CountingLeases:
+    """An in-memory Lease with resourceVersions: counts GETs and PUTs, refuses a stale PUT
+    (409, as the API server does) and fails the next `failing` PUTs with 500."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.gets = 0
+        self.puts = 0
+        self.failing = 0
+        self.renewed = asyncio.Event()
+
+    async def get(self, *_: Any) -> dict[str, Any]:
+        self.gets += 1
+        if self.lease is None:
+            raise NotFoundError(404, "NotFound", "not found")
+        return copy.deepcopy(self.lease)
+
+    async def create(self, _: Any, body: dict[str, Any], *__: Any) -> dict[str, Any]:
+        self.lease = {**copy.deepcopy(body),
+                      "metadata": {**body["metadata"], "resourceVersion": "1"}}
+        return copy.deepcopy(self.lease)
+
+    async def replace(self, _: Any, body: dict[str, Any]) -> dict[str, Any]:
+        self.puts += 1
+        assert self.lease is not None
+        if self.failing:
+            self.failing -= 1
+            raise ApiError(500, "InternalError", "etcdserver: request timed out")
+        if body["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
+            raise ConflictError(409, "Conflict", "the object has been modified")
+        version = str(int(self.lease["metadata"]["resourceVersion"]) + 1)
+        self.lease = {**copy.deepcopy(body),
+                      "metadata": {**body["metadata"], "resourceVersion": version}}
+        self.renewed.set()
+        return copy.deepcopy(self.lease)
+
+
+async def test_a_leader_renews_with_one_put_and_survives_a_failed_renewal_within_its_deadline(
+) -> None:
+    # client-go's optimistic renewal: while its Lease is valid, the leader PUTs the Lease it
+    # last wrote, no GET. A renewal that fails is tried again every retry period; the leader
+    # stays leader as long as one succeeds within renew_deadline of the first try.
+    leases = CountingLeases()
+    timings = LeaseTimings(lease_duration=15, renew_deadline=1, retry_period=0.05)
+    elector = LeaderElector(leases, "l", "ns", "me", timings=timings)  # type: ignore[arg-type]
+    running = asyncio.create_task(elector.run())
+    try:
+        await asyncio.wait_for(elector.leading.wait(), 5)
+        gets = leases.gets
+        for _ in range(3):
+            leases.renewed.clear()
+            await asyncio.wait_for(leases.renewed.wait(), 5)
+        assert leases.gets == gets, "a valid Lease is renewed without reading it first"
+        leases.failing = 3  # three PUTs fail: 500, then read again, ...
+        leases.renewed.clear()
+        await asyncio.wait_for(leases.renewed.wait(), 5)
+        assert elector.is_leader and not running.done()
+        assert leases.gets > gets, "after a failed optimistic PUT the Lease is read again"
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)

@@ -208,20 +208,20 @@ def stop(processes: Sequence[Started], grace: float = 10.0,
     """SIGTERM each live process (last started first), SIGKILL after `grace`; names stopped."""
     stopped: list[str] = []
     for started in reversed(processes):
-        if not alive(started):
+        if not _running(started):
             continue
         with contextlib.suppress(ProcessLookupError):
             os.kill(started.pid, signal.SIGTERM)
         deadline = clock() + grace
-        while alive(started) and clock() < deadline:
+        while _running(started) and clock() < deadline:
             _reap(started.pid)
             pause(0.05)
-        if alive(started):
+        if _running(started):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(started.pid, signal.SIGKILL)
-            while alive(started):
-                _reap(started.pid)
-                pause(0.05)
+        while _running(started):
+            _reap(started.pid)
+            pause(0.05)
         _reap(started.pid)
         stopped.append(started.name)
     return stopped
@@ -229,14 +229,33 @@ def stop(processes: Sequence[Started], grace: float = 10.0,
 
 def kill(started: Started, pause: Callable[[float], None] = time.sleep) -> None:
     """SIGKILL a live process we started and wait until it is gone (a crash, for tests)."""
-    if not alive(started):
+    if not _running(started):
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(started.pid, signal.SIGKILL)
-    while alive(started):
+    while _running(started):
         _reap(started.pid)
         pause(0.02)
     _reap(started.pid)
+
+
+def _running(started: Started) -> bool:
+    return alive(started) or _threads_left(started.pid)
+
+
+def _threads_left(pid: int) -> bool:
+    """True while a process whose main thread already exited still has other threads.
+
+    `alive` is False as soon as the main thread is a zombie, but a multi-threaded process
+    (every Go binary) closes its files only when its last thread exits: until then its listening
+    socket holds the port, and a restart that binds it fails ("address already in use", as the
+    chaos tier's kube-apiserver restart once did)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:  # reaped: nothing left
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z" and threads > 1
 
 
 def _reap(pid: int) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,13 @@ from jobset_infra.cluster.processes import (
     alive,
     free_port,
     free_ports,
+    kill,
     listen_ports,
     start,
     stop,
     wait_healthy,
 )
+from tests.waiting import until_sync
 
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 
@@ -30,6 +34,44 @@ def script(folder: Path, name: str, body: str) -> Path:
     path.write_text(f"#!/bin/sh\n{body}\n")
     path.chmod(0o755)
     return path
+
+
+# A process whose main thread has exited (a zombie to /proc) while another thread still holds
+# its listening socket: what a killed Go binary is for a moment before its last thread ends.
+_MAIN_THREAD_GONE = """
+import ctypes, socket, sys, threading, time
+listener = socket.socket()
+listener.bind(("127.0.0.1", int(sys.argv[1])))
+listener.listen()
+threading.Thread(target=time.sleep, args=(600,)).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("end", [pytest.param(kill, id="killed"),
+                                 pytest.param(lambda p: stop([p], grace=0.5), id="stopped")])
+def test_a_process_is_ended_only_once_its_last_thread_let_go_of_its_port(
+    tmp_path: Path, end: object
+) -> None:
+    path = tmp_path / "main_thread_gone.py"
+    path.write_text(_MAIN_THREAD_GONE)
+    port = free_port()
+    started = start(ProcessSpec("holder", (sys.executable, str(path), str(port)), ""),
+                    tmp_path / "log")
+    until_sync(lambda: not _bindable(port) and not alive(started),
+               "the main thread gone, the port still held")
+    assert callable(end)
+    end(started)
+    assert _bindable(port)
 
 
 def test_a_started_process_is_alive_until_stopped(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ POLL_S = 0.02
 # The interval grows by half each poll up to this: quick for a condition about to hold, light on
 # the API server (checks often list objects) for one that takes a minute.
 MAX_POLL_S = 0.2
+MAX_SYNC_POLL_S = 1.0
 _scale = [1.0]
 
 
@@ -57,13 +58,19 @@ async def until(
 
 def until_sync(check: Callable[[], T], what: str = "", timeout: float = 10.0, *,
                every: float = 0.1) -> T:
-    """`until` for a test without an event loop (it blocks the thread between polls)."""
+    """`until` for a test without an event loop (it blocks the thread between polls).
+
+    The interval grows as `until`'s does, to at most MAX_SYNC_POLL_S: these checks mostly run
+    `kubectl` (a Go binary started, its discovery read) and at a fixed 0.1 s the real-node
+    tier's waits kept kubectl at a fifth to a third of a core through CI's suite."""
     deadline = time.monotonic() + timeout * _scale[0]
+    delay = every
     while not (last := check()):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
                         f"{what or _described(check)}; last value: {last!r}")
-        time.sleep(every)
+        time.sleep(delay)
+        delay = min(delay * 1.5, max(every, MAX_SYNC_POLL_S))
     return last
 
 

@@ -112,7 +112,7 @@ class TpuSlicePools(pulumi.ComponentResource):
 
 def _workload_policy(
     plan: SlicePoolsPlan, args: TpuSlicePoolsArgs, opts: pulumi.ResourceOptions
-) -> gcp.compute.ResourcePolicy | None:
+) -> "gcp.compute.ResourcePolicy | None":
     """Return the workload policy the plan asks this component to create, if any."""
     policy: WorkloadPolicy | None = plan.workload_policy
     if policy is None or not policy.create:
@@ -131,7 +131,7 @@ def _workload_policy(
 
 
 def _policy_name(
-    plan: SlicePoolsPlan, created: gcp.compute.ResourcePolicy | None
+    plan: SlicePoolsPlan, created: "gcp.compute.ResourcePolicy | None"
 ) -> pulumi.Input[str] | None:
     """The policy pools name: the created one's output (so pools wait for it), or the given."""
     if created is not None:

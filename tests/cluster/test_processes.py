@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ def _bindable(port: int) -> bool:
 @pytest.mark.parametrize("end", [pytest.param(kill, id="killed"),
                                  pytest.param(lambda p: stop([p], grace=0.5), id="stopped")])
 def test_a_process_is_ended_only_once_its_last_thread_let_go_of_its_port(
-    tmp_path: Path, end: object
+    tmp_path: Path, end: Callable[[Started], object]
 ) -> None:
     path = tmp_path / "main_thread_gone.py"
     path.write_text(_MAIN_THREAD_GONE)
@@ -69,7 +70,6 @@ def test_a_process_is_ended_only_once_its_last_thread_let_go_of_its_port(
                     tmp_path / "log")
     until_sync(lambda: not _bindable(port) and not alive(started),
                "the main thread gone, the port still held")
-    assert callable(end)
     end(started)
     assert _bindable(port)
 

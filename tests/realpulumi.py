@@ -55,18 +55,11 @@ def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
     return engine
 
 
-def system_node_placement() -> dict[str, Any]:
-    """ControllerOptions' node_selector and tolerations for the cluster's system node."""
-    from jobset_infra.cluster.install import SYSTEM_TOLERATION
-    from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
-
-    return {"node_selector": {SYSTEM_NODE_LABEL: "true"}, "tolerations": [SYSTEM_TOLERATION]}
-
-
 def place_controller(project: Path, stack: str, *, system: bool) -> None:
     """In the copied stack file: the controller image by digest, its Pods on the system node
     (`system`) or, on a cluster of untainted real nodes, anywhere."""
     from jobset_infra.cluster.command import controller_image
+    from jobset_infra.cluster.install import system_node_placement
 
     def change(config: dict[str, Any]) -> None:
         controller = config.setdefault("jobset-infra:controller", {})

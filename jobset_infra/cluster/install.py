@@ -65,12 +65,16 @@ SYSTEM_TOLERATION: Final = {"key": SYSTEM_NODE_LABEL, "operator": "Equal", "valu
                             "effect": "NoSchedule"}
 
 
+def system_node_placement() -> dict[str, Any]:
+    """The controller's node_selector and tolerations for a cluster's system node, as a GKE
+    install pinned to a tainted system pool sets them."""
+    return {"node_selector": {SYSTEM_NODE_LABEL: "true"}, "tolerations": [SYSTEM_TOLERATION]}
+
+
 def system_node_install(image: str, **fields: object) -> ControllerInstall:
     """The controller install for a cluster with a system node (`ClusterOptions.system_node`):
-    `image` (the built image by digest), its Pods selecting and tolerating that node, as a GKE
-    install pinned to a tainted system pool would."""
-    return parse_install(**{"image": image, "node_selector": {SYSTEM_NODE_LABEL: "true"},
-                            "tolerations": [SYSTEM_TOLERATION], **fields})
+    `image` (the built image by digest), its Pods on that node (`system_node_placement`)."""
+    return parse_install(**{"image": image, **system_node_placement(), **fields})
 
 
 async def apply(api: KubeClient, manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,13 +19,9 @@ import pytest
 from jobset_infra.cluster.command import controller_image
 from jobset_infra.cluster.deploy import watch_jobset
 from jobset_infra.cluster.engine import Engine, EngineError, engine_env
+from jobset_infra.cluster.install import system_node_placement
 from tests.realcluster import real_cluster
-from tests.realpulumi import (
-    edit_stack_config,
-    engine_or_skip,
-    example_copy,
-    system_node_placement,
-)
+from tests.realpulumi import edit_stack_config, engine_or_skip, example_copy
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.timeout(900)]
 

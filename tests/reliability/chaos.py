@@ -122,7 +122,9 @@ class Outcome:
 
 
 class Recorder:
-    """The first request hook: counts every request the controller sends (faulted or not)."""
+    """The first request hook: records every request the controller sends (faulted or not)
+    and counts its writes; a dry run stores nothing, so it is no write (a replica replacing
+    one that lost the Lease probes that the JobSet kind is served with a dry-run create)."""
 
     def __init__(self) -> None:
         self.writes: Counter[str] = Counter()
@@ -130,7 +132,7 @@ class Recorder:
 
     def __call__(self, request: ApiRequest) -> InterceptLike | None:
         self.requests.add((request.group, request.resource, request.verb, request.subresource))
-        if request.verb in WRITES:
+        if request.verb in WRITES and not request.dry_run:
             self.writes[request.resource] += 1
         return None
 

@@ -20,7 +20,8 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 @dataclass(frozen=True, slots=True)
 class ApiRequest:
     """One request: Kubernetes verb (get, list, watch, create, update, patch, delete,
-    deletecollection, or "discovery"), resource type, object and subresource."""
+    deletecollection, or "discovery"), resource type, object and subresource; `dry_run` when
+    it asked `dryRun=All` (admitted and validated, nothing stored)."""
 
     verb: str
     group: str = ""
@@ -31,6 +32,7 @@ class ApiRequest:
     subresource: str | None = None
     method: str = "GET"
     path: str = "/"
+    dry_run: bool = False
 
 
 class InterceptLike(Protocol):

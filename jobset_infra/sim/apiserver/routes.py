@@ -78,7 +78,8 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> ApiReques
     else:
         verb = {"GET": "get", "DELETE": "delete"}.get(method) or _VERB_BY_METHOD.get(
             method, method.lower())
-    return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path)
+    return ApiRequest(verb, group, version, resource, namespace, name, sub, method, path,
+                      dry_run=query.get("dryRun") == "All")
 
 
 # What kube-apiserver decodes (and names in a 415); the sim decodes the first two.
@@ -186,6 +187,10 @@ class ApiHandler:
             return await self._dispatch(request, api, intercept)
         except StatusError as error:
             return error_response(error)
+        except ConnectionResetError:
+            # The client went away mid-body (a crashed controller replica): the answer reaches
+            # nobody, and it is no fault of the server's, so nothing is logged as one.
+            return error_response(internal("the client closed the connection mid-request"))
         except Exception as exc:  # a bug here must still answer like an API server
             _log.exception("sim: %s %s failed", request.method, request.path)
             return error_response(internal(f"{type(exc).__name__}: {exc}"))

@@ -3,16 +3,15 @@
     JOBSET_INFRA_TOOLS=... .venv/bin/python -m benchmarks.bench_placement_modes [--rounds 3]
 
 One real local cluster (`jobset-infra cluster up`'s control plane, kwok Nodes) with two groups of
-64 TPU v5e 2x4 slice pools (2 hosts each, 256 Nodes), our controller as its Deployment and Kueue's
-manager from its pinned module (`tests.kueue_real`, as the e2e tier runs it): group `tas` is
-queued through a flavor naming a Topology (Kueue TAS places the slices), group `ctl` through a
-plain one (our controller does). For S = 16 and 64 slices, in rounds that alternate which mode
-goes first, one JobSet of S slices is created in a mode's namespace and timed until Kueue admits
-its Workload, and until all 2*S pods exist, are bound to a node and run; then it is deleted
-(foreground) and its pods are gone before the next. Wall clock on a shared machine: compare the
-two modes within a round. Results go to benchmarks/runs/<UTC time>-placement-modes.jsonl and a
-table on stdout.
-"""
+64 TPU v5e 2x4 slice pools (2 hosts each, 256 Nodes), and one real system node running our
+controller from its image and Kueue as it ships (`tests.kueue_real`, as the e2e tier runs it; root
+and the node tools): group `tas` is queued through a flavor naming a Topology (Kueue TAS places the
+slices), group `ctl` through a plain one (our controller does). For S = 16 and 64 slices, in rounds
+that alternate which mode goes first, one JobSet of S slices is created in a mode's namespace and
+timed until Kueue admits its Workload, and until all 2*S pods exist, are bound to a node and run;
+then it is deleted (foreground) and its pods are gone before the next. Wall clock on a shared
+machine: compare the two modes within a round. Results go to benchmarks/runs/<UTC time>-placement-
+modes.jsonl and a table on stdout. """
 
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ from jobset_infra.manifests.crd import jobset_crd
 from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.kueue_real import (
+    IMAGES,
     WORKLOADS,
     controller_and_kueue,
     group_jobset,
@@ -127,7 +127,7 @@ async def _delete(api: KubeClient, ns: str, name: str) -> None:
 
 async def main(rounds: int, sizes: list[int]) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
-    with real_cluster(NODES, crds=(jobset_crd(),)) as cluster:
+    with real_cluster(NODES, crds=(jobset_crd(),), system_node=True, images=IMAGES) as cluster:
         async with cluster.client() as api:
             groups = {placer: (group, PLANS[group]) for placer, group in GROUP.items()}
             async with controller_and_kueue(api, cluster, groups):

@@ -1,52 +1,38 @@
-"""The real Kueue manager beside a real local cluster, for the tiers that need Kueue itself.
+"""Kueue as it ships, beside our controller, on a real local cluster's system node, for the tiers
+that need Kueue itself.
 
-Kueue's CRDs and admission webhooks come from the pinned sigs.k8s.io/kueue module the Go build
-downloaded (read from its zip, never copied here); the webhooks are pointed at the manager on
-the API server's loopback and trust the cluster CA, as `jobset-infra kueue-postrender` does for
-the chart (`manifests.kueue_loopback`). Only the webhooks of Kueue's own kinds and of JobSet are
-registered: the others (Pods, Deployments, ...) would put every Pod of the cluster behind a
-`failurePolicy: Fail` call. The manager process is started the way the local cluster's pod
-runner starts the chart's manager Pod (`cluster.kueue_adapter`: loopback ports, the serving
-certificate the cluster CA signed, its metrics certificate in a mount namespace), with a
-Configuration of our own: the JobSet integration, Topology-Aware Scheduling as Kueue ships it
-(on), no leader election, no visibility server.
+The cluster (`tests.realcluster.real_cluster(..., system_node=True, images=IMAGES)`) has one
+real node for system Pods beside kwok's TPU pools. Our controller is installed from its image
+(`cluster.install.system_node_install`), and Kueue from its chart in the pinned module, its
+manager from the `kueue` image (`cluster.kueue_system`): the Configuration, webhooks and
+certificates are the chart's with the Kueue component's values (the JobSet integration,
+Topology-Aware Scheduling as Kueue ships it, queues metering TPU chips only). The queue objects
+and JobSets are the ones the Kueue and JobSet components render.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
-import signal
 import subprocess
-import tempfile
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from jobset_infra.api import constants as k
-from jobset_infra.cluster.adapters import PodContext
-from jobset_infra.cluster.kueue_adapter import KueueManagerAdapter
+from jobset_infra.cluster.binaries import find
 from jobset_infra.cluster.local import RunningCluster
-from jobset_infra.cluster.processes import free_port
-from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
+from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.resources import Resource
-from jobset_infra.manifests.kueue_loopback import loopback_documents
 from jobset_infra.manifests.kueue_queues import queue_objects
-from jobset_infra.manifests.kueue_spec import QueueSpec
+from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
 from jobset_infra.manifests.workload import TpuJob, TpuTarget, WorkloadSpec, plan_workload
 from jobset_infra.tpu import constants as tpu
 from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
-from tests.go_modules import ModuleZip, binary_or_skip
 
 JsonObj = dict[str, Any]
 APPLY = "application/apply-patch+yaml"
-CONFIG_MOUNT = "/controller_manager_config.yaml"
+IMAGES = ("controller", "kueue")  # what the cluster's system node runs
 KUEUE_KINDS: Mapping[str, Resource] = {
     kind: Resource("kueue.x-k8s.io", "v1beta2", plural, kind, namespaced=namespaced)
     for kind, plural, namespaced in (
@@ -60,155 +46,20 @@ KUEUE_KINDS: Mapping[str, Resource] = {
         ("Workload", "workloads", True),
     )
 }
-SETUP_KINDS: Mapping[str, Resource] = {
-    "CustomResourceDefinition": Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                         "CustomResourceDefinition", namespaced=False),
-    "MutatingWebhookConfiguration": Resource(
-        "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration", namespaced=False),
-    "ValidatingWebhookConfiguration": Resource(
-        "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration", namespaced=False),
-    "Namespace": Resource("", "v1", "namespaces", "Namespace", namespaced=False),
-}
 WORKLOADS = KUEUE_KINDS["Workload"]
-
-
-def _ours(webhook: Mapping[str, Any]) -> bool:
-    path = ((webhook.get("clientConfig") or {}).get("service") or {}).get("path") or ""
-    return "jobset" in path or "kueue-x-k8s-io" in path
-
-
-def kueue_setup_objects(port: int, ca_pem: str) -> list[JsonObj]:
-    """Kueue's CRDs and the webhooks of its kinds and of JobSet, pointed at loopback `port`."""
-    module = ModuleZip.pinned("kueue", "sigs.k8s.io/kueue")
-    crds = module.yaml_documents("config/components/crd/bases")
-    hooks = []
-    for doc in module.yaml_documents("config/components/webhook"):
-        if doc.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            hooks.append({**doc, "metadata": {"name": f"kueue-{doc['metadata']['name']}"},
-                          "webhooks": [w for w in doc.get("webhooks") or [] if _ours(w)]})
-    return list(loopback_documents([*crds, *hooks], port, ca_pem))
-
-
-def manager_configuration(webhook_port: int) -> JsonObj:
-    """Kueue's Configuration: JobSets only, TAS as shipped, no election, no visibility server."""
-    return {
-        "apiVersion": k.KUEUE_CONFIG_API_VERSION,
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "manageJobsWithoutQueueName": False,
-        "webhook": {"host": "127.0.0.1", "port": webhook_port},
-        "leaderElection": {"leaderElect": False},
-        "integrations": {"frameworks": [k.KUEUE_JOBSET_FRAMEWORK]},
-        # The queues meter TPU chips only, as the Kueue component configures it.
-        "resources": {"excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage"]},
-    }
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod")
 
 
 async def apply(api: KubeClient, manifest: Mapping[str, Any]) -> JsonObj:
-    """Server-side apply of one object of a kind this module knows."""
+    """Server-side apply of a Namespace or of one of Kueue's objects."""
     kind = manifest["kind"]
-    res = KUEUE_KINDS.get(kind) or SETUP_KINDS[kind]
+    res = NAMESPACES if kind == "Namespace" else KUEUE_KINDS[kind]
     meta = manifest["metadata"]
     answer: JsonObj = await api.request(
         "PATCH", res.path(meta.get("namespace"), meta["name"]), body=dict(manifest),
         content_type=APPLY, params={"fieldManager": "jobset-infra-tests", "force": "true"})
     return answer
-
-
-async def _established(api: KubeClient, name: str, timeout: float = 60.0) -> None:
-    crds = SETUP_KINDS["CustomResourceDefinition"]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            crd = await api.get(crds, name)
-        except NotFoundError:
-            crd = {}
-        if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (crd.get("status") or {}).get("conditions") or []):
-            return
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"CRD {name} not Established within {timeout:.0f} s")
-
-
-@dataclass
-class KueueManager:
-    """The running manager process and its log."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self, lines: int = 60) -> str:
-        text = self.log.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-
-
-async def start_kueue(api: KubeClient, cluster: RunningCluster, folder: Path,
-                      timeout: float = 120.0) -> KueueManager:
-    """Install Kueue's CRDs and webhooks and start its manager; return once /readyz answers."""
-    binary_or_skip("kueue")  # skipped without the tools, failed with JOBSET_REQUIRE_REAL=1
-    port = free_port()
-    for doc in kueue_setup_objects(port, cluster.layout.pki.ca_cert.read_text()):
-        await apply(api, doc)
-        if doc["kind"] == "CustomResourceDefinition":
-            await _established(api, doc["metadata"]["name"])
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(manager_configuration(port)))
-    container: JsonObj = {"name": "manager",
-                          "args": [f"--config={CONFIG_MOUNT}", "--zap-log-level=2"]}
-    pod: JsonObj = {"metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
-                    "spec": {"containers": [container]}}
-    context = PodContext(mounts={CONFIG_MOUNT: config}, kubeconfig=cluster.kubeconfig,
-                         ports=(free_port(), free_port(), port), folder=folder,
-                         serving=(cluster.layout.pki.serving_cert, cluster.layout.pki.serving_key))
-    adapter = KueueManagerAdapter()
-    command = adapter.command(pod, container, context)
-    for path, data in command.files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    log = folder / "kueue.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **command.env})
-    manager = KueueManager(process, log)
-    try:
-        await _ready(manager, command.ready_url, timeout)
-    except BaseException:
-        manager.stop()
-        raise
-    return manager
-
-
-async def _ready(manager: KueueManager, url: str | None, timeout: float) -> None:
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if manager.process.poll() is not None:
-            raise RuntimeError(f"the Kueue manager exited ({manager.process.returncode}):\n"
-                               f"{manager.tail()}")
-        try:
-            with urllib.request.urlopen(url or "", timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"the Kueue manager was not ready within {timeout:.0f} s:\n"
-                       f"{manager.tail()}")
 
 
 async def create_all(api: KubeClient, manifests: Sequence[Mapping[str, Any]]) -> None:
@@ -255,26 +106,49 @@ async def namespace(api: KubeClient, name: str) -> None:
     await apply(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
+@dataclass
+class KueueOnNode:
+    """Kueue's install on the system node, and where to read its manager's log."""
+
+    api: KubeClient
+    install: KueueInstall
+    image: str
+    kubeconfig: Path
+
+    async def manager_pods(self) -> list[JsonObj]:
+        pods = await self.api.list(PODS, self.install.namespace,
+                                   label_selector="control-plane=controller-manager")
+        return list(pods["items"])
+
+    def tail(self, lines: int = 25) -> str:
+        """The end of the manager's log, as `kubectl logs` reads it from the node's kubelet
+        (to explain a failed wait, so blocking is fine)."""
+        out = subprocess.run(
+            [str(find("kubectl")), f"--kubeconfig={self.kubeconfig}", "logs", "-n",
+             self.install.namespace, "-l", "control-plane=controller-manager",
+             f"--tail={lines}"], capture_output=True, text=True, timeout=60, check=False)
+        return out.stdout + out.stderr
+
+
 @contextlib.asynccontextmanager
 async def controller_and_kueue(
     api: KubeClient, cluster: RunningCluster, groups: Mapping[Placer, tuple[str, SlicePoolsPlan]],
-) -> AsyncIterator[KueueManager]:
-    """Our controller installed (one replica, metrics and probes on their ports), Kueue's manager
-    started, and each placement mode's group namespace and queues created; Kueue stopped after."""
-    from jobset_infra.cluster.install import install_jobset_system, local_install
+) -> AsyncIterator[KueueOnNode]:
+    """Our controller (one replica, metrics and probes on their ports) and Kueue installed on
+    the cluster's system node, and each placement mode's group namespace and queues created."""
+    from jobset_infra.cluster.command import controller_image
+    from jobset_infra.cluster.install import install_jobset_system, system_node_install
+    from jobset_infra.cluster.kueue_system import install_kueue, kueue_image, system_node_kueue
     from tests.integration.conftest import fast_config
 
-    config = fast_config(controller={"workers": 4})
-    install = local_install(replicas=1, config=config.model_copy(update={
-        "metrics": config.metrics.model_copy(update={"bind_address": ":8443"}),
-        "health": config.health.model_copy(update={"health_probe_bind_address": ":8081"})}))
-    await install_jobset_system(api, install)
-    folder = Path(tempfile.mkdtemp(prefix="kueue-", dir=cluster.layout.folder))
-    kueue = await start_kueue(api, cluster, folder)
-    try:
-        for placer, (group, plan) in groups.items():
-            await namespace(api, group)
-            await create_all(api, group_queue_manifests(plan, placer))
-        yield kueue
-    finally:
-        kueue.stop()
+    config = fast_config(controller={"workers": 4}, metrics={"bindAddress": ":8443"},
+                         health={"healthProbeBindAddress": ":8081"})
+    await install_jobset_system(api, system_node_install(
+        controller_image(), replicas=1, config=config), timeout=300)
+    image = kueue_image()
+    install = system_node_kueue(image)
+    await install_kueue(api, install, cluster.kubeconfig, timeout=300)
+    for placer, (group, plan) in groups.items():
+        await namespace(api, group)
+        await create_all(api, group_queue_manifests(plan, placer))
+    yield KueueOnNode(api, install, image, cluster.kubeconfig)

@@ -51,10 +51,11 @@ def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
                  auto_complete_seconds: float | None = None,
                  extra_pools: tuple[PoolSpec, ...] = (),
                  crds: tuple[Mapping[str, Any], ...] = (),
-                 system_node: bool = False) -> Iterator[RunningCluster]:
+                 system_node: bool = False,
+                 images: tuple[str, ...] = ("controller",)) -> Iterator[RunningCluster]:
     """A cluster in a temporary folder for the duration of the block; logs kept on failure.
     `crds` are served before the controllers start (ClusterOptions.crds); `system_node` adds
-    one real node for the controller's Pods, its image imported (root and the node tools)."""
+    one real node for the system Pods, `images` imported (root and the node tools)."""
     tools = tools_or_skip(apiserver_only)
     if system_node:
         from tests.realnodes import node_tools_or_skip  # it imports this module
@@ -65,7 +66,7 @@ def real_cluster(nodes: str = "cpu:3", *, apiserver_only: bool = False,
                              auto_complete_seconds=auto_complete_seconds,
                              apiserver_only=apiserver_only, extra_pools=extra_pools,
                              crds=crds, system_node=system_node,
-                             images=("controller",) if system_node else ())
+                             images=images if system_node else ())
     cluster = start_cluster(options, progress=lambda _line: None, tools=tools)
     failed = True
     try:

@@ -8,7 +8,9 @@
 `make tools`) on loopback, creates Nodes shaped like GKE node pools, and with `--controller`
 installs our CRD, RBAC and controller Deployment, whose Pods then run from the controller image
 on one real node tainted for system Pods (or on `--real-nodes`), with their ServiceAccount's
-token. Without either, it starts the pod runner (for a Pulumi stack's Kueue). It returns once
+token; `--kueue` installs Kueue from its chart as it ships, its manager Pod from the `kueue`
+image on that node too. Without either, it starts the pod runner (for a Pulumi stack's Kueue,
+until the stacks move to the system node). It returns once
 everything is healthy and leaves the processes running; `down` stops them by PID and removes
 the cluster folder (`--keep-files` keeps logs and certificates).
 """
@@ -23,9 +25,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobset_infra.cluster.local import RunningCluster
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--controller", action="store_true",
                     help="install the JobSet CRD, RBAC and our controller, from its image "
                          "(on the real nodes, or on one real node for system Pods; root)")
+    up.add_argument("--kueue", action="store_true",
+                    help="install Kueue from its chart as it ships, its manager from the "
+                         "`kueue` image (on the real nodes, or on the one real node for system "
+                         "Pods; root)")
     up.add_argument("--auto-complete", type=float, default=None, metavar="SECONDS",
                     help="every Job's Pod succeeds this many seconds after it starts running "
                          "(default: Pods run until annotated, see docs/cluster.md)")
@@ -71,6 +82,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from jobset_infra.cluster.binaries import MissingBinaryError
     from jobset_infra.cluster.images.debian import ImageBuildError
+    from jobset_infra.cluster.kueue_system import KueueInstallError
     from jobset_infra.cluster.processes import ComponentError
     from jobset_infra.cluster.realnode import RealNodeError
     from jobset_infra.tpu.node_pools import NodeSpecError
@@ -83,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             return _down(args)
         return _status(args)
     except (MissingBinaryError, ComponentError, NodeSpecError, TimeoutError, RealNodeError,
-            ImageBuildError) as err:
+            ImageBuildError, KueueInstallError) as err:
         print(f"jobset-infra cluster {args.action}: {err}", file=sys.stderr)
         return 1
     except Terminated:
@@ -133,12 +145,13 @@ def _up(args: argparse.Namespace) -> int:
     nodes = args.nodes if args.nodes is not None else ("" if args.real_nodes else "cpu:3")
     # The controller runs from its image, as the Deployment ships it: on the real nodes, or
     # without them on one real node tainted for system Pods beside kwok's pools.
-    system = args.controller and not args.real_nodes
-    images = (*args.image, *(("controller",) if args.controller else ()))
+    system = (args.controller or args.kueue) and not args.real_nodes
+    images = (*args.image, *(("controller",) if args.controller else ()),
+              *(("kueue",) if args.kueue else ()))
     options = ClusterOptions(nodes=nodes, folder=_folder(args), name=args.name,
                              real_nodes=args.real_nodes, images=tuple(dict.fromkeys(images)),
                              system_node=system, auto_complete_seconds=args.auto_complete,
-                             crds=(jobset_crd(),) if args.controller else ())
+                             crds=(jobset_crd(),) if args.controller or args.kueue else ())
     cluster = start_cluster(options, progress=say)
     if args.controller:
         from jobset_infra.cluster.install import (
@@ -162,6 +175,8 @@ def _up(args: argparse.Namespace) -> int:
             raise
         say(f"controller running from {install.image} on the "
             f"{'system node' if system else 'real nodes'}")
+    if args.kueue:
+        _install_kueue(cluster, system, say)
     cluster.hand_over()  # it outlives this process, until `cluster down`
     from jobset_infra.tool_paths import kubectl_note, shown  # one way to name our tools
 
@@ -177,6 +192,35 @@ def _up(args: argparse.Namespace) -> int:
     ]
     print("\n" + "\n".join(lines) + "\n")
     return 0
+
+
+def _install_kueue(cluster: RunningCluster, system: bool, say: Callable[[str], None]) -> None:
+    from jobset_infra.cluster.kueue_system import (
+        chart_folder,
+        install_kueue,
+        kueue_image,
+        system_node_kueue,
+    )
+    from jobset_infra.manifests.kueue_spec import KueueInstall, parse_kueue_install
+
+    image = kueue_image()
+    version = KueueInstall.model_fields["version"].default
+    install = system_node_kueue(image) if system else parse_kueue_install(
+        image=image, chart_path=str(chart_folder(version)))
+    say(f"installing Kueue {install.version} from its chart into {install.namespace}")
+    began = time.monotonic()
+
+    async def _install() -> None:
+        async with cluster.client() as api:
+            await install_kueue(api, install, cluster.kubeconfig, timeout=300)
+
+    try:
+        asyncio.run(_install())
+    except BaseException:
+        cluster.stop(keep_files=True)
+        raise
+    say(f"Kueue running from {image} on the {'system node' if system else 'real nodes'}, "
+        f"available {time.monotonic() - began:.1f} s after its install began")
 
 
 def controller_image() -> str:

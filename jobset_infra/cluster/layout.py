@@ -194,7 +194,27 @@ def _apiserver_network(layout: Layout) -> tuple[str, ...]:
             f"--advertise-address={network.advertise_address}",
             f"--kubelet-client-certificate={p.client_cert(client)}",
             f"--kubelet-client-key={p.client_key(client)}",
-            "--kubelet-preferred-address-types=InternalIP")
+            "--kubelet-preferred-address-types=InternalIP",
+            *_aggregation_layer(p))
+
+
+def _aggregation_layer(p: certs.Pki) -> tuple[str, ...]:
+    """An aggregation layer, as kubeadm configures one: the API server proxies an APIService's
+    requests (Kueue's visibility API, served from its Pod) with the front-proxy client's
+    certificate, naming the user in headers the aggregated server trusts from that name only.
+    One CA signs it (the cluster's), held to that name by `--requestheader-allowed-names`.
+    The API server calls an APIService's or a webhook's Service at its endpoints (the Pods on
+    the nodes' bridges): its namespace has no route to the Service range, which only kube-proxy
+    gives meaning to, and no default route (nothing leaves the machine)."""
+    proxy = certs.FRONT_PROXY_CLIENT
+    return ("--enable-aggregator-routing=true",
+            f"--requestheader-client-ca-file={p.ca_cert}",
+            f"--requestheader-allowed-names={proxy.user}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p.client_cert(proxy)}",
+            f"--proxy-client-key-file={p.client_key(proxy)}")
 
 
 def _controller_manager(layout: Layout, tools: Tools, tuning: Tuning) -> ProcessSpec:

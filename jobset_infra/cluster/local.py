@@ -336,7 +336,8 @@ def _write_files(layout: Layout, options: ClusterOptions,
     clients: tuple[pki.Identity, ...] = pki.CLIENTS
     serving_ips: tuple[str, ...] = ()
     if real is not None:
-        clients = (*clients, pki.APISERVER_KUBELET_CLIENT, realnode.PROXY_IDENTITY,
+        clients = (*clients, pki.APISERVER_KUBELET_CLIENT, pki.FRONT_PROXY_CLIENT,
+                   realnode.PROXY_IDENTITY,
                    realnode.COREDNS_IDENTITY, *(n.identity for n in real.nodes))
         serving_ips = (real.address, *(n.gateway for n in real.nodes),
                        real.kubernetes_service_ip)

@@ -44,6 +44,10 @@ CLIENTS: tuple[Identity, ...] = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, KWOK)
 # With real nodes: what the API server presents to a kubelet (for logs, exec, port-forward).
 APISERVER_KUBELET_CLIENT = Identity("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                     ("system:masters",))
+# With real nodes: what the API server's aggregation layer presents to an aggregated API server
+# in a Pod (Kueue's visibility API), which trusts the user it names in X-Remote-User only from
+# this name (`--requestheader-allowed-names`).
+FRONT_PROXY_CLIENT = Identity("front-proxy-client", "front-proxy-client")
 
 
 @dataclass(frozen=True)

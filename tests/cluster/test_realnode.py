@@ -171,6 +171,13 @@ def test_with_real_nodes_every_component_listens_on_the_namespaces_link_address_
     assert "--endpoint-reconciler-type=none" not in argv
     assert f"--service-cluster-ip-range={SERVICE_NETWORK}" in argv
     assert any(a.startswith("--kubelet-client-certificate=") for a in argv)
+    # An aggregation layer (Kueue's visibility API from its Pod), whose proxy identity alone may
+    # name users in headers, and Services of APIServices and webhooks dialled at their Pods.
+    assert "--requestheader-allowed-names=front-proxy-client" in argv
+    assert "--proxy-client-cert-file=/c/pki/front-proxy-client.crt" in argv
+    assert "--enable-aggregator-routing=true" in argv
+    assert not any(a.startswith(("--requestheader", "--proxy-client", "--enable-aggregator"))
+                   for a in plan_processes(LAYOUT, tools)[1].argv)  # kwok only: none
 
 
 def test_the_serving_certificate_names_the_gateway_and_the_service_address(

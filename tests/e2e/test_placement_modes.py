@@ -1,9 +1,12 @@
-"""Both placement modes on the real control plane, with the real Kueue manager (marker real).
+"""Both placement modes on the real control plane, with Kueue as it ships (marker real).
 
 One cluster holds two groups of five GKE-shaped TPU v5e 2x4 slice pools (kwok Nodes labelled as
-GKE labels TPU nodes: accelerator, topology, node pool, host, the TPU taint and chips), our
-controller as its Deployment, and Kueue's manager built from its pinned module
-(`tests.kueue_real`). Group `tas` is queued through a ClusterQueue whose flavor names a Topology
+GKE labels TPU nodes: accelerator, topology, node pool, host, the TPU taint and chips) and one
+real node, tainted for system Pods, running our controller from its image and Kueue from its
+chart, its manager from the `kueue` image (`tests.kueue_real`): the manager's Pod is Ready on
+that node only, its webhooks are called through their Service trusting the CA its own
+certificate rotation made, and its visibility API answers through the API server's aggregation
+layer. Group `tas` is queued through a ClusterQueue whose flavor names a Topology
 of node pools then hosts (`placement: kueue-tas`); group `ctl` through a plain one (`placement:
 controller`). The queue objects and the JobSets are the ones the Kueue and JobSet components
 render; the flavors also select their group's `jobset-infra/slice-group` label, since both groups
@@ -27,6 +30,7 @@ import pytest_asyncio
 from jobset_infra.api import constants as k
 from jobset_infra.api import kueue_tas as tas
 from jobset_infra.cluster.kwok_stages import EXIT_CODE_ANNOTATION
+from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import JOBSETS, Resource
 from jobset_infra.tpu import constants as tpu
@@ -34,8 +38,9 @@ from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.kueue_real import (
+    IMAGES,
     WORKLOADS,
-    KueueManager,
+    KueueOnNode,
     controller_and_kueue,
     group_jobset,
 )
@@ -53,6 +58,12 @@ PODS = Resource("", "v1", "pods", "Pod")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 NODE_RES = Resource("", "v1", "nodes", "Node", namespaced=False)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                    "MutatingWebhookConfiguration", namespaced=False)
+VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                      "ValidatingWebhookConfiguration", namespaced=False)
+APISERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService",
+                       namespaced=False)
 CONTAINER = {"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}
 WAIT = 120.0
 
@@ -60,16 +71,11 @@ WAIT = 120.0
 @dataclass
 class World:
     api: KubeClient
-    kueue: KueueManager
+    kueue: KueueOnNode
 
     async def until(self, check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-        """`tests.waiting.until`, failing at once with Kueue's log if its manager exits."""
-        async def kueue_alive_and_check() -> Any:
-            if self.kueue.process.poll() is not None:
-                pytest.fail(f"Kueue exited while waiting for {what}:\n{self.kueue.tail()}")
-            return await check()
-
-        return await until(kueue_alive_and_check, what, timeout, every=0.2,
+        """`tests.waiting.until`, explaining a timeout with the end of Kueue's log."""
+        return await until(check, what, timeout, every=0.2,
                            explain=lambda: f"Kueue's log ends:\n{self.kueue.tail(25)}")
 
     async def items(self, res: Resource, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -91,7 +97,7 @@ async def world() -> AsyncIterator[World]:
     from jobset_infra.manifests.crd import jobset_crd
     from tests.realcluster import real_cluster
 
-    with real_cluster(NODES, crds=(jobset_crd(),)) as cluster:
+    with real_cluster(NODES, crds=(jobset_crd(),), system_node=True, images=IMAGES) as cluster:
         async with cluster.client() as api:
             groups = {mode: (GROUP[mode], _group_plan(mode))
                       for mode in (Placer.KUEUE_TAS, Placer.CONTROLLER)}
@@ -184,6 +190,49 @@ async def _remove(w: World, mode: Placer, name: str) -> None:
             return not pods
 
     await w.until(gone, f"JobSet {name} and its pods gone")
+
+
+# --- Kueue as it ships --------------------------------------------------------------------------
+
+
+async def test_kueues_manager_is_ready_on_the_system_node_from_its_image(world: World) -> None:
+    [pod] = await world.kueue.manager_pods()
+    assert any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod["status"]["conditions"])
+    node = await world.api.get(NODE_RES, pod["spec"]["nodeName"])
+    assert node["metadata"]["labels"].get(SYSTEM_NODE_LABEL) == "true"
+    [container] = pod["spec"]["containers"]
+    assert container["image"] == world.kueue.image  # repository:tag@sha256:..., imported
+    status = pod["status"]["containerStatuses"][0]
+    assert status["imageID"].endswith(world.kueue.image.split("@")[1])
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True  # as the chart ships
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+async def test_kueues_webhooks_call_its_service_and_trust_the_ca_it_rotates(
+        world: World) -> None:
+    for kind in (MUTATING, VALIDATING):
+        configs = [c for c in await world.items(kind)
+                   if c["metadata"]["name"].startswith("kueue-")]
+        assert configs, kind.kind
+        for config in configs:
+            for hook in config["webhooks"]:
+                service = hook["clientConfig"].get("service")
+                assert service is not None and "url" not in hook["clientConfig"], hook["name"]
+                assert service["namespace"] == world.kueue.install.namespace
+                assert hook["clientConfig"].get("caBundle"), hook["name"]  # Kueue injected it
+
+
+async def test_kueues_visibility_api_is_available_through_the_aggregation_layer(
+        world: World) -> None:
+    async def available() -> list[str]:
+        return [s["metadata"]["name"] for s in await world.items(APISERVICES)
+                if s["spec"].get("group") == "visibility.kueue.x-k8s.io" and any(
+                    c["type"] == "Available" and c["status"] == "True"
+                    for c in (s.get("status") or {}).get("conditions") or [])]
+
+    names = await world.until(available, "Kueue's visibility APIService Available")
+    assert "v1beta2.visibility.kueue.x-k8s.io" in names
 
 
 # --- the scenarios -----------------------------------------------------------------------------

@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from jobset_infra.cluster.binaries import MissingBinaryError, find
+from jobset_infra.manifests.wire import from_wire
 
 JsonObj = dict[str, Any]
 PROVIDER: Final = "pulumi-resource-kubernetes"
 TEMPLATE: Final = "kubernetes:helm:template"
 KUBECONFIG: Final = "kubernetes:config:kubeconfig"
-# Pulumi's marker of a secret or an unknown value in a property map: neither can come out of a
-# chart rendered from plain values, and neither may reach the API server as a field.
-SIGNATURE: Final = "4dabf18193072939515e22adb298388d"
 
 
 class ChartTemplateError(RuntimeError):
@@ -47,21 +45,7 @@ def template_chart(
     objects = answer.get("result")
     if not isinstance(objects, list):
         raise ChartTemplateError(f"{TEMPLATE} of {chart} answered no list of objects")
-    return [whole_numbers(o) for o in objects]
-
-
-def whole_numbers(value: Any) -> Any:
-    """`value` with the whole-number floats of protobuf's Struct back as ints (a Struct has
-    only doubles: a chart's `replicas: 1` comes back 1.0, which int32 fields refuse)."""
-    if isinstance(value, dict):
-        if SIGNATURE in value:
-            raise ChartTemplateError("the rendered chart holds a secret or unknown value")
-        return {k: whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole_numbers(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return [from_wire(o) for o in objects]  # a chart's `replicas: 1` comes back 1.0
 
 
 def _invoke(token: str, args: Mapping[str, Any], kubeconfig: Path, timeout: float) -> JsonObj:
@@ -79,7 +63,7 @@ def _invoke(token: str, args: Mapping[str, Any], kubeconfig: Path, timeout: floa
         stub = provider_pb2_grpc.ResourceProviderStub(channel)
         try:
             stub.Configure(provider_pb2.ConfigureRequest(
-                variables={KUBECONFIG: str(kubeconfig)}, acceptSecrets=True), timeout=timeout)
+                variables={KUBECONFIG: str(kubeconfig)}, acceptSecrets=False), timeout=timeout)
             answer = stub.Invoke(
                 provider_pb2.InvokeRequest(tok=token, args=request_args), timeout=timeout)
         except grpc.RpcError as err:

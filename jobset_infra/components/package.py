@@ -31,6 +31,7 @@ import pulumi
 
 from jobset_infra.components import gke_cluster, jobset, jobset_system, kueue, tpu_slice_pools
 from jobset_infra.manifests.kueue_spec import KueueInstall, QueueSpec
+from jobset_infra.manifests.wire import from_wire
 from jobset_infra.manifests.workload import WorkloadError
 from jobset_infra.tpu.parse import parse_slice_pools_spec
 from jobset_infra.tpu.placer import Placer
@@ -204,22 +205,6 @@ class JobSet(jobset.JobSet):
             placement=Placer(args.get("placement", Placer.CONTROLLER)),
             pools=slice_pool_plans(args.get("pools") or []),
             after=list(args.get("after") or [])), opts)
-
-
-def from_wire(value: Any) -> Any:
-    """`value` with each whole-number float an int, through mappings and lists. The engine
-    sends every number as a protobuf double (a YAML `replicas: 2` arrives as 2.0), and Pulumi
-    turns back into ints only the properties the schema types as integers; inside our
-    free-form mappings (a JobSet's spec, the controller options) the JobSet API's schema would
-    refuse 2.0 where it declares an integer ("must be of type integer"). Found by the real
-    engine (tests/stacks/test_component_package.py); the mocks pass Python ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {key: from_wire(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [from_wire(item) for item in value]
-    return value  # strings, bools, ints, Outputs: as given
 
 
 def slice_pool_plans(specs: Sequence[Mapping[str, Any]]) -> list[SlicePoolsPlan]:

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 from jobset_infra.api import constants as k
 from jobset_infra.api.k8s_openapi import definition_for, validate_builtin
 from jobset_infra.api.kueue_crds import kueue_errors
+from jobset_infra.manifests.wire import from_wire
 from jobset_infra.manifests.workload import jobset_problems
 
 __all__ = [
@@ -139,9 +140,7 @@ def key_inputs(reg: RegistrationLike) -> str:
         return f"name={shown}" if shown else ""
     pairs = []
     for dotted in _KEY_INPUTS.get(reg.type, ()):
-        value = _dig(inputs, dotted)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # the wire has one number type; counts read better as 2 than 2.0
+        value = from_wire(_dig(inputs, dotted))  # counts read better as 2 than 2.0
         if value is not None:
             pairs.append(f"{dotted.split('.')[-1]}={value}")
     return " ".join(pairs)
@@ -184,7 +183,7 @@ def kubernetes_objects(registrations: Iterable[RegistrationLike]) -> list[dict[s
     """
     objects: list[dict[str, Any]] = []
     for reg in registrations:
-        inputs = _whole_numbers(redact_secrets(dict(reg.inputs)))
+        inputs = from_wire(redact_secrets(dict(reg.inputs)))
         if reg.type == "kubernetes:yaml/v2:ConfigGroup":
             objects += [dict(obj) for obj in inputs.get("objs") or []]
         elif reg.type.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
@@ -231,7 +230,7 @@ def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease
             post_renderer=_post_renderer(inputs.get("postRenderer")),
         )
         for reg in registrations if reg.type in _HELM_KINDS
-        for inputs in [_whole_numbers(redact_secrets(dict(reg.inputs)))]
+        for inputs in [from_wire(redact_secrets(dict(reg.inputs)))]
     ]
 
 
@@ -239,20 +238,6 @@ def _post_renderer(renderer: Any) -> tuple[str, ...]:
     if not isinstance(renderer, Mapping) or not renderer.get("command"):
         return ()
     return (str(renderer["command"]), *(str(a) for a in renderer.get("args") or []))
-
-
-def _whole_numbers(value: Any) -> Any:
-    """Return `value` with integral floats as ints, as the provider's JSON sends them (2, not 2.0).
-
-    Pulumi's wire format has one number type, so every int arrives here as a float.
-    """
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {key: _whole_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(item) for item in value]
-    return value
 
 
 def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,43 +1,15 @@
-"""A local chart rendered by the provider's Helm (cluster.chart_template): what comes back, and
-the errors. The render itself, against a real cluster, is the placement-modes tier's (Kueue's
-chart on the system node, tests/e2e/test_placement_modes.py)."""
+"""A local chart rendered by the provider's Helm (cluster.chart_template): its errors. The
+render itself, against a real cluster, is the placement-modes tier's (Kueue's chart on the
+system node, tests/e2e/test_placement_modes.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jobset_infra.cluster import chart_template
-from jobset_infra.cluster.chart_template import ChartTemplateError, template_chart, whole_numbers
-
-
-@pytest.mark.parametrize(("wire", "want"), [
-    pytest.param({"replicas": 1.0}, {"replicas": 1}, id="a whole double becomes an int"),
-    pytest.param({"cpu": 0.5}, {"cpu": 0.5}, id="a fraction stays a float"),
-    pytest.param([{"port": 443.0, "name": "https"}], [{"port": 443, "name": "https"}],
-                 id="inside lists and mappings"),
-    pytest.param({"on": True, "none": None}, {"on": True, "none": None},
-                 id="booleans and nulls are left alone"),
-])
-def test_whole_numbers_come_back_as_ints(wire: Any, want: Any) -> None:
-    got = whole_numbers(wire)
-    assert got == want
-    assert [type(v) for v in _leaves(got)] == [type(v) for v in _leaves(want)]
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
-    if isinstance(value, list):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
-
-
-def test_a_secret_or_unknown_value_is_refused() -> None:
-    with pytest.raises(ChartTemplateError, match="secret or unknown"):
-        whole_numbers({"data": {chart_template.SIGNATURE: "1b47061264138c4ac30d75fd1eb44270"}})
+from jobset_infra.cluster.chart_template import ChartTemplateError, template_chart
 
 
 def _tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str | None) -> None:

@@ -1,5 +1,4 @@
-"""`jobset-infra`: validate | crd | plan | sim | cluster | deploy | image | explain |
-kueue-postrender.
+"""`jobset-infra`: validate | crd | plan | sim | cluster | deploy | image | explain.
 
 Each subcommand lives in the module that owns its logic; this file only wires them to argparse.
 A subcommand module exposes `add_arguments(parser)` and `run(args) -> int`; its one-line help is
@@ -73,9 +72,6 @@ COMMANDS: dict[str, Command] = {
         "jobset_infra.explain.command",
         "why a JobSet is (not) running: its conditions, Kueue Workload, pools, pods and nodes, "
         "and what would unblock it; read-only, from a kubeconfig (-o json for scripts)"),
-    "kueue-postrender": Command(
-        "jobset_infra.kueue_postrender_command",
-        "Helm post-renderer: Kueue's webhooks on 127.0.0.1 (used by the Kueue component)"),
 }
 
 

@@ -19,13 +19,15 @@ import pytest
 from jobset_infra.cluster.binaries import MissingBinaryError, find
 from jobset_infra.cluster.engine import BINARIES, Engine, engine_env, project_copy
 from jobset_infra.cluster.local import RunningCluster
-from jobset_infra.cluster.processes import free_port
 from jobset_infra.controller.runtime.kube import KubeClient
 from tests.realcluster import REQUIRE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 # Kinds whose objects come and go by themselves (not ours to clean up).
 TRANSIENT_KINDS = frozenset({"Event", "events.k8s.io/Event"})
+# The kubelets' heartbeats: a real node's Lease is renewed (and, after a missed renewal,
+# created again) by the node itself, whatever a stack does.
+NODE_LEASES = "kube-node-lease"
 
 
 def engine_or_skip() -> None:
@@ -39,36 +41,41 @@ def engine_or_skip() -> None:
 
 
 def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
-    """The engine for a copy of the project whose `stack` targets `cluster`, loopback Kueue;
-    on a cluster with a system node, the controller from its image by digest there."""
+    """The engine for a copy of the project whose `stack` targets `cluster`, its controller and
+    Kueue from their images by digest, on the cluster's system node (`real_cluster(...,
+    system_node=True, images=SYSTEM_IMAGES)`), or anywhere on a cluster of real nodes."""
+    if cluster.real is None:
+        raise AssertionError("a stack's controller and Kueue run on real nodes: start the "
+                             "cluster with system_node=True (tests.realcluster.real_cluster)")
     copy = project_copy(ROOT, project, Path(sys.prefix), stacks=[stack])
-    if cluster.real is not None:
-        place_controller(copy, stack, system=cluster.real.system)
+    place_system_pods(copy, stack, system=cluster.real.system)
     state = cluster.layout.folder / "pulumi"
     engine = Engine(copy, state, engine_env(state))
     engine.select(stack)
     engine.config_set(stack, "jobset-infra:kubeconfig", str(cluster.kubeconfig))
-    port = free_port()
-    loopback = "jobset-infra:kueue.install.loopback_webhooks"
-    engine.config_set(stack, f"{loopback}.port", str(port), path=True)
-    engine.config_set(stack, f"{loopback}.ca_file", str(cluster.layout.pki.ca_cert), path=True)
     return engine
 
 
-def place_controller(project: Path, stack: str, *, system: bool) -> None:
-    """In the copied stack file: the controller image by digest, its Pods on the system node
-    (`system`) or, on a cluster of untainted real nodes, anywhere."""
+def place_system_pods(project: Path, stack: str, *, system: bool) -> None:
+    """In the copied stack file: the controller and Kueue images by digest, their Pods on the
+    system node (`system`) or, on a cluster of untainted real nodes, anywhere."""
     from jobset_infra.cluster.command import controller_image
     from jobset_infra.cluster.install import system_node_placement
+    from jobset_infra.cluster.kueue_system import kueue_image
 
-    def change(config: dict[str, Any]) -> None:
-        controller = config.setdefault("jobset-infra:controller", {})
-        controller["image"] = controller_image()
+    def place(section: dict[str, Any], image: str) -> None:
+        section["image"] = image
         for key, value in system_node_placement().items():
             if system:
-                controller[key] = value
+                section[key] = value
             else:
-                controller.pop(key, None)
+                section.pop(key, None)
+
+    def change(config: dict[str, Any]) -> None:
+        place(config.setdefault("jobset-infra:controller", {}), controller_image())
+        kueue = config.setdefault("jobset-infra:kueue", {})
+        if kueue.get("enabled", True):
+            place(kueue.setdefault("install", {}), kueue_image())
 
     edit_stack_config(project, stack, change)
 
@@ -102,7 +109,8 @@ def run(work: Callable[[KubeClient], Any], cluster: RunningCluster) -> Any:
 
 
 async def every_object(api: KubeClient) -> set[tuple[str, str, str]]:
-    """(kind, namespace, name) of every object of every listable kind the server serves."""
+    """(kind, namespace, name) of every object of every listable kind the server serves, but
+    Events and the nodes' heartbeat Leases."""
     found: set[tuple[str, str, str]] = set()
     for group_version in await _group_versions(api):
         prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
@@ -116,7 +124,8 @@ async def every_object(api: KubeClient) -> set[tuple[str, str, str]]:
             listed = await api.request("GET", f"{prefix}/{res['name']}")
             for item in listed.get("items") or []:
                 meta = item["metadata"]
-                found.add((kind, meta.get("namespace", ""), meta["name"]))
+                if meta.get("namespace") != NODE_LEASES:
+                    found.add((kind, meta.get("namespace", ""), meta["name"]))
     return found
 
 

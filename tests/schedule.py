@@ -32,17 +32,19 @@ GROUPS: dict[str, str] = {
 # the load noted. The rest (20 s and more): `pytest -n 2 -m "not real and not envtest"
 # --durations=0` on 2026-12-07 at load 13 (1,578 s in all), halved to the CI run's load of 4-6.
 SECONDS: dict[str, float] = {
-    "tests/chaos": 200.0,  # both files, one cluster, 2026-12-07: 220 s (-n 0, load 14-22), 185 s
-    "tests/e2e/test_examples_run.py": 186.0,  # real cases 313 s at load 18-21 (halved), sim 29 s
-    "tests/realnode/test_real_node.py": 300.0,  # 226 s for 8 of its 10 tests (docs/cluster.md)
-    "tests/stacks/test_real_engine.py": 252.0,  # the CI run of 2026-12-02 (README)
-    "tests/stacks/test_component_package.py": 160.0,  # 139-257 s, load 8-23 (other-languages.md)
-    "tests/reliability/test_hostile_inputs.py": 132.0,
-    "tests/e2e/test_placement_modes.py": 97.0,  # load 15
+    "tests/chaos": 174.0,  # both files, one cluster: the warm CI of 4f82fc3 (2026-12-07 18:20)
+    "tests/e2e/test_examples_run.py": 317.0,  # the warm CI of 4f82fc3
+    "tests/realnode/test_real_node.py": 348.0,  # the warm CI of 4f82fc3
+    "tests/stacks/test_real_engine.py": 403.0,  # system node: 263 + 140 s (-n 0, load 2-4)
+    "tests/stacks/test_component_package.py": 102.0,  # system node (-n 0, load 2-4)
+    "tests/reliability/test_hostile_inputs.py": 55.0,  # the warm CI of 4f82fc3
+    "tests/e2e/test_placement_modes.py": 108.0,  # system node, Kueue as shipped (-n 0, load 2-4)
     "tests/stacks/test_pulumi_new_template.py": 84.0,  # load 20-25
     "tests/e2e/test_gated_features.py": 83.0,  # docs/api.md
-    "tests/stacks/test_pool_drain_real.py": 78.0,  # load 5-10 (docs/resilience.md)
-    "tests/e2e/test_slice_health.py": 107.0,  # system node: 214 s at load 7-13 (halved)
+    "tests/stacks/test_outputs_program.py": 100.0,  # system node, the warm CI of 4f82fc3: 94 s
+    "tests/cluster/test_command.py": 64.0,  # the warm CI of 4f82fc3
+    "tests/stacks/test_pool_drain_real.py": 140.0,  # system node (-n 0, load 2-4)
+    "tests/e2e/test_slice_health.py": 74.0,  # the warm CI of 4f82fc3
     "tests/architecture/test_architecture.py": 45.0,
     "tests/sim/test_command.py": 45.0,
     "tests/benchmarks/test_real_smoke.py": 44.0,

@@ -7,7 +7,7 @@
 `run` runs the suite of the checkout at --tree (default: this one) under coverage.py with that
 checkout's .venv, the pytest-xdist workers and every Python subprocess that inherits the
 environment measured too (coverage's `patch = subprocess`; a process started with an environment
-of its own, like the pod runner's Pods or an image's containers, is not), combines the data and
+of its own, like a container on a real node, is not), combines the data and
 writes, per file of jobset_infra/, its statements and the executed lines with their text.
 `compare` prints executed statements before and after, for the product (jobset_infra/ outside
 sim/) and the sim apart, and every product line executed before whose text is executed nowhere

@@ -1,15 +1,15 @@
 """jobset-infra's components inside a program of your own, fed other resources' Outputs.
 
-On GCP (`pulumi config set project ...`): a VPC whose self link is the cluster's `network`, and
-the controller image built and pushed by pulumi-docker-build, whose digest ref (`Image.ref`,
-known only once the push is done) is what JobSetSystem runs. Each Output is checked by the
-same rules as a plain value when it resolves, and its error names the field (`image: ... has
-no pinned tag`). With `kubeconfig` set, the Kubernetes half on a cluster of your own (the local
-one: `jobset-infra cluster up --nodes cpu:2`): the image ref is another resource's output there
-too, a ConfigMap recording it (no registry build here); `nodeSelector` and `tolerations` place
-the controller's Pods (the local cluster's system node: `jobset-infra.dev/system-node`). A
-JobSet is created as soon as JobSetSystem is `ready`. A wrong plain value
-(`controllerReplicas: 0`) fails preview naming `replicas`.
+On GCP (`pulumi config set project ...`): a VPC whose self link is the cluster's `network`, and the
+controller image built and pushed by pulumi-docker-build, whose digest ref (`Image.ref`, known only
+once the push is done) is what JobSetSystem runs. Each Output is checked by the same rules as a
+plain value when it resolves, and its error names the field (`image: ... has no pinned tag`). With
+`kubeconfig` set, the Kubernetes half on a cluster of your own (the local one: `jobset-infra
+cluster up --nodes cpu:2 --system-node`): the image ref is another resource's output there too, a
+ConfigMap recording it (no registry build here); `nodeSelector` and `tolerations` place the
+controller's Pods (the local cluster's system node: `jobset-infra.dev/system-node`). A JobSet is
+created as soon as JobSetSystem is `ready`. A wrong plain value (`controllerReplicas: 0`) fails
+preview naming `replicas`.
 
     pulumi config set project my-project && pulumi up           # on GCP
     pulumi config set kubeconfig ~/.cache/jobset-infra/clusters/local/kubeconfig && pulumi up
@@ -50,7 +50,7 @@ def on_gcp() -> tuple[pulumi.ProviderResource, pulumi.Output[str]]:
 def on_own_cluster(path: str) -> tuple[pulumi.ProviderResource, pulumi.Output[str]]:
     """The cluster's provider; the image ref as a ConfigMap's output."""
     provider = k8s.Provider("cluster", kubeconfig=Path(path).expanduser().read_text())
-    image = config.get("image") or "jobset-infra.local/jobset-controller:dev"
+    image = config.get("image") or "jobset-infra.local/jobset-controller:0.1.0"
     record = k8s.core.v1.ConfigMap("controller-image", data={"ref": image},
                                    opts=pulumi.ResourceOptions(provider=provider))
     return provider, record.data.apply(lambda data: data["ref"])

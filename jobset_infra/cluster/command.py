@@ -9,10 +9,10 @@
 installs our CRD, RBAC and controller Deployment, whose Pods then run from the controller image
 on one real node tainted for system Pods (or on `--real-nodes`), with their ServiceAccount's
 token; `--kueue` installs Kueue from its chart as it ships, its manager Pod from the `kueue`
-image on that node too. Without either, it starts the pod runner (for a Pulumi stack's Kueue,
-until the stacks move to the system node). It returns once
-everything is healthy and leaves the processes running; `down` stops them by PID and removes
-the cluster folder (`--keep-files` keeps logs and certificates).
+image on that node too; `--system-node` starts that node with both images and installs nothing
+(for `pulumi up -s local`). Without any of them, nothing of ours runs: kwok's Pods are fiction.
+It returns once everything is healthy and leaves the processes running; `down` stops them by PID
+and removes the cluster folder (`--keep-files` keeps logs and certificates).
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="install Kueue from its chart as it ships, its manager from the "
                          "`kueue` image (on the real nodes, or on the one real node for system "
                          "Pods; root)")
+    up.add_argument("--system-node", action="store_true",
+                    help="one real node tainted for system Pods, the controller and kueue "
+                         "images imported: what a Pulumi stack's JobSetSystem and Kueue run on "
+                         "(`pulumi up -s local`); implied by --controller and --kueue without "
+                         "--real-nodes; root")
     up.add_argument("--auto-complete", type=float, default=None, metavar="SECONDS",
                     help="every Job's Pod succeeds this many seconds after it starts running "
                          "(default: Pods run until annotated, see docs/cluster.md)")
@@ -145,9 +150,9 @@ def _up(args: argparse.Namespace) -> int:
     nodes = args.nodes if args.nodes is not None else ("" if args.real_nodes else "cpu:3")
     # The controller runs from its image, as the Deployment ships it: on the real nodes, or
     # without them on one real node tainted for system Pods beside kwok's pools.
-    system = (args.controller or args.kueue) and not args.real_nodes
-    images = (*args.image, *(("controller",) if args.controller else ()),
-              *(("kueue",) if args.kueue else ()))
+    system = (args.controller or args.kueue or args.system_node) and not args.real_nodes
+    images = (*args.image, *(("controller",) if args.controller or args.system_node else ()),
+              *(("kueue",) if args.kueue or args.system_node else ()))
     options = ClusterOptions(nodes=nodes, folder=_folder(args), name=args.name,
                              real_nodes=args.real_nodes, images=tuple(dict.fromkeys(images)),
                              system_node=system, auto_complete_seconds=args.auto_complete,

@@ -3,7 +3,9 @@
 `deploy_up(options)` (what `make up` / `jobset-infra deploy up` runs):
 
 1. the cluster: reuse the running one of that name, else start it with the stack's node pools
-   (`jobset-infra:nodes`) and pods that finish by themselves (`auto_complete_seconds`);
+   (`jobset-infra:nodes`), pods that finish by themselves (`auto_complete_seconds`) and the
+   system node the stack's controller and Kueue run on, the controller and kueue images
+   imported (root and the node tools: docs/cluster.md);
 2. `pulumi up -s <stack>` with the real engine (`cluster.engine`, through the Automation API),
    the CLI's output streamed line by line and a count of the resources it changed at the end;
    the stack's state lives in the cluster folder (`<cluster>/pulumi`), so a new cluster starts
@@ -41,6 +43,7 @@ from jobset_infra.controller.runtime.resources import JOBSETS, WORKLOADS
 Progress = Callable[[str], None]
 NAMESPACE_KEY: Final = "jobset-infra"
 DEFAULT_NODES: Final = "cpu:3"
+SYSTEM_IMAGES: Final = ("controller", "kueue")
 
 
 class DeployError(RuntimeError):
@@ -93,8 +96,10 @@ def ensure_cluster(options: DeployOptions, config: Mapping[str, Any],
         say(f"reusing the running cluster {options.cluster_name} at {existing.url}")
         return existing
     nodes = str(config.get(f"{NAMESPACE_KEY}:nodes") or DEFAULT_NODES)
+    # The stack's JobSetSystem and Kueue run on the system node, from these images.
     return start_cluster(ClusterOptions(nodes=nodes, folder=folder, name=options.cluster_name,
-                                        auto_complete_seconds=options.auto_complete_seconds),
+                                        auto_complete_seconds=options.auto_complete_seconds,
+                                        system_node=True, images=SYSTEM_IMAGES),
                          progress=say)
 
 

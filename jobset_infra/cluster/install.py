@@ -2,9 +2,9 @@
 
 `cluster up --controller` and the real-cluster test tiers use this: the same objects the
 JobSetSystem Pulumi component creates (`manifests.jobset_system.system_objects`), applied
-server-side in their order; the pod runner then runs the Deployment's Pods as `jobset-controller`
-processes with their ServiceAccount's token, so every call the controller makes is authorized
-by the real API server against our generated RBAC.
+server-side in their order; a real node (the cluster's system node, or `--real-nodes`) then runs
+the Deployment's Pods from the controller image with their ServiceAccount's token, so every
+call the controller makes is authorized by the real API server against our generated RBAC.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from jobset_infra.cluster.images.spec import CONTROLLER
 from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
 from jobset_infra.controller.runtime.kube import ApiError, KubeClient, NotFoundError
 from jobset_infra.controller.runtime.resources import Resource
@@ -23,9 +24,9 @@ from jobset_infra.manifests.jobset_system import system_objects
 
 FIELD_MANAGER: Final = "jobset-infra-cluster"
 APPLY: Final = "application/apply-patch+yaml"
-# The image name the pod runner recognises is not needed (it matches our labels); a pinned tag
-# keeps `ControllerInstall`'s check that an image is never `:latest`.
-LOCAL_IMAGE: Final = "jobset-infra.local/jobset-controller:dev"
+# The controller image as a real node imports it (`jobset-infra image build controller`,
+# images/spec.CONTROLLER); an install that runs it pins the digest (`system_node_install`).
+LOCAL_IMAGE: Final = CONTROLLER.reference
 
 # Every kind the JobSet system consists of, and where it lives.
 KINDS: Final[Mapping[str, Resource]] = {

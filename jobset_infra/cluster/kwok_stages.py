@@ -1,11 +1,10 @@
 """kwok's Stages for the local cluster: what the fake kubelet does to Nodes and Pods, and when.
 
-kwok runs no containers; a Stage matches objects by jq expressions and patches their status
-from a Go template. Ours make a managed Node Ready and keep it heartbeating, run a scheduled Pod
-(Running, Ready unless the pod runner reports its readiness, pod IP), end a Pod when someone
-asks through an annotation, and finish deletes (there is no kubelet to confirm a graceful
-delete). Pure: `stages(auto_complete)` returns the documents `cluster up` writes to kwok's
-`--config` file.
+kwok runs no containers; a Stage matches objects by jq expressions and patches their status from
+a Go template. Ours make a managed Node Ready and keep it heartbeating, run a scheduled Pod
+(Running and Ready, pod IP), end a Pod when someone asks through an annotation, and finish
+deletes (there is no kubelet to confirm a graceful delete). Pure: `stages(auto_complete)`
+returns the documents `cluster up` writes to kwok's `--config` file.
 
 A test or a user ends a running Pod by annotating it, as a container would by exiting:
 
@@ -22,7 +21,6 @@ the annotation `jobset-infra.dev/not-ready`, and Ready again once it is removed:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 EXIT_CODE_ANNOTATION: Final = "jobset-infra.dev/exit-code"
@@ -131,8 +129,6 @@ conditions:
 
 _POD_RUNNING: Final = """\
 {{ $now := Now }}
-{{ $local := false }}
-{local}
 conditions:
 - lastTransitionTime: {{ $now | Quote }}
   status: "True"
@@ -141,10 +137,10 @@ conditions:
   status: "True"
   type: Initialized
 - lastTransitionTime: {{ $now | Quote }}
-  status: {{ if $local }}"False"{{ else }}"True"{{ end }}
+  status: "True"
   type: ContainersReady
 - lastTransitionTime: {{ $now | Quote }}
-  status: {{ if $local }}"False"{{ else }}"True"{{ end }}
+  status: "True"
   type: Ready
 {{ range .spec.readinessGates }}
 - lastTransitionTime: {{ $now | Quote }}
@@ -155,7 +151,7 @@ containerStatuses:
 {{ range .spec.containers }}
 - image: {{ .image | Quote }}
   name: {{ .name | Quote }}
-  ready: {{ not $local }}
+  ready: true
   started: true
   restartCount: 0
   state:
@@ -261,27 +257,8 @@ spec:
 """
 
 
-def _runs_locally(selectors: Sequence[str]) -> str:
-    """Go template setting `$local` when the Pod's labels match one of `selectors` (k=v,...)."""
-    tests = []
-    for selector in selectors:
-        pairs = [part.split("=", 1) for part in selector.split(",") if "=" in part]
-        terms = " ".join(f'(eq (print (index . "{k}")) "{v}")' for k, v in pairs)
-        if terms:
-            tests.append(f"{{{{ if and {terms} }}}}{{{{ $local = true }}}}{{{{ end }}}}")
-    if not tests:
-        return ""
-    return "{{ with .metadata.labels }}" + "".join(tests) + "{{ end }}"
-
-
-def stages(auto_complete_seconds: float | None = None,
-           runner_selectors: Sequence[str] = ()) -> list[JsonObj]:
-    """The Stage documents, in the order kwok should consider them.
-
-    A Pod matching one of `runner_selectors` (the pod runner's adapters) starts Running but not
-    Ready: the runner reports its readiness from the process it starts.
-    """
-    running = _POD_RUNNING.replace("{local}", _runs_locally(runner_selectors))
+def stages(auto_complete_seconds: float | None = None) -> list[JsonObj]:
+    """The Stage documents, in the order kwok should consider them."""
     out = [
         _stage("node-ready", "Node", [_is_not(_READY, "True"), _lacks(_NOT_READY)],
                {"statusTemplate": _NODE_STATUS}),
@@ -291,7 +268,7 @@ def stages(auto_complete_seconds: float | None = None,
                                           _lacks(_NOT_READY)],
                {"statusTemplate": _NODE_HEARTBEAT}, delay_ms=20_000, jitter_ms=25_000),
         _stage("pod-running", "Pod", [_ALIVE, _is(".status.phase", "Pending")],
-               {"statusTemplate": running}),
+               {"statusTemplate": _POD_RUNNING}),
         _stage("pod-succeeded", "Pod",
                [_ALIVE, _RUNNING, _is(_annotation(EXIT_CODE_ANNOTATION), "0")],
                {"statusTemplate": _pod_exit("Succeeded", "0", _reason("Completed"))}),

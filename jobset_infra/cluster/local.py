@@ -19,7 +19,6 @@ import json
 import secrets
 import shutil
 import ssl
-import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,12 +28,10 @@ from typing import Any
 import yaml
 
 from jobset_infra.cluster import kwok_stages, nodehost, nodeup, pki, readiness, realnode, stale
-from jobset_infra.cluster.adapters import ADAPTERS
 from jobset_infra.cluster.binaries import Tools, cache_root, find_tools
 from jobset_infra.cluster.layout import (
     Layout,
     Ports,
-    ProcessSpec,
     Tuning,
     kubeconfig,
     plan_processes,
@@ -222,10 +219,6 @@ def start_cluster(options: ClusterOptions, progress: Progress = print,
             if real is not None:
                 _start_real_nodes(cluster, real, node_bins, options, progress)
             else:
-                progress("starting the pod runner (runs our controller's Pods as local "
-                         "processes)")
-                runner = pod_runner_spec(layout)
-                cluster.processes.append(start(runner, layout.log(runner.name)))
                 _write_state(cluster, options)
     except BaseException:
         cluster.stop(keep_files=True)
@@ -305,11 +298,6 @@ def _run(work: Coroutine[Any, Any, None]) -> None:
         pool.submit(asyncio.run, work).result()
 
 
-def pod_runner_spec(layout: Layout) -> ProcessSpec:
-    argv = (sys.executable, "-m", "jobset_infra.cluster.pod_runner", str(layout.folder))
-    return ProcessSpec("pod-runner", argv, "")
-
-
 def _claim(folder: Path) -> None:
     state = folder / "state.json"
     if state.exists():
@@ -351,9 +339,8 @@ def _write_files(layout: Layout, options: ClusterOptions,
         path.write_text(yaml.safe_dump(kubeconfig(layout, who)))
     layout.kubeconfig.write_text(yaml.safe_dump(kubeconfig(layout, pki.ADMIN)))
     layout.scheduler_config.write_text(yaml.safe_dump(scheduler_config(layout, options.tuning)))
-    selectors = [adapter.label_selector for adapter in ADAPTERS]
     layout.kwok_config.write_text(yaml.safe_dump_all(
-        kwok_stages.stages(options.auto_complete_seconds, selectors), sort_keys=False))
+        kwok_stages.stages(options.auto_complete_seconds), sort_keys=False))
 
 
 def _health_context(layout: Layout, name: str) -> ssl.SSLContext | None:

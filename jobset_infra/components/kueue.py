@@ -8,21 +8,17 @@ at preview), then create
    `helm.v4.Chart` in its own Namespace. Either waits for its resources, and Kueue's Deployment
    turns Available only when its /readyz passes, which Kueue gates on its webhook certificates
    and webhook server (reference kueue-and-pulumi.md §A1). So the install completes only once
-   Kueue's webhooks serve. With `loopback_webhooks` the chart is post-rendered by
-   `jobset-infra kueue-postrender` (webhooks on 127.0.0.1, see manifests.kueue_loopback);
+   Kueue's webhooks serve;
 2. the queue objects, each `depends_on` the install: every Kueue kind goes through a
    `failurePolicy: Fail` webhook, and creating them earlier would fail. Inside the group a
    ClusterQueue follows the flavors, priority classes and admission check it names, and
    LocalQueues follow their ClusterQueue.
 
 Why a Release for the OCI chart: a Release is one resource whose completion means "all of Kueue
-is up", which is exactly the dependency queues need. A local chart needs a post-renderer with
-arguments, which only helm.v4.Chart takes; `depends_on` a Chart waits for every object it
-rendered.
+is up", which is exactly the dependency queues need. A local chart folder is what
+helm.v4.Chart takes; `depends_on` a Chart waits for every object it rendered.
 """
 
-import base64
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -202,7 +198,6 @@ class Kueue(pulumi.ComponentResource):
             name=install.release_name,
             namespace=install.namespace,
             values=once_resolved(self._after, helm_values(install)),
-            post_renderer=_post_renderer(install),
             opts=self._options([namespace, *after]),
         )
 
@@ -239,28 +234,6 @@ class Kueue(pulumi.ComponentResource):
         return kubernetes_object(key, manifest, self._options(depends_on))
 
 
-# What a preview without the cluster (`jobset-infra plan`) trusts instead of the cluster's CA.
-_CA_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n(the cluster's CA)\n-----END CERTIFICATE-----\n"
-
-
-def _ca_pem(ca_file: str) -> str:
-    path = Path(ca_file).expanduser()
-    if path.is_file():
-        pem = path.read_text()
-        if "-----BEGIN CERTIFICATE-----" not in pem:
-            raise ValueError(f"kueue.install.loopback_webhooks.ca_file: {path} holds no PEM "
-                             "certificate; point it at the cluster's pki/ca.crt")
-        return pem
-    if not pulumi.runtime.is_dry_run():
-        raise FileNotFoundError(
-            f"kueue.install.loopback_webhooks.ca_file: {path} does not exist; start the cluster "
-            "first (jobset-infra cluster up) or point it at the cluster's pki/ca.crt"
-        )
-    pulumi.log.warn(f"kueue.install.loopback_webhooks.ca_file: {path} does not exist "
-                    "(fine for a preview)")
-    return _CA_PLACEHOLDER
-
-
 def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
     """An output that resolves once `resource` is created (a Chart: once it rendered all)."""
     if isinstance(resource, pulumi.CustomResource):
@@ -268,16 +241,3 @@ def _done(resource: pulumi.Resource) -> pulumi.Output[Any]:
     if isinstance(resource, k8s.helm.v4.Chart):
         return resource.resources
     return resource.urn
-
-
-def _post_renderer(install: KueueInstall) -> k8s.helm.v4.PostRendererArgs | None:
-    """`jobset-infra kueue-postrender` of this venv, for webhooks on loopback; else none."""
-    loopback = install.loopback_webhooks
-    if loopback is None:
-        return None
-    command = Path(sys.executable).with_name("jobset-infra")
-    bundle = base64.b64encode(_ca_pem(loopback.ca_file).encode()).decode()
-    return k8s.helm.v4.PostRendererArgs(
-        command=str(command),
-        args=["kueue-postrender", f"--port={loopback.port}", f"--ca-bundle={bundle}"],
-    )

@@ -129,7 +129,7 @@ class KueueArgs(TypedDict):
 
     install: NotRequired[dict[str, Any]]
     """How Kueue is installed (`KueueInstall` fields: version, namespace, replicas,
-    chart_path, loopback_webhooks, ...)."""
+    chart_path, image, node_selector, tolerations, ...)."""
     queues: NotRequired[dict[str, Any]]
     """The queues (`QueueSpec` fields: local_queue_name, cluster_queue_name, namespaces, ...)."""
     pools: NotRequired[list[dict[str, Any]]]

@@ -13,7 +13,6 @@ from typing import Any
 import yaml
 
 from jobset_infra.api import constants as k
-from jobset_infra.manifests.kueue_loopback import LOOPBACK_HOST
 from jobset_infra.manifests.kueue_spec import KueueInstall, image_parts
 from jobset_infra.manifests.meta import Manifest
 
@@ -41,12 +40,6 @@ def manager_configuration(install: KueueInstall) -> Manifest:
     }
     if install.exclude_resource_prefixes:
         config["resources"] = {"excludeResourcePrefixes": list(install.exclude_resource_prefixes)}
-    if install.loopback_webhooks is not None:
-        # The API server calls https://127.0.0.1:<port> (manifests.kueue_loopback); the serving
-        # certificate comes from the machine, so Kueue's own certificate rotation stays off (it
-        # would replace the CA the webhook configurations trust).
-        config["webhook"] = {"host": LOOPBACK_HOST, "port": install.loopback_webhooks.port}
-        config["internalCertManagement"] = {"enable": False}
     return config
 
 
@@ -68,12 +61,6 @@ def helm_values(install: KueueInstall) -> dict[str, Any]:
         manager["nodeSelector"] = dict(install.node_selector)
     if install.tolerations:
         manager["tolerations"] = [dict(t) for t in install.tolerations]
-    if install.loopback_webhooks is not None:
-        # Every manager serves on the one loopback port: a surge Pod could never bind it and
-        # never turn Ready, so a rollout would wait forever. Stop the old one first. (Not type
-        # Recreate: the live object keeps the defaulted rollingUpdate, which Recreate forbids.)
-        manager["strategy"] = {"type": "RollingUpdate",
-                               "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     return {
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(

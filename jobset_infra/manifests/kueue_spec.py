@@ -7,7 +7,8 @@ LocalQueue there, three priority classes and preemption of lower-priority worklo
 from __future__ import annotations
 
 import re
-from typing import Self
+from collections.abc import Mapping
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -17,7 +18,6 @@ from jobset_infra.manifests.meta import field_problems, require_dns_label, requi
 __all__ = [
     "KueueInstall",
     "KueueSpecError",
-    "LoopbackWebhooks",
     "QueueSpec",
     "check_queue_namespaces",
     "image_parts",
@@ -107,22 +107,6 @@ class QueueSpec(BaseModel):
         return value
 
 
-class LoopbackWebhooks(BaseModel):
-    """Kueue's webhooks served on the API server's own loopback, at `https://127.0.0.1:<port>`.
-
-    For a cluster whose Kueue manager runs as a process on the API server's machine (the local
-    cluster's pod runner): the webhook configurations call that URL and trust the CA in
-    `ca_file`, which must have signed the serving certificate the manager gets (the local
-    cluster's `pki/ca.crt`). The Kueue component reads the file; `~` is expanded.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    port: int = Field(ge=1024, le=65535)
-    """The port the manager serves its webhooks on (one free port per cluster on the machine)."""
-    ca_file: str = Field(min_length=1)
-
-
 class KueueInstall(BaseModel):
     """Kueue itself: chart version, namespace and controller-manager settings."""
 
@@ -141,8 +125,6 @@ class KueueInstall(BaseModel):
     chart_path: str | None = None
     """A local chart folder (air-gapped installs; the sigs.k8s.io/kueue module carries it under
     charts/kueue) instead of the OCI chart; its Chart.yaml must be `version`."""
-    loopback_webhooks: LoopbackWebhooks | None = None
-    """Serve the webhooks on the API server's loopback (the local cluster); needs chart_path."""
     image: str | None = None
     """The manager's image as `repository:tag` or `repository:tag@sha256:...` (the chart joins
     repository and tag; a digest pins it), pulled only if not present. None: the chart's."""
@@ -185,12 +167,19 @@ class KueueInstall(BaseModel):
         # we rely on the short form for the Deployment and webhook Service names.
         if "kueue" not in self.release_name:
             raise ValueError(f"release_name {self.release_name!r} must contain 'kueue'")
-        if self.loopback_webhooks is not None and self.chart_path is None:
-            raise ValueError(
-                "loopback_webhooks: the webhooks are moved to loopback while rendering a local "
-                "chart; set chart_path too (the sigs.k8s.io/kueue module's charts/kueue)"
-            )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_loopback(cls, data: Any) -> Any:
+        # Removed 2026-12-07 with the pod runner that ran Kueue's manager beside the API server:
+        # a stack file that still has it gets the fix, not pydantic's "extra inputs".
+        if isinstance(data, Mapping) and "loopback_webhooks" in data:
+            raise ValueError(
+                "loopback_webhooks is gone: the local cluster runs Kueue as it ships, on its "
+                "system node; drop the key and set image, node_selector and tolerations as "
+                "stacks/Pulumi.local.yaml does (docs/stacks.md)")
+        return data
 
 
 _IMAGE = re.compile(r"^(?P<repository>[a-z0-9][a-z0-9._/-]*(:[0-9]+/[a-z0-9._/-]+)?)"

@@ -197,26 +197,19 @@ _HELM_KINDS = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 @dataclass(frozen=True)
 class HelmRelease:
     """A Helm release or chart the run would install: not an object in the plan, the chart
-    renders it (a local chart folder has no version; a post-renderer may rewrite it)."""
+    renders it (a local chart folder has no version)."""
 
     name: str
     chart: str
     version: str
     namespace: str
     values: Mapping[str, Any]
-    post_renderer: tuple[str, ...] = ()
 
     def install_command(self, values_file: str) -> str:
         """The `helm install` that does what the provider would, with these values."""
         version = f" --version {self.version}" if self.version else ""
-        renderer = ""
-        if self.post_renderer:
-            command, *args = self.post_renderer
-            renderer = f" --post-renderer {command}" + "".join(
-                f" --post-renderer-args {arg}" for arg in args)
         return (f"helm install {self.name} {self.chart}{version} "
-                f"--namespace {self.namespace} --create-namespace --values {values_file}"
-                f"{renderer} --wait")
+                f"--namespace {self.namespace} --create-namespace --values {values_file} --wait")
 
 
 def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease]:
@@ -227,17 +220,10 @@ def helm_releases(registrations: Iterable[RegistrationLike]) -> list[HelmRelease
             version=str(inputs.get("version", "")),
             namespace=str(inputs.get("namespace") or "default"),
             values=inputs.get("values") or {},
-            post_renderer=_post_renderer(inputs.get("postRenderer")),
         )
         for reg in registrations if reg.type in _HELM_KINDS
         for inputs in [from_wire(redact_secrets(dict(reg.inputs)))]
     ]
-
-
-def _post_renderer(renderer: Any) -> tuple[str, ...]:
-    if not isinstance(renderer, Mapping) or not renderer.get("command"):
-        return ()
-    return (str(renderer["command"]), *(str(a) for a in renderer.get("args") or []))
 
 
 def _manifest(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

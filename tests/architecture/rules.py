@@ -24,7 +24,6 @@ LAZY_ONLY: Final[dict[str, tuple[str, ...]]] = {
     "jobset_infra.controller": ("jobset_infra",),
     "jobset_infra.cli": ("jobset_infra",),  # subcommands are loaded by name
     "jobset_infra.plan.command": ("jobset_infra", "pulumi", "yaml"),
-    "jobset_infra.kueue_postrender_command": ("jobset_infra",),
     # `validate --stack` plans the stack; a plain `validate FILE` loads neither.
     "jobset_infra.validate_command": ("jobset_infra.plan", "jobset_infra.stack"),
     # `jobset-infra sim --controller` runs our controller in the same process.

@@ -48,7 +48,7 @@ def test_the_system_node_install_selects_and_tolerates_it(
     assert install.chart_path == str(chart)
     assert install.node_selector == {SYSTEM_NODE_LABEL: "true"}
     assert install.tolerations == (SYSTEM_TOLERATION,)
-    assert (install.image, install.replicas, install.loopback_webhooks) == (IMAGE, 2, None)
+    assert (install.image, install.replicas) == (IMAGE, 2)
 
 
 def test_a_missing_chart_names_make_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

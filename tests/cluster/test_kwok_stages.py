@@ -68,17 +68,8 @@ def test_a_pod_exit_keeps_a_disruption_target_condition() -> None:
     assert 'if eq .type "DisruptionTarget"' in template
 
 
-def test_pods_the_pod_runner_runs_start_not_ready_and_others_ready() -> None:
-    selectors = ["app.kubernetes.io/name=kueue,control-plane=controller-manager"]
-    running = {s["metadata"]["name"]: s["spec"] for s in stages(None, selectors)}["pod-running"]
-    template = running["next"]["statusTemplate"]
-    assert ('{{ if and (eq (print (index . "app.kubernetes.io/name")) "kueue") '
-            '(eq (print (index . "control-plane")) "controller-manager") }}'
-            '{{ $local = true }}{{ end }}') in template
-    assert template.count('status: {{ if $local }}"False"{{ else }}"True"{{ end }}') == 2
-    assert "ready: {{ not $local }}" in template
-
-
-def test_without_runner_selectors_every_running_pod_is_ready() -> None:
+def test_a_running_pod_is_ready() -> None:
     template = by_name()["pod-running"]["next"]["statusTemplate"]
-    assert "{{ $local := false }}" in template and "$local = true" not in template
+    assert template.count('status: "True"\n  type: Ready') == 1
+    assert "ready: true" in template
+

@@ -172,8 +172,6 @@ def test_the_yaml_consumers_arguments_build_the_components(tmp_path: Path) -> No
     """examples/yaml-consumer's properties, as its program passes them (camelCase arguments,
     the models' field names inside), build the package's components under mocks."""
     program = yaml.safe_load(CONSUMER.read_text())
-    ca = tmp_path / "ca.crt"
-    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     chart = tmp_path / "kueue"
     chart.mkdir()
     arguments = {camel_case(name): name for component in (
@@ -183,8 +181,10 @@ def test_the_yaml_consumers_arguments_build_the_components(tmp_path: Path) -> No
              "jobset-infra:index:Kueue": package.Kueue, "jobset-infra:index:JobSet": package.JobSet}
 
     def build() -> package.JobSet:
-        known: dict[str, Any] = {"kubeconfig": "", "kueueChart": str(chart),
-                                 "kueueWebhookPort": 19443.0, "clusterCa": str(ca)}
+        known: dict[str, Any] = {
+            "kubeconfig": "", "kueueChart": str(chart),
+            "controllerImage": f"jobset-infra.local/jobset-controller:0.1.0@sha256:{'a' * 64}",
+            "kueueImage": f"jobset-infra.local/kueue:0.1.0@sha256:{'b' * 64}"}
         opts = pulumi.ResourceOptions(providers=[provider()])
         last: Any = None
         for name, resource in program["resources"].items():

@@ -4,13 +4,13 @@
 controller in the same event loop over real HTTP. `real` (marker `real`): the real local control
 plane from `make tools` (etcd, kube-apiserver, kube-controller-manager with the real Job controller
 and garbage collector, kube-scheduler, kwok Nodes), with our CRD, RBAC and controller Deployment
-installed as the JobSetSystem component installs them; the pod runner runs the controller's Pods
-as local processes with their ServiceAccount's token, so the real server authorizes every call
-against our generated RBAC. Both get Nodes shaped like GKE node pools (CPU pools and TPU v5e slice
-pools from `jobset_infra.tpu.node_pools`). Each case gets its own namespace; `World` holds the
-small verbs a case uses to drive Pods the way a kubelet, a preemption or a bad config would: on the
-sim through the fake Job controller, on the real cluster through the kwok exit annotations.
-"""
+installed as the JobSetSystem component installs them; the cluster's system node (a real node) runs
+the controller's Pods from its image with their ServiceAccount's token, so the real server
+authorizes every call against our generated RBAC. Both get Nodes shaped like GKE node pools (CPU
+pools and TPU v5e slice pools from `jobset_infra.tpu.node_pools`). Each case gets its own
+namespace; `World` holds the small verbs a case uses to drive Pods the way a kubelet, a preemption
+or a bad config would: on the sim through the fake Job controller, on the real cluster through the
+kwok exit annotations."""
 
 from __future__ import annotations
 

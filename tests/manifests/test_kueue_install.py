@@ -84,6 +84,9 @@ def test_a_system_pool_install_pins_the_image_and_selects_and_tolerates_the_pool
                      id="image with a short digest"),
         pytest.param({"tolerations": [{"key": "k", "operator": "In"}]}, "Equal or Exists",
                      id="toleration operator"),
+        pytest.param({"chart_path": "/c", "loopback_webhooks": {"port": 19443, "ca_file": "/ca"}},
+                     "loopback_webhooks is gone: .* system node; drop the key",
+                     id="a stack file from before the system node"),
     ],
 )
 def test_bad_install_arguments_are_named(fields: dict[str, Any], want_message: str) -> None:

@@ -338,18 +338,6 @@ def test_helm_releases_kubectl_would_leave_out_get_their_values_and_a_helm_comma
     assert all("kind" in yaml.safe_load(p.read_text()) for p in out.glob("*.yaml"))
 
 
-def test_a_local_chart_with_a_post_renderer_gets_the_helm_command_that_runs_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "out"
-    argv = ["plan", "--stack", "local", "--project-dir", str(ROOT), "--out", str(out)]
-    assert main(argv) == 0
-    [note] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
-    assert "charts/kueue --namespace kueue-system" in note  # a folder: no --version
-    assert " --post-renderer " in note and "jobset-infra --post-renderer-args kueue-postrender" \
-        " --post-renderer-args --port=19443 --post-renderer-args --ca-bundle=" in note
-
-
 @pytest.mark.parametrize(("project_config", "stack_config", "namespace"), [
     pytest.param("    value: {name: from-project}\n", "config: {}\n", "from-project",
                  id="a project-level value reaches every stack"),

@@ -83,7 +83,7 @@ def _config(tmp_path: Path, kwok_pools: str, *, drain: bool = False) -> dict[str
     return {
         "platform": "local", "kubeconfig": str(kubeconfig), "nodes": "cpu:2",
         "kwok_pools": kwok_pools, "drain_jobsets": drain,
-        "controller": {"image": "jobset-infra.local/jobset-controller:dev"},
+        "controller": {"image": "jobset-infra.local/jobset-controller:0.1.0"},
         "kueue": {"install": {"version": "0.19.2"}},
     }
 

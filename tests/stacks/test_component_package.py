@@ -31,9 +31,10 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc, provider_pb2, provider_pb2_grpc
 
 from jobset_infra.cluster.binaries import MissingBinaryError, find
-from jobset_infra.cluster.deploy import watch_jobset
+from jobset_infra.cluster.command import controller_image
+from jobset_infra.cluster.deploy import SYSTEM_IMAGES, watch_jobset
 from jobset_infra.cluster.engine import Engine, engine_env
-from jobset_infra.cluster.processes import free_port
+from jobset_infra.cluster.kueue_system import kueue_image
 from tests.realcluster import REQUIRE_ENV, real_cluster
 from tests.realpulumi import engine_or_skip, example_copy, kueue_chart
 
@@ -174,12 +175,14 @@ def yaml_virtualenv(folder: Path) -> str:
 def test_a_yaml_program_deploys_the_system_kueue_and_a_jobset_that_completes(
     tmp_path: Path,
 ) -> None:
-    """examples/yaml-consumer with the real engine: the YAML language host runs the program,
-    ours runs the package; JobSetSystem, Kueue (loopback webhooks) and a JobSet created by type
-    token, the JobSet after `${system.ready}` and `${kueue.ready}`, run to Completed."""
+    """examples/yaml-consumer with the real engine: the YAML language host runs the program, ours
+    runs the package; JobSetSystem and Kueue (both from their images on the cluster's system
+    node) and a JobSet created by type token, the JobSet after `${system.ready}` and
+    `${kueue.ready}`, run to Completed."""
     engine_or_skip()
     started = time.monotonic()
-    with real_cluster("cpu:2", auto_complete_seconds=3) as cluster:
+    with real_cluster("cpu:2", auto_complete_seconds=3, system_node=True,
+                      images=SYSTEM_IMAGES) as cluster:
         cluster_seconds = time.monotonic() - started
         project = example_copy("yaml-consumer", tmp_path / "project", packages=True)
         state = cluster.layout.folder / "pulumi"
@@ -187,8 +190,8 @@ def test_a_yaml_program_deploys_the_system_kueue_and_a_jobset_that_completes(
         engine.select(STACK)
         for key, value in (("kubeconfig", str(cluster.kubeconfig)),
                            ("kueueChart", kueue_chart()),
-                           ("kueueWebhookPort", str(free_port())),
-                           ("clusterCa", str(cluster.layout.pki.ca_cert))):
+                           ("controllerImage", controller_image()),
+                           ("kueueImage", kueue_image())):
             engine.config_set(STACK, key, value)
         update = engine.up(STACK)
         assert update.outputs["jobset"] == "hello-yaml"

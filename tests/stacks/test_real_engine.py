@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.cluster.deploy import WORKLOADS, watch_jobset
+from jobset_infra.cluster.deploy import SYSTEM_IMAGES, WORKLOADS, watch_jobset
 from jobset_infra.cluster.engine import Engine
 from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
@@ -105,11 +105,11 @@ def _assert_platform_installed(cluster: RunningCluster) -> None:
         "jobset-controller")]
     kueue = _get(cluster, DEPLOYMENTS, "kueue-controller-manager", "kueue-system")
     assert kueue is not None and kueue["status"].get("availableReplicas") == 1
-    # Kueue's webhooks call its manager on loopback, as the chart was post-rendered.
+    # Kueue's webhooks call its Service, with the CA Kueue's own rotation injected: as shipped.
     hooks = _get(cluster, MUTATING, "kueue-mutating-webhook-configuration")
     assert hooks is not None
-    assert all(h["clientConfig"]["url"].startswith("https://127.0.0.1:")
-               for h in hooks["webhooks"])
+    assert all(h["clientConfig"]["service"]["namespace"] == "kueue-system"
+               and h["clientConfig"].get("caBundle") for h in hooks["webhooks"])
     queue = _get(cluster, CLUSTER_QUEUES, "tpu-cluster-queue")
     assert queue is not None
     [quota] = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
@@ -132,7 +132,8 @@ def _changes(engine: Engine, stack: str) -> dict[str, str]:
 
 def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Path) -> None:
     engine_or_skip()
-    with real_cluster("v5e-2x4:4,cpu:2", auto_complete_seconds=3) as cluster:
+    with real_cluster("v5e-2x4:4,cpu:2", auto_complete_seconds=3, system_node=True,
+                      images=SYSTEM_IMAGES) as cluster:
         before = run(every_object, cluster)
         engine = stack_engine(cluster, tmp_path / "project", LOCAL)
 
@@ -199,7 +200,8 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
 def test_multislice_kubernetes_half_on_kwok_pools_shaped_like_its_slices(tmp_path: Path) -> None:
     engine_or_skip()
     # The stack's 4 v5e 2x4 slices on 2 x ct5lp-hightpu-4t VMs, named as its pools are.
-    with real_cluster("v5e=v5e-2x4@ct5lp-hightpu-4t:4", auto_complete_seconds=3) as cluster:
+    with real_cluster("v5e=v5e-2x4@ct5lp-hightpu-4t:4", auto_complete_seconds=3,
+                      system_node=True, images=SYSTEM_IMAGES) as cluster:
         engine = stack_engine(cluster, tmp_path / "project", "v5e-multislice")
         engine.config_set("v5e-multislice", "jobset-infra:kueue.install.chart_path", kueue_chart(),
                           path=True)

@@ -199,14 +199,17 @@ def test_local_stack_queues_a_tpu_jobset_on_the_four_kwok_slice_pools() -> None:
     assert all(f"v5e-2x4-{i}" in text for i in range(4))
 
 
-def test_local_kueue_comes_from_the_module_chart_with_webhooks_on_loopback() -> None:
+def test_local_kueue_is_the_module_chart_as_shipped_on_the_system_node() -> None:
     chart = _one(run_stack("local"), CHART).inputs
     assert chart["chart"].endswith("sigs.k8s.io/kueue@v0.19.2/charts/kueue")
-    renderer = chart["postRenderer"]
-    assert renderer["command"].endswith("/jobset-infra")
-    assert renderer["args"][:2] == ["kueue-postrender", "--port=19443"]
+    assert "postRenderer" not in chart  # nothing rewritten: its webhooks call its Service
+    manager = chart["values"]["controllerManager"]
+    assert manager["manager"]["image"] == {"repository": "jobset-infra.local/kueue",
+                                           "tag": "0.1.0", "pullPolicy": "IfNotPresent"}
+    assert manager["nodeSelector"] == {"jobset-infra.dev/system-node": "true"}
+    assert [t["key"] for t in manager["tolerations"]] == ["jobset-infra.dev/system-node"]
     config = chart["values"]["managerConfig"]["controllerManagerConfigYaml"]
-    assert "host: 127.0.0.1" in config and "port: 19443" in config
+    assert "127.0.0.1" not in config
 
 
 def test_local_demo_waits_for_the_controller_and_kueues_queue() -> None:

@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TypeVar, cast
+from typing import NoReturn, TypeVar, cast
 
 import pytest
 
@@ -41,19 +41,16 @@ async def until(
     every: float = POLL_S,
 ) -> T:
     """Return `check()`'s first truthy value; fail after `timeout` seconds without one."""
-    deadline = time.monotonic() + timeout * _scale[0]
-    delay = every
-    while True:
+    deadline = _deadline(timeout)
+    for delay in _intervals(every, MAX_POLL_S):
         value = check()
         last = cast(T, await value) if inspect.isawaitable(value) else value
         if last:
             return last
         if time.monotonic() > deadline:
-            state = f"\n{explain()}" if explain is not None else ""
-            pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
-                        f"{what or _described(check)}; last value: {last!r}{state}")
+            _give_up(timeout, what, check, last, explain)
         await asyncio.sleep(delay)
-        delay = min(delay * 1.5, max(every, MAX_POLL_S))
+    raise AssertionError("unreachable: the intervals never end")
 
 
 def until_sync(check: Callable[[], T], what: str = "", timeout: float = 10.0, *,
@@ -63,15 +60,33 @@ def until_sync(check: Callable[[], T], what: str = "", timeout: float = 10.0, *,
     The interval grows as `until`'s does, to at most MAX_SYNC_POLL_S: these checks mostly run
     `kubectl` (a Go binary started, its discovery read) and at a fixed 0.1 s the real-node
     tier's waits kept kubectl at a fifth to a third of a core through CI's suite."""
-    deadline = time.monotonic() + timeout * _scale[0]
-    delay = every
-    while not (last := check()):
+    deadline = _deadline(timeout)
+    for delay in _intervals(every, MAX_SYNC_POLL_S):
+        if last := check():
+            return last
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
-                        f"{what or _described(check)}; last value: {last!r}")
+            _give_up(timeout, what, check, last)
         time.sleep(delay)
-        delay = min(delay * 1.5, max(every, MAX_SYNC_POLL_S))
-    return last
+    raise AssertionError("unreachable: the intervals never end")
+
+
+def _deadline(timeout: float) -> float:
+    return time.monotonic() + timeout * _scale[0]
+
+
+def _intervals(every: float, cap: float) -> Iterator[float]:
+    """The pauses between polls: `every`, then half as long again each time, up to `cap`."""
+    delay = every
+    while True:
+        yield delay
+        delay = min(delay * 1.5, max(every, cap))
+
+
+def _give_up(timeout: float, what: str, check: Callable[..., object], last: object,
+             explain: Callable[[], str] | None = None) -> NoReturn:
+    state = f"\n{explain()}" if explain is not None else ""
+    pytest.fail(f"timed out after {timeout * _scale[0]:g}s waiting for "
+                f"{what or _described(check)}; last value: {last!r}{state}")
 
 
 @contextlib.contextmanager

@@ -264,3 +264,15 @@ def test_the_header_says_whether_the_runs_were_measured_now(
     results = Results(runs=runs, load=[(1.0, 1.0, 1.0)], seconds=7.0, source=source)
     text = report.markdown(results, command="cmd", quick=False, machine="m", plot="p.png")
     assert says in text and never not in text
+
+
+def test_a_missing_matplotlib_skips_the_plot_and_says_how_to_get_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.real import plot, run
+
+    def without_matplotlib(runs: object, png: Path) -> None:
+        raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+
+    monkeypatch.setattr(plot, "plot", without_matplotlib)
+    said = run._plotted([], tmp_path / "real.png")
+    assert said.startswith("plot skipped: matplotlib is not installed") and "[bench]" in said

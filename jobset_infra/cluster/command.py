@@ -26,13 +26,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jobset_infra.cluster.local import RunningCluster
+    from jobset_infra.controller.runtime.kube import KubeClient
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,15 +170,7 @@ def _up(args: argparse.Namespace) -> int:
         install = system_node_install(image) if system else local_install(image=image)
         say(f"installing the JobSet CRD, RBAC and controller into {install.namespace}")
 
-        async def _install() -> None:
-            async with cluster.client() as api:
-                await install_jobset_system(api, install, timeout=300)
-
-        try:
-            asyncio.run(_install())
-        except BaseException:
-            cluster.stop(keep_files=True)
-            raise
+        _install_or_stop(cluster, lambda api: install_jobset_system(api, install, timeout=300))
         say(f"controller running from {install.image} on the "
             f"{'system node' if system else 'real nodes'}")
     if args.kueue:
@@ -199,6 +192,22 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_or_stop(cluster: RunningCluster,
+                     install: Callable[[KubeClient], Awaitable[object]]) -> None:
+    """Run `install` with a client of the new cluster; if it fails, stop the cluster (its files
+    kept for the logs) before the error goes on, so a failed `up` leaves nothing running."""
+
+    async def _run() -> None:
+        async with cluster.client() as api:
+            await install(api)
+
+    try:
+        asyncio.run(_run())
+    except BaseException:
+        cluster.stop(keep_files=True)
+        raise
+
+
 def _install_kueue(cluster: RunningCluster, system: bool, say: Callable[[str], None]) -> None:
     from jobset_infra.cluster.kueue_system import (
         chart_folder,
@@ -215,15 +224,8 @@ def _install_kueue(cluster: RunningCluster, system: bool, say: Callable[[str], N
     say(f"installing Kueue {install.version} from its chart into {install.namespace}")
     began = time.monotonic()
 
-    async def _install() -> None:
-        async with cluster.client() as api:
-            await install_kueue(api, install, cluster.kubeconfig, timeout=300)
-
-    try:
-        asyncio.run(_install())
-    except BaseException:
-        cluster.stop(keep_files=True)
-        raise
+    _install_or_stop(cluster, lambda api: install_kueue(api, install, cluster.kubeconfig,
+                                                        timeout=300))
     say(f"Kueue running from {image} on the {'system node' if system else 'real nodes'}, "
         f"available {time.monotonic() - began:.1f} s after its install began")
 

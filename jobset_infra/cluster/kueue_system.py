@@ -27,6 +27,7 @@ from jobset_infra.cluster.install import (
     until_established,
     wait_available,
 )
+from jobset_infra.cluster.install import KINDS as SYSTEM_KINDS
 from jobset_infra.cluster.realnode import SYSTEM_NODE_LABEL
 from jobset_infra.controller.runtime.kube import KubeClient
 from jobset_infra.controller.runtime.resources import Resource
@@ -37,24 +38,11 @@ JsonObj = dict[str, Any]
 FIELD_MANAGER: Final = "jobset-infra-kueue"
 MODULE: Final = "sigs.k8s.io/kueue"
 
-# Every kind Kueue's chart renders (with the values we give it), in Helm's install order:
-# what others reference first, the webhook configurations last.
-ORDER: Final[tuple[Resource, ...]] = (
-    Resource("", "v1", "namespaces", "Namespace", namespaced=False),
-    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
-    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
-    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+# Kinds Kueue's chart renders that our own system has none of.
+_KUEUE_ONLY: Final[tuple[Resource, ...]] = (
     Resource("", "v1", "secrets", "Secret"),
-    Resource("", "v1", "configmaps", "ConfigMap"),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
              "CustomResourceDefinition", namespaced=False),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
-             namespaced=False),
-    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
-    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    Resource("", "v1", "services", "Service"),
-    Resource("apps", "v1", "deployments", "Deployment"),
     Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", namespaced=False),
     Resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema",
              namespaced=False),
@@ -65,6 +53,14 @@ ORDER: Final[tuple[Resource, ...]] = (
     Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
              "ValidatingWebhookConfiguration", namespaced=False),
 )
+_KNOWN: Final[Mapping[str, Resource]] = {**SYSTEM_KINDS, **{r.kind: r for r in _KUEUE_ONLY}}
+# Every kind Kueue's chart renders (with the values we give it), in Helm's install order:
+# what others reference first, the webhook configurations last.
+ORDER: Final[tuple[Resource, ...]] = tuple(_KNOWN[kind] for kind in (
+    "Namespace", "NetworkPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "ConfigMap",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+    "Service", "Deployment", "APIService", "FlowSchema", "PriorityLevelConfiguration",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"))
 KINDS: Final[Mapping[str, Resource]] = {r.kind: r for r in ORDER}
 
 

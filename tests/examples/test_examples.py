@@ -14,6 +14,7 @@ from jobset_infra.api import constants as k
 from jobset_infra.api.models import FailurePolicyAction, JobSet
 from jobset_infra.controller.core.failure_policy import first_matching_rule_and_job
 from jobset_infra.controller.core.job_view import ChildJob, JobCondition
+from jobset_infra.manifests.wire import from_wire
 from jobset_infra.manifests.workload import child_job_names, jobset_problems
 from jobset_infra.plan.offline import OfflineMocks, ProgramError, run_offline
 from jobset_infra.tpu import constants as tpu
@@ -123,18 +124,7 @@ def test_jax_multislice_program_builds_a_two_slice_queued_jobset() -> None:
     assert rjob["template"]["spec"]["parallelism"] == 2
     assert pod["containers"][0]["resources"]["limits"][tpu.TPU_RESOURCE] == "4"
     assert jobset.inputs["metadata"]["labels"][k.KUEUE_QUEUE_NAME_LABEL] == "tpu-queue"
-    assert jobset_problems(_whole(jobset.inputs)) == []
-
-
-def _whole(value: Any) -> Any:
-    # Pulumi's wire has one number type: ints come back as floats.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    return value
+    assert jobset_problems(from_wire(jobset.inputs)) == []
 
 
 VPC_LINK = "https://www.googleapis.com/compute/v1/projects/net/global/networks/vpc"

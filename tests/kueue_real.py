@@ -111,8 +111,7 @@ class KueueOnNode:
     """Kueue's install on the system node, and where to read its manager's log."""
 
     api: KubeClient
-    install: KueueInstall
-    image: str
+    install: KueueInstall  # its image: the kueue image by digest
     kubeconfig: Path
 
     async def manager_pods(self) -> list[JsonObj]:
@@ -145,10 +144,9 @@ async def controller_and_kueue(
                          health={"healthProbeBindAddress": ":8081"})
     await install_jobset_system(api, system_node_install(
         controller_image(), replicas=1, config=config), timeout=300)
-    image = kueue_image()
-    install = system_node_kueue(image)
+    install = system_node_kueue(kueue_image())
     await install_kueue(api, install, cluster.kubeconfig, timeout=300)
     for placer, (group, plan) in groups.items():
         await namespace(api, group)
         await create_all(api, group_queue_manifests(plan, placer))
-    yield KueueOnNode(api, install, image, cluster.kubeconfig)
+    yield KueueOnNode(api, install, cluster.kubeconfig)

@@ -202,9 +202,10 @@ async def test_kueues_manager_is_ready_on_the_system_node_from_its_image(world: 
     node = await world.api.get(NODE_RES, pod["spec"]["nodeName"])
     assert node["metadata"]["labels"].get(SYSTEM_NODE_LABEL) == "true"
     [container] = pod["spec"]["containers"]
-    assert container["image"] == world.kueue.image  # repository:tag@sha256:..., imported
+    image = world.kueue.install.image
+    assert image is not None and container["image"] == image  # repository:tag@sha256:...
     status = pod["status"]["containerStatuses"][0]
-    assert status["imageID"].endswith(world.kueue.image.split("@")[1])
+    assert status["imageID"].endswith(image.split("@")[1])
     assert container["securityContext"]["readOnlyRootFilesystem"] is True  # as the chart ships
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
 

@@ -129,6 +129,9 @@ class JobSetSystem(pulumi.ComponentResource):
 
     ready: pulumi.Output[bool]
     """Resolves once the CRD exists and the controller Deployment is Available."""
+    api_ready: pulumi.Output[bool]
+    """Resolves once the CRD exists, the controller perhaps not yet running: what Kueue's
+    `after` needs (its JobSet integration wants the API, not our controller)."""
     namespace: pulumi.Output[str]
     """The controller's namespace."""
     image: pulumi.Output[str]
@@ -177,9 +180,9 @@ class JobSetSystem(pulumi.ComponentResource):
         self.namespace = pulumi.Output.from_input(install.namespace)
         self.image = image
         self.ready = pulumi.Output.all(crd.id, deployment.id).apply(lambda _: True)
-        self.register_outputs(
-            {"ready": self.ready, "namespace": self.namespace, "image": self.image}
-        )
+        self.api_ready = crd.id.apply(lambda _: True)
+        self.register_outputs({"ready": self.ready, "apiReady": self.api_ready,
+                               "namespace": self.namespace, "image": self.image})
 
     def _options(self, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(

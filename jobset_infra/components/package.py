@@ -8,8 +8,8 @@ TypeScript or Go runs `pulumi package add <path to package/>` and creates them b
 - the arguments from the `args` annotation: a TypedDict per component of serialisable fields
   (strings, numbers, lists, mappings, `Input`s of those). Another component comes in by its
   outputs, never as a Python object: a JobSet waits for `JobSetSystem.ready` and `Kueue.ready`
-  (`after`), Kueue for the JobSet API's (`after`); the Kubernetes provider comes in `options`
-  (`providers`), as for every component;
+  (`after`), Kueue for the JobSet API's, `JobSetSystem.apiReady` (`after`); the Kubernetes
+  provider comes in `options` (`providers`), as for every component;
 - the outputs from the `pulumi.Output` attributes the components declare (`ready`,
   `namespace`, `clusterQueueName`, ...).
 
@@ -141,8 +141,8 @@ class KueueArgs(TypedDict):
     placement: NotRequired[Placer]
     """Who places TPU slices in node pools: the controller, or Kueue TAS."""
     after: NotRequired[list[pulumi.Input[Any]]]
-    """Outputs to wait for before Kueue starts: JobSetSystem's `ready`, so Kueue's JobSet
-    integration finds the API."""
+    """Outputs to wait for before Kueue starts: JobSetSystem's `apiReady` (the CRD), so Kueue's
+    JobSet integration finds the API; `ready` works too, but waits for the controller's rollout."""
 
 
 class Kueue(kueue.Kueue):

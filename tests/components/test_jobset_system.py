@@ -32,7 +32,7 @@ def build_system(**fields: Any) -> ComponentRun[JobSetSystem]:
         args = JobSetSystemArgs(**{"provider": provider(), "image": IMAGE, **fields})
         return JobSetSystem("jobset", args)
 
-    return run_component(build, outputs=["ready", "namespace", "image"])
+    return run_component(build, outputs=["ready", "api_ready", "namespace", "image"])
 
 
 def _kinds(run: ComponentRun[JobSetSystem]) -> list[str]:
@@ -122,7 +122,8 @@ def test_jobsets_created_after_the_system_wait_for_crd_and_controller() -> None:
 
 def test_outputs_resolve() -> None:
     run = build_system(namespace="platform")
-    assert run.values == {"ready": True, "namespace": "platform", "image": IMAGE}
+    assert run.values == {"ready": True, "api_ready": True, "namespace": "platform",
+                          "image": IMAGE}
 
 
 def test_pools_become_declared_placement_domains_in_the_config_file() -> None:

@@ -45,7 +45,7 @@ def test_the_analyzer_infers_a_schema_for_all_five_components() -> None:
     system = resources["jobset-infra:index:JobSetSystem"]
     assert system["requiredInputs"] == ["image"]
     assert sorted(system["outputs"] if "outputs" in system else system["properties"]) == [
-        "image", "namespace", "ready"]
+        "apiReady", "image", "namespace", "ready"]
     jobset = resources["jobset-infra:index:JobSet"]
     assert sorted(jobset["requiredInputs"]) == ["name", "spec"]
     assert {"after", "queue", "spec"} <= set(jobset["inputProperties"])
@@ -193,9 +193,9 @@ def test_the_yaml_consumers_arguments_build_the_components(tmp_path: Path) -> No
             given = _interpolate(resource["properties"], known)
             last = built[resource["type"]](
                 name, {arguments[key]: value for key, value in given.items()}, opts)
-            for output in ("ready", "namespace", "name"):
+            for output in ("ready", "api_ready", "namespace", "name"):
                 if hasattr(last, output):
-                    known[f"{name}.{output}"] = getattr(last, output)
+                    known[f"{name}.{camel_case(output)}"] = getattr(last, output)
         return last
 
     run = run_component(build, outputs=["child_job_names"])

@@ -212,6 +212,18 @@ def test_local_kueue_is_the_module_chart_as_shipped_on_the_system_node() -> None
     assert "127.0.0.1" not in config
 
 
+@pytest.mark.parametrize(("stack", "install"), [
+    pytest.param("local", CHART, id="the local stack's chart"),
+    pytest.param("v5e-multislice", RELEASE, id="a GKE stack's release"),
+])
+def test_kueue_waits_for_the_jobset_crd_but_not_the_controllers_rollout(
+    stack: str, install: str
+) -> None:
+    waits_for = set(_one(run := run_stack(stack), install).dependencies)
+    assert _one(run, CRD).urn in waits_for
+    assert _one(run, DEPLOYMENT).urn not in waits_for  # the two roll out side by side
+
+
 def test_local_demo_waits_for_the_controller_and_kueues_queue() -> None:
     run = run_stack("local")
     waits_for = set(_one(run, JOBSET).dependencies)

@@ -358,3 +358,33 @@ def test_only_the_commands_own_process_settles_its_heap(tmp_path: Path) -> None:
                           text=True, timeout=120, check=True)
     frozen = int(done.stdout.rsplit("FROZEN ", 1)[1])
     assert frozen > 10_000  # the models, schemas and rules
+
+
+_COUNT_METADATA_SCANS = """
+import importlib.metadata, sys
+scans = []
+real = importlib.metadata.distributions
+importlib.metadata.distributions = lambda *a, **k: scans.append(1) or real(*a, **k)
+from jobset_infra.cli import main
+code = main(["validate", sys.argv[1]])
+print(len(scans), code)
+"""
+
+
+@pytest.mark.parametrize(("setting", "scans"), [
+    pytest.param(None, 0, id="validate reads no distribution's metadata for pydantic plugins"),
+    pytest.param("", 1, id="a user who sets PYDANTIC_DISABLE_PLUGINS keeps their value"),
+])
+def test_validate_skips_the_pydantic_plugin_scan_unless_asked(
+    tmp_path: Path, setting: str | None, scans: int
+) -> None:
+    import os
+
+    manifest = tmp_path / "js.yaml"
+    manifest.write_bytes(_yaml(_valid()))
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    result = subprocess.run([sys.executable, "-c", _COUNT_METADATA_SCANS, str(manifest)],
+                            capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert result.stdout.split() == [str(scans), "0"]

@@ -1,7 +1,7 @@
 """Kueue as it ships, beside our controller, on a real local cluster's system node, for the tiers
 that need Kueue itself.
 
-The cluster (`tests.realcluster.real_cluster(..., system_node=True, images=IMAGES)`) has one
+The cluster (`tests.realcluster.real_cluster(..., system_node=True)`) has one
 real node for system Pods beside kwok's TPU pools. Our controller is installed from its image
 (`cluster.install.system_node_install`), and Kueue from its chart in the pinned module, its
 manager from the `kueue` image (`cluster.kueue_system`): the Configuration, webhooks and
@@ -32,7 +32,6 @@ from jobset_infra.tpu.pools import SlicePoolsPlan
 
 JsonObj = dict[str, Any]
 APPLY = "application/apply-patch+yaml"
-IMAGES = ("controller", "kueue")  # what the cluster's system node runs
 KUEUE_KINDS: Mapping[str, Resource] = {
     kind: Resource("kueue.x-k8s.io", "v1beta2", plural, kind, namespaced=namespaced)
     for kind, plural, namespaced in (

@@ -24,7 +24,7 @@ from jobset_infra.cluster import nodeup
 from jobset_infra.cluster.binaries import MissingBinaryError
 from jobset_infra.cluster.local import ClusterOptions, RunningCluster, start_cluster
 from jobset_infra.cluster.realnode import RUNC
-from tests.realcluster import REQUIRE_ENV, image_tools_or_skip, tools_or_skip
+from tests.realcluster import NODE_IMAGES, REQUIRE_ENV, image_tools_or_skip, tools_or_skip
 
 
 def node_tools_or_skip() -> None:
@@ -43,7 +43,7 @@ def node_tools_or_skip() -> None:
 
 
 @contextmanager
-def real_node_cluster(*, images: tuple[str, ...] = ("controller",), real_nodes: int = 1,
+def real_node_cluster(*, images: tuple[str, ...] = NODE_IMAGES, real_nodes: int = 1,
                       nodes: str = "", crds: tuple[dict[str, object], ...] = (),
                       progress: list[str] | None = None) -> Iterator[RunningCluster]:
     """A cluster with `real_nodes` real nodes and `images` imported; logs kept on failure."""

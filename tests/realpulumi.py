@@ -43,7 +43,7 @@ def engine_or_skip() -> None:
 def stack_engine(cluster: RunningCluster, project: Path, stack: str) -> Engine:
     """The engine for a copy of the project whose `stack` targets `cluster`, its controller and
     Kueue from their images by digest, on the cluster's system node (`real_cluster(...,
-    system_node=True, images=SYSTEM_IMAGES)`), or anywhere on a cluster of real nodes."""
+    system_node=True)`), or anywhere on a cluster of real nodes."""
     if cluster.real is None:
         raise AssertionError("a stack's controller and Kueue run on real nodes: start the "
                              "cluster with system_node=True (tests.realcluster.real_cluster)")

@@ -38,7 +38,6 @@ from jobset_infra.tpu.placer import Placer
 from jobset_infra.tpu.pools import SlicePoolsPlan
 from jobset_infra.tpu.pools_text import parse_pools_text, tpu_plans
 from tests.kueue_real import (
-    IMAGES,
     WORKLOADS,
     KueueOnNode,
     controller_and_kueue,
@@ -97,7 +96,7 @@ async def world() -> AsyncIterator[World]:
     from jobset_infra.manifests.crd import jobset_crd
     from tests.realcluster import real_cluster
 
-    with real_cluster(NODES, crds=(jobset_crd(),), system_node=True, images=IMAGES) as cluster:
+    with real_cluster(NODES, crds=(jobset_crd(),), system_node=True) as cluster:
         async with cluster.client() as api:
             groups = {mode: (GROUP[mode], _group_plan(mode))
                       for mode in (Placer.KUEUE_TAS, Placer.CONTROLLER)}

@@ -98,8 +98,7 @@ def cluster() -> Iterator[tuple[RunningCluster, list[str]]]:
     progress: list[str] = []
     # No CRD served beforehand: the stack creates it, as it does on GKE (a create of an object
     # that exists is refused by the provider).
-    with real_node_cluster(images=("controller", "workload"), real_nodes=len(REAL_NODES),
-                           progress=progress) as running:
+    with real_node_cluster(real_nodes=len(REAL_NODES), progress=progress) as running:
         yield running, progress
 
 

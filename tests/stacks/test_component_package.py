@@ -32,7 +32,7 @@ from pulumi.runtime.proto import language_pb2, language_pb2_grpc, provider_pb2, 
 
 from jobset_infra.cluster.binaries import MissingBinaryError, find
 from jobset_infra.cluster.command import controller_image
-from jobset_infra.cluster.deploy import SYSTEM_IMAGES, watch_jobset
+from jobset_infra.cluster.deploy import watch_jobset
 from jobset_infra.cluster.engine import Engine, engine_env
 from jobset_infra.cluster.kueue_system import kueue_image
 from tests.realcluster import REQUIRE_ENV, real_cluster
@@ -181,8 +181,7 @@ def test_a_yaml_program_deploys_the_system_kueue_and_a_jobset_that_completes(
     `${kueue.ready}`, run to Completed."""
     engine_or_skip()
     started = time.monotonic()
-    with real_cluster("cpu:2", auto_complete_seconds=3, system_node=True,
-                      images=SYSTEM_IMAGES) as cluster:
+    with real_cluster("cpu:2", auto_complete_seconds=3, system_node=True) as cluster:
         cluster_seconds = time.monotonic() - started
         project = example_copy("yaml-consumer", tmp_path / "project", packages=True)
         state = cluster.layout.folder / "pulumi"

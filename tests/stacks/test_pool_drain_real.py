@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.cluster.deploy import SYSTEM_IMAGES
 from jobset_infra.cluster.engine import EngineError
 from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.kube import KubeClient
@@ -80,7 +79,7 @@ def test_preview_names_the_jobset_a_pool_change_kills_and_the_drain_resumes_it(
         tmp_path: Path) -> None:
     engine_or_skip()
     started = time.monotonic()
-    with real_cluster("cpu:2", system_node=True, images=SYSTEM_IMAGES) as cluster:
+    with real_cluster("cpu:2", system_node=True) as cluster:
         engine = stack_engine(cluster, tmp_path / "project", LOCAL)
         for key, value in (("nodes", "cpu:2"), ("kwok_pools", OLD), ("workload.enabled", "false")):
             engine.config_set(LOCAL, f"jobset-infra:{key}", value, path=True)

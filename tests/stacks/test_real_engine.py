@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jobset_infra.cluster.deploy import SYSTEM_IMAGES, WORKLOADS, watch_jobset
+from jobset_infra.cluster.deploy import WORKLOADS, watch_jobset
 from jobset_infra.cluster.engine import Engine
 from jobset_infra.cluster.local import RunningCluster
 from jobset_infra.controller.runtime.kube import KubeClient, NotFoundError
@@ -132,8 +132,7 @@ def _changes(engine: Engine, stack: str) -> dict[str, str]:
 
 def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Path) -> None:
     engine_or_skip()
-    with real_cluster("v5e-2x4:4,cpu:2", auto_complete_seconds=3, system_node=True,
-                      images=SYSTEM_IMAGES) as cluster:
+    with real_cluster("v5e-2x4:4,cpu:2", auto_complete_seconds=3, system_node=True) as cluster:
         before = run(every_object, cluster)
         engine = stack_engine(cluster, tmp_path / "project", LOCAL)
 
@@ -201,7 +200,7 @@ def test_multislice_kubernetes_half_on_kwok_pools_shaped_like_its_slices(tmp_pat
     engine_or_skip()
     # The stack's 4 v5e 2x4 slices on 2 x ct5lp-hightpu-4t VMs, named as its pools are.
     with real_cluster("v5e=v5e-2x4@ct5lp-hightpu-4t:4", auto_complete_seconds=3,
-                      system_node=True, images=SYSTEM_IMAGES) as cluster:
+                      system_node=True) as cluster:
         engine = stack_engine(cluster, tmp_path / "project", "v5e-multislice")
         engine.config_set("v5e-multislice", "jobset-infra:kueue.install.chart_path", kueue_chart(),
                           path=True)

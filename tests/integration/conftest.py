@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,13 +95,14 @@ async def quiescent(cluster: Cluster, ctl: RunningController, name: str = "js") 
 async def reconciled(ctl: RunningController, key: str, times: int = 1) -> None:
     """Queue `key` and wait until the controller has finished `times` more reconciles."""
     for _ in range(times):
-        before = ctl.controller.reconciles
+        done = _reconciled_past(ctl, ctl.controller.reconciles)
         ctl.controller.queue.add(key)
-
-        async def done(before: int = before) -> bool:
-            return ctl.controller.reconciles > before
-
         await until(done, f"a reconcile of {key}")
+
+
+def _reconciled_past(ctl: RunningController, count: int) -> Callable[[], bool]:
+    """Whether the controller has finished more than `count` reconciles."""
+    return lambda: ctl.controller.reconciles > count
 
 
 def manifest(builder: JobSetBuilder) -> dict[str, Any]:

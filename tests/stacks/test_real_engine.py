@@ -151,10 +151,6 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
         assert jobset is not None and _admitted_by_kueue(cluster, jobset)
         _assert_one_slice_per_pool(cluster, "hello-tpu", 4)
 
-        assert engine.up(LOCAL, expect_no_changes=True).ops() == {}  # a second up: nothing
-        same = _get(cluster, JOBSETS, "hello-tpu", "default")
-        assert same is not None and same["metadata"]["uid"] == jobset["metadata"]["uid"]
-
         # An update in place: a second controller replica (leader election picks one).
         engine.config_set(LOCAL, "jobset-infra:controller.replicas", "2", path=True)
         assert engine.up(LOCAL).ops() == {"jobset-controller": "update"}
@@ -184,8 +180,12 @@ def test_local_stack_preview_up_noop_update_replace_refresh_destroy(tmp_path: Pa
             "hello-tpu-slice-0", "hello-tpu-slice-1"]
         _assert_one_slice_per_pool(cluster, "hello-tpu", 2)
 
+        # After a refresh (the state read back from the cluster), an up finds nothing to do and
+        # touches nothing: the state, the cluster and the program agree.
         engine.refresh(LOCAL)
-        assert _changes(engine, LOCAL) == {}  # the state matches the cluster
+        assert engine.up(LOCAL, expect_no_changes=True).ops() == {}
+        same = _get(cluster, JOBSETS, "hello-tpu", "default")
+        assert same is not None and same["metadata"]["uid"] == replaced["metadata"]["uid"]
 
         destroyed = engine.destroy(LOCAL)
         assert set(destroyed.ops().values()) == {"delete"}

@@ -101,11 +101,11 @@ def _container_security_context() -> Manifest:
     }
 
 
-def _probe(path: str, initial_delay: int, failures: int) -> Manifest:
+def _probe(path: str, initial_delay: int, period: int, failures: int) -> Manifest:
     return {
         "httpGet": {"path": path, "port": "health"},
         "initialDelaySeconds": initial_delay,
-        "periodSeconds": 10,
+        "periodSeconds": period,
         "timeoutSeconds": 2,
         "failureThreshold": failures,
     }
@@ -137,9 +137,13 @@ def _container(install: ControllerInstall) -> Manifest:
             {"name": "health", "containerPort": install.health_port, "protocol": "TCP"},
             {"name": "metrics", "containerPort": install.metrics_port, "protocol": "TCP"},
         ],
-        # Liveness is lenient (a long relist must not get the pod killed); readiness is quick.
-        "livenessProbe": _probe(health.liveness_endpoint_name, 15, 6),
-        "readinessProbe": _probe(health.readiness_endpoint_name, 5, 3),
+        # Liveness is lenient (a long relist must not get the pod killed). Readiness is read
+        # from memory (no API call), so it is asked every 2 s from the first second: the Pod is
+        # Ready within 2 s of serving, not at the next of upstream's 10 s periods (a rollout, a
+        # `pulumi up` waiting on the Deployment, a handover's new standby), and still turns
+        # unready only after 30 s of failures, as before.
+        "livenessProbe": _probe(health.liveness_endpoint_name, 15, 10, 6),
+        "readinessProbe": _probe(health.readiness_endpoint_name, 1, 2, 15),
         "resources": install.resources.to_dict(),
         "securityContext": _container_security_context(),
         "volumeMounts": [

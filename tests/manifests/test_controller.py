@@ -134,6 +134,17 @@ def test_probes_and_ports_follow_the_config() -> None:
     assert service["spec"]["ports"][0]["port"] == 9100
 
 
+def test_readiness_is_asked_often_and_tolerant_liveness_lenient() -> None:
+    container = _container(make_install())
+    ready, live = container["readinessProbe"], container["livenessProbe"]
+    # Ready within 2 s of serving; unready only after 30 s of failures.
+    assert (ready["initialDelaySeconds"], ready["periodSeconds"]) == (1, 2)
+    assert ready["periodSeconds"] * ready["failureThreshold"] == 30
+    # Restarted only after a minute of failures, never in the first 15 s.
+    assert live["initialDelaySeconds"] == 15
+    assert live["periodSeconds"] * live["failureThreshold"] == 60
+
+
 def test_config_change_changes_the_pod_template_checksum() -> None:
     def checksum(install: ControllerInstall) -> str:
         template = controller.deployment(install)["spec"]["template"]

@@ -69,9 +69,9 @@ class LeaderElector:
         self.metrics = metrics
         self._clock = clock
         self._wall = wall
-        self._observed: dict[str, Any] | None = None  # the lease spec we last saw
-        self._lease: dict[str, Any] | None = None  # the whole Lease we last read or wrote
-        self._observed_rv = ""
+        # The Lease as we last read or wrote it (never the body of a write in flight), and when
+        # it last changed: another holder's Lease unchanged for its duration may be taken.
+        self._lease: dict[str, Any] | None = None
         self._observed_at = 0.0
         self.leading = asyncio.Event()
         self.lost = asyncio.Event()
@@ -168,10 +168,9 @@ class LeaderElector:
         except ApiError as err:
             log.warning("reading lease failed: %s", err)
             return False
+        if _version(lease) != _version(self._lease):
+            self._lease, self._observed_at = _copy(lease), self._clock()
         spec = dict(lease.get("spec") or {})
-        rv = str((lease.get("metadata") or {}).get("resourceVersion", ""))
-        if spec != self._observed or rv != self._observed_rv:
-            self._observed, self._observed_rv, self._observed_at = spec, rv, self._clock()
         holder = spec.get("holderIdentity") or ""
         duration = float(spec.get("leaseDurationSeconds") or self.timings.lease_duration)
         if holder and holder != self.identity and self._clock() - self._observed_at < duration:
@@ -246,11 +245,22 @@ class LeaderElector:
         return True
 
     def _remember(self, lease: dict[str, Any]) -> None:
-        self._lease = lease
-        self._observed = dict(lease.get("spec") or {})
-        self._observed_rv = str((lease.get("metadata") or {}).get("resourceVersion", ""))
-        self._observed_at = self._clock()
+        self._lease, self._observed_at = _copy(lease), self._clock()
 
     def _report(self, leading: bool) -> None:
         if self.metrics:
             self.metrics.leader_status.labels(name=self.name).set(1 if leading else 0)
+
+
+def _version(lease: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """What tells two reads of a Lease apart: its spec and resourceVersion."""
+    if lease is None:
+        return {}, ""
+    return dict(lease.get("spec") or {}), str(
+        (lease.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _copy(lease: dict[str, Any]) -> dict[str, Any]:
+    """A Lease to keep: its spec copied, as a renewal edits the spec of the one it read."""
+    return {**lease, "spec": dict(lease.get("spec") or {})}
+

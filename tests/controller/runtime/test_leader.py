@@ -110,3 +110,25 @@ async def test_a_leader_renews_with_one_put_and_survives_a_failed_renewal_within
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_an_expired_lease_is_taken_at_once_after_a_failed_takeover() -> None:
+    # Another holder's Lease unchanged for longer than its duration may be taken. A takeover
+    # whose PUT fails must not count as a change of the Lease: the next read of the same Lease
+    # takes it at once instead of waiting a whole duration again.
+    leases = CountingLeases()
+    leases.lease = {"metadata": {"name": "l", "namespace": "ns", "resourceVersion": "7"},
+                    "spec": {"holderIdentity": "other", "leaseDurationSeconds": 15}}
+    now = [0.0]
+    timings = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=0.01)
+    elector = LeaderElector(leases, "l", "ns", "me", timings=timings,  # type: ignore[arg-type]
+                            clock=lambda: now[0])
+    assert not await elector._try_acquire_or_renew()  # first seen now, held by other
+    now[0] = 14.0
+    assert not await elector._try_acquire_or_renew()  # unchanged, but not yet for 15 s
+    now[0] = 20.0
+    leases.failing = 1
+    assert not await elector._try_acquire_or_renew()  # expired: the takeover's PUT fails
+    assert leases.lease["spec"]["holderIdentity"] == "other"
+    assert await elector._try_acquire_or_renew()  # read again, unchanged: taken at once
+    assert leases.lease["spec"]["holderIdentity"] == "me"

@@ -20,7 +20,8 @@ from typing import Any
 from jobset_infra.api.controller_config import ControllerConfig, PlacementMode
 from jobset_infra.api.models import JobSet
 from jobset_infra.controller.core.child_tally import ChildTally, tally_basis
-from jobset_infra.controller.core.types import Manifest, Observed
+from jobset_infra.controller.core.status_pacing import paced
+from jobset_infra.controller.core.types import Manifest, Observed, Plan
 from jobset_infra.controller.runtime.cache_health import CacheState, readiness
 from jobset_infra.controller.runtime.caches import (
     NAMESPACE_INDEX,
@@ -100,6 +101,7 @@ class JobSetController:
         self._core = core_config(config)
         self.specs = SpecCache(self._core)
         self._tallies: dict[str, ChildTally] = {}  # JobSet uid -> its children, kept per event
+        self._status_written: dict[Hashable, float] = {}  # key -> our last status write (clock)
         self.decide = decide or core_decider(self._core, self.specs, self._tally_for)
         self._clock = clock
         self._wall = wall
@@ -364,6 +366,7 @@ class JobSetController:
             self.expectations.forget(key)
             self.executor.forget(key)
             self.recovery.forget(key)
+            self._status_written.pop(key, None)
             self.queue.discard(key)
             return Outcome()
         # The spec check's machinery, loaded off the loop once: the first pass needs it (its full
@@ -386,7 +389,18 @@ class JobSetController:
         wall = self._wall()
         plan = self.decide(observed, wall)
         self.recovery.observe(key, observed.jobset, observed.jobs, plan, wall)
-        return await self.executor.execute(key, observed.jobset, plan)
+        plan = self._paced(key, observed, plan)
+        outcome = await self.executor.execute(key, observed.jobset, plan)
+        if outcome.status_written:
+            self._status_written[key] = self._clock()
+        return outcome
+
+    def _paced(self, key: Hashable, observed: Observed[Manifest], plan: Plan) -> Plan:
+        """`plan`, a large JobSet's count-only status write held back (core/status_pacing)."""
+        written = self._status_written.get(key)
+        since = None if written is None else self._clock() - written
+        status = observed.jobset.get("status") or {}
+        return paced(plan, status, len(observed.jobs), since)
 
     def _snapshot(
         self, jobset: dict[str, Any], placement: PlacementInputs | None = None

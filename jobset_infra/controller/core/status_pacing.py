@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from jobset_infra.api.status import JobSetStatus
+from jobset_infra.api.status import JobSetStatus, ReplicatedJobStatus
 from jobset_infra.controller.core.types import Plan, RequeueAfter, UpdateStatus
 
 __all__ = ["MAX_INTERVAL", "PACED_CHILDREN", "SECONDS_PER_CHILD", "counts_only", "interval",
@@ -34,7 +34,11 @@ JobSets then writes its counts at most every 5 s, about 130 times while its Pods
 11 minutes, where upstream wrote 112; the last count lags the last Pod by at most 5 s (upstream's
 lagged by 20 s in that run)."""
 
-_COUNTS: Final = JobSetStatus.model_fields["replicated_jobs_status"].alias
+_COUNTS: Final[str] = JobSetStatus.model_fields["replicated_jobs_status"].alias or ""
+_COUNT_FIELDS: Final = frozenset(
+    ReplicatedJobStatus.model_fields[name].alias or name
+    for name in ("ready", "succeeded", "failed", "active", "suspended"))
+_EMPTY: Final[tuple[object, ...]] = (None, 0, "", [], {})
 
 
 def interval(children: int) -> float:
@@ -45,14 +49,21 @@ def interval(children: int) -> float:
 
 
 def counts_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """Whether `after` differs from the status `before` in the replicated jobs' counts alone
-    (a field absent on one side and empty or zero on the other is no difference: the core
-    writes `conditions: []` and `restarts: 0` that a stored status may lack)."""
+    """Whether `after` differs from the status `before` in the replicated jobs' five counts
+    (ready, succeeded, failed, active, suspended) alone: not in their names or their per-Job
+    restarts (RestartJob's state), nor anywhere else. A field absent on one side and empty or
+    zero on the other is no difference (the core writes `conditions: []` and `restarts: 0`,
+    which a stored status may lack)."""
     return _besides_counts(before) == _besides_counts(after)
 
 
 def _besides_counts(status: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in status.items() if k != _COUNTS and v not in (None, 0, "", [], {})}
+    rest = {k: v for k, v in status.items() if k != _COUNTS and v not in _EMPTY}
+    entries = [e for e in status.get(_COUNTS) or () if isinstance(e, Mapping)]
+    rest[_COUNTS] = sorted(
+        ({k: v for k, v in e.items() if k not in _COUNT_FIELDS and v not in _EMPTY}
+         for e in entries), key=lambda e: str(e.get("name")))
+    return rest
 
 
 def paced(plan: Plan, status: Mapping[str, Any], children: int,

@@ -34,6 +34,11 @@ def _status(ready: int, **other: Any) -> dict[str, Any]:
     return {"restarts": 0, "replicatedJobsStatus": [counts], **other}
 
 
+def _with_job_restarts(status: dict[str, Any]) -> dict[str, Any]:
+    [entry] = status["replicatedJobsStatus"]
+    return {**status, "replicatedJobsStatus": [{**entry, "jobRestarts": [0, 1]}]}
+
+
 def _write(status: dict[str, Any]) -> UpdateStatus:
     return UpdateStatus("ns", "js", "7", status)
 
@@ -46,8 +51,15 @@ def _event() -> EmitEvent:
 @pytest.mark.parametrize(("stored", "actions", "children", "since", "held"), [
     pytest.param(_status(10), (_write(_status(11)),), LARGE, 1.0, True,
                  id="one more Job ready in a large JobSet, 1 s after the last write: held"),
-    pytest.param({"replicatedJobsStatus": []}, (_write(_status(11, conditions=[])),), LARGE,
-                 1.0, True, id="empty conditions and zero restarts are no change beside counts"),
+    pytest.param({"replicatedJobsStatus": _status(10)["replicatedJobsStatus"]},
+                 (_write(_status(11, conditions=[])),), LARGE, 1.0, True,
+                 id="empty conditions and zero restarts are no change beside counts"),
+    pytest.param(_status(10), (_write(_status(11, restarts=0)),), LARGE, 1.0, True,
+                 id="restarts written as before"),
+    pytest.param(_status(10), (_write(_with_job_restarts(_status(11))),), LARGE, 1.0, False,
+                 id="a Job's restart count (RestartJob's state) is written at once"),
+    pytest.param(_status(10), (_write({**_status(11), "replicatedJobsStatus": []}),), LARGE,
+                 1.0, False, id="a replicated job's entry gone is written at once"),
     pytest.param(_status(10), (_write(_status(11)),), LARGE, MAX_INTERVAL, False,
                  id="the interval is over: written"),
     pytest.param(_status(10), (_write(_status(11)),), LARGE, None, False,
@@ -91,7 +103,8 @@ def test_the_interval_grows_with_the_children_up_to_five_seconds() -> None:
 
 
 counts = st.fixed_dictionaries({"name": st.just("w"), "ready": st.integers(0, 5),
-                                "active": st.integers(0, 5)})
+                                "active": st.integers(0, 5)},
+                               optional={"jobRestarts": st.lists(st.integers(0, 2), max_size=2)})
 statuses = st.fixed_dictionaries({
     "replicatedJobsStatus": st.lists(counts, max_size=2),
     "restarts": st.integers(0, 2),

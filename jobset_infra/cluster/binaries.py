@@ -13,7 +13,6 @@ Nothing is ever downloaded here; a missing binary is an error that names the com
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -114,9 +113,3 @@ def _version(path: Path) -> str:
         return f"unknown ({err})"
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) \
         else "unknown"
-
-
-def which(name: str) -> Path | None:
-    """A binary on PATH only (kubectl, openssl): None when absent."""
-    path = shutil.which(name)
-    return Path(path) if path else None

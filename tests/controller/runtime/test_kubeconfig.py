@@ -98,3 +98,42 @@ async def test_a_missing_ca_file_names_the_kubeconfig(tmp_path: Path) -> None:
                       {"token": "t"})
     with pytest.raises(auth.AuthError, match=f"cannot load kubeconfig {path}"):
         await auth.from_kubeconfig(str(path))
+
+
+_EXEC_TOKEN = ("import json; print(json.dumps({'apiVersion': "
+               "'client.authentication.k8s.io/v1beta1', 'kind': 'ExecCredential', "
+               "'status': {'token': 'from-exec'}}))")
+
+
+@pytest.mark.parametrize("insecure", [pytest.param(False, id="its CA verified"),
+                                      pytest.param(True, id="TLS unverified when it says so")])
+async def test_an_exec_plugin_kubeconfig_over_https_carries_its_ca_and_client_pair(
+        tmp_path: Path, insecure: bool) -> None:
+    import datetime
+    import ssl
+    import sys
+
+    from jobset_infra.cluster.pki import CLIENTS, write_pki
+
+    pki = write_pki(tmp_path / "pki", datetime.datetime.now(datetime.UTC))
+    cluster: dict[str, Any] = {"server": "https://127.0.0.1:6443",
+                               "certificate-authority": str(pki.ca_cert)}
+    if insecure:
+        cluster = {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}
+    user = {"client-certificate": str(pki.client_cert(CLIENTS[0])),
+            "client-key": str(pki.client_key(CLIENTS[0])),
+            "exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                     "command": sys.executable, "args": ["-c", _EXEC_TOKEN]}}
+    path = kubeconfig(tmp_path, cluster, user)
+    assert read_static(str(path), None) is None  # an exec plugin: the library resolves it
+    access = await auth.from_kubeconfig(str(path))
+    assert access.host == "https://127.0.0.1:6443"
+    assert access.ssl_context is not None
+    assert await access.authorization() == "Bearer from-exec"
+    if insecure:
+        assert access.ssl_context.verify_mode == ssl.CERT_NONE
+    else:
+        assert access.ssl_context.verify_mode == ssl.CERT_REQUIRED
+        assert access.ssl_context.check_hostname
+        [ca] = access.ssl_context.get_ca_certs()
+        assert dict(x[0] for x in ca["subject"])["commonName"] == "jobset-infra-local-ca"

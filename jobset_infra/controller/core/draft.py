@@ -62,8 +62,21 @@ def normalized_status(js: JobSet) -> JobSetStatus:
     )
 
 
+_COUNTS = JobSetStatus.model_fields["replicated_jobs_status"].alias or "replicated_jobs_status"
+_COUNT_FIELDS = frozenset(
+    ReplicatedJobStatus.model_fields[name].alias or name
+    for name in ("ready", "succeeded", "failed", "active", "suspended"))
+
+
 def _semantic(status: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in status.items() if v != [] or k not in _LISTS}
+
+
+def _without_counts(status: dict[str, Any]) -> dict[str, Any]:
+    """The status but its replicated jobs' five counts (their names and per-Job restarts kept)."""
+    entries = [{k: v for k, v in entry.items() if k not in _COUNT_FIELDS}
+               for entry in status.get(_COUNTS) or ()]
+    return {**_semantic(status), _COUNTS: entries}
 
 
 @dataclass
@@ -219,9 +232,9 @@ class Draft:
         status = self.status.to_dict()
         if _semantic(status) != _semantic(self.original):
             meta = self.js.metadata
-            actions.append(
-                UpdateStatus(self.js.namespace, self.js.name, meta.resource_version or "", status)
-            )
+            counts_only = _without_counts(status) == _without_counts(self.original)
+            actions.append(UpdateStatus(self.js.namespace, self.js.name,
+                                        meta.resource_version or "", status, counts_only))
             actions.extend(self.events)
             actions.extend(self.metrics)
         actions.extend(self.last)

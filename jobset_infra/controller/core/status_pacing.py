@@ -16,14 +16,11 @@ waits: only the counts of a large JobSet lag its Jobs, by at most the interval.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
-from jobset_infra.api.status import JobSetStatus, ReplicatedJobStatus
 from jobset_infra.controller.core.types import Plan, RequeueAfter, UpdateStatus
 
-__all__ = ["MAX_INTERVAL", "PACED_CHILDREN", "SECONDS_PER_CHILD", "counts_only", "interval",
-           "paced"]
+__all__ = ["MAX_INTERVAL", "PACED_CHILDREN", "SECONDS_PER_CHILD", "interval", "paced"]
 
 PACED_CHILDREN: Final = 250
 """Children above which a count-only status write is paced."""
@@ -34,12 +31,6 @@ JobSets then writes its counts at most every 5 s, about 130 times while its Pods
 11 minutes, where upstream wrote 112; the last count lags the last Pod by at most 5 s (upstream's
 lagged by 20 s in that run)."""
 
-_COUNTS: Final[str] = JobSetStatus.model_fields["replicated_jobs_status"].alias or ""
-_COUNT_FIELDS: Final = frozenset(
-    ReplicatedJobStatus.model_fields[name].alias or name
-    for name in ("ready", "succeeded", "failed", "active", "suspended"))
-_EMPTY: Final[tuple[object, ...]] = (None, 0, "", [], {})
-
 
 def interval(children: int) -> float:
     """The least time between two status writes of ours whose second only moves counts."""
@@ -48,37 +39,16 @@ def interval(children: int) -> float:
     return min(children * SECONDS_PER_CHILD, MAX_INTERVAL)
 
 
-def counts_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """Whether `after` differs from the status `before` in the replicated jobs' five counts
-    (ready, succeeded, failed, active, suspended) alone: not in their names or their per-Job
-    restarts (RestartJob's state), nor anywhere else. A field absent on one side and empty or
-    zero on the other is no difference (the core writes `conditions: []` and `restarts: 0`,
-    which a stored status may lack)."""
-    return _besides_counts(before) == _besides_counts(after)
-
-
-def _besides_counts(status: Mapping[str, Any]) -> dict[str, Any]:
-    rest = {k: v for k, v in status.items() if k != _COUNTS and v not in _EMPTY}
-    entries = [e for e in status.get(_COUNTS) or () if isinstance(e, Mapping)]
-    rest[_COUNTS] = sorted(
-        ({k: v for k, v in e.items() if k not in _COUNT_FIELDS and v not in _EMPTY}
-         for e in entries), key=lambda e: str(e.get("name")))
-    return rest
-
-
-def paced(plan: Plan, status: Mapping[str, Any], children: int,
-          since_write: float | None) -> Plan:
-    """`plan`, unless its one action is a status write that only moves the counts of a JobSet
-    of `children` children whose last status write of ours was `since_write` seconds ago (None:
-    none yet) and less than `interval(children)`: then the plan that writes nothing and comes
-    back when the interval is over. `status` is the stored status the write would replace."""
+def paced(plan: Plan, children: int, since_write: float | None) -> Plan:
+    """`plan`, unless its one action is a count-only status write (`UpdateStatus.counts_only`,
+    which the pass's draft decides) of a JobSet of `children` children whose last status write
+    of ours was `since_write` seconds ago (None: none yet), less than `interval(children)`: then
+    the plan that writes nothing and comes back when the interval is over."""
     wait = interval(children)
     update = plan.status_update
-    if update is None or wait == 0.0 or since_write is None or since_write >= wait:
+    if update is None or not update.counts_only or since_write is None or since_write >= wait:
         return plan
     if any(not isinstance(a, UpdateStatus | RequeueAfter) for a in plan.actions):
         return plan  # the write goes with Job or Service writes, events or metrics: as decided
-    if not counts_only(status, update.status):
-        return plan
     rest = tuple(a for a in plan.actions if not isinstance(a, UpdateStatus))
     return Plan((*rest, RequeueAfter(wait - since_write)))

@@ -237,6 +237,9 @@ class UpdateStatus:
     name: str
     resource_version: str
     status: Manifest
+    counts_only: bool = False
+    """The write moves nothing but the replicated jobs' five counts (ready, succeeded, failed,
+    active, suspended): what a pass decided may wait (core/status_pacing)."""
 
 
 @dataclass(frozen=True, slots=True)

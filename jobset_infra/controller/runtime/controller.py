@@ -399,8 +399,7 @@ class JobSetController:
         """`plan`, a large JobSet's count-only status write held back (core/status_pacing)."""
         written = self._status_written.get(key)
         since = None if written is None else self._clock() - written
-        status = observed.jobset.get("status") or {}
-        return paced(plan, status, len(observed.jobs), since)
+        return paced(plan, len(observed.jobs), since)
 
     def _snapshot(
         self, jobset: dict[str, Any], placement: PlacementInputs | None = None

@@ -102,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
     """Check every document of every file; print problems; 0 when all are valid."""
     # Pydantic looks for plugins (observers of validation) in every installed distribution's
     # entry points when it builds the first model: 20-25 ms of this command's 0.5 s, for
-    # plugins a one-shot check has no use for. A user who sets the variable keeps their value.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # plugins a one-shot check has no use for. A user who sets the variable keeps their value,
+    # and a caller in the same process gets its environment back.
+    plugins_set = _PLUGINS in os.environ
+    os.environ.setdefault(_PLUGINS, "__all__")
     collecting = gc.isenabled()
     gc.disable()  # until the checking modules are loaded (`_settle_heap`)
     try:
@@ -113,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
             gc.enable()
         else:
             gc.disable()
+        if not plugins_set:
+            os.environ.pop(_PLUGINS, None)
+
+
+_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _run(args: argparse.Namespace) -> int:

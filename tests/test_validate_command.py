@@ -361,12 +361,14 @@ def test_only_the_commands_own_process_settles_its_heap(tmp_path: Path) -> None:
 
 
 _COUNT_METADATA_SCANS = """
-import importlib.metadata, sys
+import importlib.metadata, os, sys
 scans = []
 real = importlib.metadata.distributions
 importlib.metadata.distributions = lambda *a, **k: scans.append(1) or real(*a, **k)
 from jobset_infra.cli import main
+before = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
 code = main(["validate", sys.argv[1]])
+assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == before, "the caller's environment changed"
 print(len(scans), code)
 """
 

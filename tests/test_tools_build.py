@@ -6,10 +6,8 @@ import importlib.util
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -100,55 +98,6 @@ def test_the_node_group_keeps_the_control_planes_module_graph() -> None:
         return sorted(line.strip() for line in text.splitlines() if "=>" in line)
 
     assert replaces("node") == replaces("kube")
-
-
-def test_every_group_has_a_place_in_the_cold_build_order() -> None:
-    build = _build()
-    names = [g.name for g in build.GROUPS]
-    assert sorted(build._COLD_ORDER) == sorted(names)
-    assert set(build._AFTER) | set(build._AFTER.values()) <= set(names)
-
-
-def _recording_builds(build: ModuleType, fail: str = "") -> list[tuple[str, str]]:
-    """Replace build_group with one that records when each group starts and ends."""
-    events: list[tuple[str, str]] = []
-    lock = threading.Lock()
-    gate = threading.Barrier(2, timeout=10)
-
-    def fake(group: Any, root: Path, go: str) -> Path:
-        with lock:
-            events.append(("start", group.name))
-        if group.name in ("kube", "pulumi-kubernetes"):
-            gate.wait()  # both first groups run at once, or this times out
-        if group.name == fail:
-            raise SystemExit(f"{fail} failed")
-        with lock:
-            events.append(("end", group.name))
-        return root / group.name
-
-    build.build_group = fake
-    return events
-
-
-def test_two_groups_build_at_once_and_node_waits_for_the_control_planes_packages(
-        tmp_path: Path) -> None:
-    build = _build()
-    events = _recording_builds(build)
-    bins = build.build_groups(build.GROUPS, tmp_path, "go1.26", 2)
-    assert bins == [tmp_path / g.name for g in build.GROUPS]  # in the order given
-    assert events[:2] == [("start", "kube"), ("start", "pulumi-kubernetes")]
-    assert events.index(("end", "kube")) < events.index(("start", "node"))
-    running = 0
-    for kind, _ in events:
-        running += 1 if kind == "start" else -1
-        assert running <= 2
-
-
-def test_a_failed_group_fails_the_build(tmp_path: Path) -> None:
-    build = _build()
-    _recording_builds(build, fail="pulumi-kubernetes")
-    with pytest.raises(SystemExit, match="pulumi-kubernetes failed"):
-        build.build_groups(build.GROUPS, tmp_path, "go1.26", 2)
 
 
 def test_a_go_commands_output_goes_to_its_log_with_its_status_and_cpu(tmp_path: Path) -> None:

@@ -95,8 +95,10 @@ WORKLOAD_RULES: tuple[PolicyRule, ...] = (
     # Child Jobs carry an ownerReference to their JobSet with blockOwnerDeletion=true; clusters
     # running the OwnerReferencesPermissionEnforcement admission plugin require this verb for it.
     PolicyRule((_JOBSET_GROUP,), ("jobsets/finalizers",), ("update",), called=False),
-    # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart.
-    PolicyRule((_BATCH_GROUP,), ("jobs",), ("list", "watch", "create", "patch", "delete")),
+    # Child Jobs: created, suspended/resumed and edited by merge PATCH, deleted on restart (a
+    # large JobSet's previous attempt in one deletecollection: core/previous_attempts.py).
+    PolicyRule((_BATCH_GROUP,), ("jobs",),
+               ("list", "watch", "create", "patch", "delete", "deletecollection")),
     # On resume the controller clears a child Job's status.startTime, as upstream does.
     PolicyRule((_BATCH_GROUP,), ("jobs/status",), ("patch",)),
     # The headless Service for pod DNS; removed by garbage collection through its ownerReference.

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from jobset_infra.api import constants as c
+from jobset_infra.controller.core.previous_attempts import COLLECTION_MIN_JOBS
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, ApiError
 from jobset_infra.controller.runtime.manager import RunningController
 from jobset_infra.controller.runtime.resources import JOBS, JOBSETS, PVCS, SERVICES
@@ -176,6 +177,31 @@ async def test_failure_policy_actions(
     js = await cluster.jobset("js") or {}
     assert js["status"]["restarts"] == 1
     assert jobs
+
+
+def requests_sent(ctl: RunningController, method: str) -> float:
+    """The controller's requests of `method` so far (rest_client_requests_total, every code)."""
+    return sum(sample.value for metric in ctl.metrics.registry.collect()
+               for sample in metric.samples
+               if sample.name == c.METRIC_REST_REQUESTS_TOTAL
+               and sample.labels.get("method") == method)
+
+
+async def test_a_large_jobsets_restart_deletes_its_previous_attempt_in_one_request(
+    cluster: Cluster, controller: RunningController
+) -> None:
+    n = COLLECTION_MIN_JOBS
+    await cluster.create_jobset(
+        make_jobset("js").replicated_job("a", replicas=n).failure_policy(max_restarts=1))
+    await wait_jobs(cluster, [f"js-a-{i}" for i in range(n)], timeout=30)
+    await cluster.set_job_status("js-a-5", "failed")
+
+    async def restarted() -> bool:
+        jobs = await cluster.jobs()  # envtest: the test finishes the foreground deletions
+        return len(jobs) == n and all(labels(j)[c.RESTARTS_KEY] == "1" for j in jobs)
+
+    await until(restarted, "every Job created again in attempt 1", timeout=30)
+    assert requests_sent(controller, "DELETE") == 1
 
 
 async def test_a_failed_job_is_acted_on_without_waiting_for_the_batch_period(

@@ -3,11 +3,11 @@
 The rules are declared once (`jobset_infra.api.rbac`); the Role is rendered from them and the
 client refuses any call they do not grant. What is left to show is the other direction: that the
 controller uses every grant. So the controller is driven through every behaviour that needs one
-(leader election, child Jobs and their restart, suspend and resume, the headless Service, PVCs,
-exclusive placement's Node informer, in-place restart's Pod informer (its gate on), repeated
-events in both Event APIs, TTL after finished, a scrape of the secure /metrics by a bound
-ServiceAccount),
-and the calls its client made (`KubeClient.used`) are compared with the rules.
+(leader election, child Jobs and their restart, a large JobSet's restart in one
+deletecollection, suspend and resume, the headless Service, PVCs, exclusive placement's Node
+informer, in-place restart's Pod informer (its gate on), repeated events in both Event APIs, TTL
+after finished, a scrape of the secure /metrics by a bound ServiceAccount), and the calls its
+client made (`KubeClient.used`) are compared with the rules.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 import aiohttp
 import pytest
 
+from jobset_infra.api import constants as c
 from jobset_infra.api.features import Feature
 from jobset_infra.api.rbac import ALL_RULES, NAMESPACE_RULES, called_permissions
 from jobset_infra.api.resilience import Cause
+from jobset_infra.controller.core.previous_attempts import COLLECTION_MIN_JOBS
 from jobset_infra.controller.runtime.auth import for_url
 from jobset_infra.controller.runtime.kube import MERGE_PATCH, KubeClient
 from jobset_infra.controller.runtime.manager import RunningController
@@ -94,6 +96,7 @@ async def jobs_suspended(cluster: Cluster, suspended: bool) -> bool:
     return bool(jobs) and all(bool(j["spec"].get("suspend")) is suspended for j in jobs)
 
 
+@pytest.mark.timeout(120)
 async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) -> None:
     ctl = await start(cluster)
     assert ctl.elector is not None
@@ -137,6 +140,8 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
 
     await until(deleted_by_ttl, "ttlSecondsAfterFinished deleted the JobSet")
     await ctl.recorder.flush()
+    # A large JobSet's restart deletes its previous attempt with one deletecollection.
+    await restart_a_large_jobset(cluster)
     # The slice-health ledger: a first failure creates its ConfigMap, a second updates it.
     for uid in ("u1", "u2"):
         await ctl.controller.health.record([DomainFailure(
@@ -158,6 +163,21 @@ async def test_the_runtime_calls_exactly_what_the_rbac_grants(cluster: Cluster) 
         f"granted but not called: {sorted(want - used)}; "
         f"called but not granted: {sorted(used - want)}"
     )
+
+
+async def restart_a_large_jobset(cluster: Cluster) -> None:
+    n = COLLECTION_MIN_JOBS
+    await cluster.create_jobset(
+        make_jobset("big").replicated_job("w", replicas=n).failure_policy(max_restarts=1))
+
+    async def attempt(number: str) -> bool:
+        jobs = await cluster.jobs()
+        return len(jobs) == n and all(j["metadata"]["labels"][c.RESTARTS_KEY] == number
+                                      for j in jobs)
+
+    await until(lambda: attempt("0"), "the large JobSet's Jobs", timeout=30)
+    await cluster.set_job_status("big-w-0", "failed")
+    await until(lambda: attempt("1"), "the large JobSet's Jobs of its next attempt", timeout=30)
 
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")

@@ -24,6 +24,7 @@ from jobset_infra.controller.core.execution_attempts import after_restart, execu
 from jobset_infra.controller.core.failure_policy import execute_failure_policy
 from jobset_infra.controller.core.headless_service import service_to_create
 from jobset_infra.controller.core.in_place_restart import in_place_restart, uses_in_place_restart
+from jobset_infra.controller.core.previous_attempts import previous_attempt_deletes
 from jobset_infra.controller.core.replicated_jobs import create_jobs, resume_jobs, select_resumes
 from jobset_infra.controller.core.replicated_jobs_status import (
     RJobCounts,
@@ -56,6 +57,7 @@ __all__ = [
     "create_headless_service",
     "create_volume_claims",
     "delete_jobs",
+    "delete_previous_attempts",
     "is_managed_here",
     "kept_tally",
     "mark_jobs_ready",
@@ -88,8 +90,8 @@ def reconcile(observed: Observed[JobSet], now: datetime, config: CoreConfig | No
         delete_jobs(draft, jobs.active, why="jobset finished")
         apply_ttl_after_finished(draft)
         return draft.plan()
-    # 8. foreground-delete Jobs of previous attempts
-    delete_jobs(draft, jobs.previous, why="previous restart attempt")
+    # 8. foreground-delete Jobs of previous attempts (a large JobSet's in one request)
+    delete_previous_attempts(draft, jobs)
     # 9. RestartingJobSet=False once every Job is ready again
     mark_jobs_ready(draft, counts)
     # 10. failed Jobs: each is recorded against the pool it held (slice health), the failure
@@ -164,10 +166,16 @@ def update_replicated_jobs_status(draft: Draft, jobs: ChildJobs) -> dict[str, RJ
 
 
 def delete_jobs(draft: Draft, jobs: Sequence[ChildJob], why: str) -> None:
-    """Steps 7 and 8: foreground-delete Jobs not already being deleted."""
+    """Step 7: foreground-delete the Jobs of a finished JobSet not already being deleted."""
     for job in jobs:
         if job.deletion_timestamp is None:
             draft.add(DeleteJob(job.namespace, job.name, job.uid, why=why))
+
+
+def delete_previous_attempts(draft: Draft, jobs: ChildJobs) -> None:
+    """Step 8: foreground-delete the Jobs of previous attempts (`previous_attempts.py`)."""
+    uid = draft.js.metadata.uid or ""
+    draft.add(*previous_attempt_deletes(jobs.previous, uid, draft.counters.restarts))
 
 
 def apply_ttl_after_finished(draft: Draft) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "CreateService",
     "DeleteJob",
     "DeleteJobSet",
+    "DeleteJobs",
     "EmitEvent",
     "IncrementMetric",
     "JobCondition",
@@ -190,6 +191,19 @@ class DeleteJob:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteJobs:
+    """Delete, in one deletecollection request, the Jobs of `namespace` that `label_selector`
+    picks (`previous_attempts.py` decides when). `uids` are the Jobs the plan means to delete:
+    the runtime waits to see each deleted, as it does for a DeleteJob's."""
+
+    namespace: str
+    label_selector: str
+    uids: tuple[str, ...]
+    propagation: Literal["Foreground", "Background"] = "Foreground"
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateJob:
     """Change a Job: first (optionally) clear status.startTime, then apply a JSON merge patch.
 
@@ -289,6 +303,7 @@ class RequeueAfter:
 Action: TypeAlias = (
     CreateJob
     | DeleteJob
+    | DeleteJobs
     | UpdateJob
     | CreateService
     | CreatePVC

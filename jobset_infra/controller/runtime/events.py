@@ -195,3 +195,41 @@ def _ref(ref: ObjectRef) -> dict[str, str]:
     if ref.uid:
         body["uid"] = ref.uid
     return body
+
+
+def creation_failed_event(manifest: dict[str, Any], reason: str, error: str) -> Event | None:
+    """The Warning on the JobSet whose child (Job, headless Service, PVC) `manifest` the API
+    server refused with `error`, as upstream words it (None: no JobSet is named)."""
+    ref = owner_ref(manifest) or _labelled_jobset(manifest)
+    if ref is None:
+        return None
+    name = (manifest.get("metadata") or {}).get("name", "")
+    what = {c.JOB_CREATION_FAILED_EVENT: "job", c.PVC_CREATION_FAILED_EVENT: "pvc"}.get(
+        reason, "service"
+    )
+    return Event(ref, "Warning", reason, f'{what} "{name}" creation failed with error: {error}')
+
+
+def owner_ref(manifest: dict[str, Any]) -> ObjectRef | None:
+    """The JobSet a child manifest belongs to (its controller ownerReference)."""
+    meta = manifest.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == c.KIND:
+            return ObjectRef(
+                kind=c.KIND,
+                api_version=str(ref.get("apiVersion", c.API_VERSION)),
+                namespace=str(meta.get("namespace", "")),
+                name=str(ref.get("name", "")),
+                uid=str(ref.get("uid", "")),
+            )
+    return None
+
+
+def _labelled_jobset(manifest: dict[str, Any]) -> ObjectRef | None:
+    """The JobSet named by the jobset-name label (a retained PVC has no ownerReference)."""
+    meta = manifest.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
+    if not name:
+        return None
+    namespace = str(meta.get("namespace", ""))
+    return ObjectRef(kind=c.KIND, api_version=c.API_VERSION, namespace=namespace, name=name, uid="")

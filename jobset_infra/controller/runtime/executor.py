@@ -36,10 +36,10 @@ from jobset_infra.controller.core.types import (
     CreatePVC,
     CreateService,
     DeleteJob,
+    DeleteJobs,
     DeleteJobSet,
     EmitEvent,
     IncrementMetric,
-    ObjectRef,
     Plan,
     RecordDomainFailure,
     RequeueAfter,
@@ -47,7 +47,7 @@ from jobset_infra.controller.core.types import (
     UpdateStatus,
 )
 from jobset_infra.controller.runtime.congestion import Answer, CongestionWindow
-from jobset_infra.controller.runtime.events import Event, EventRecorder
+from jobset_infra.controller.runtime.events import Event, EventRecorder, creation_failed_event
 from jobset_infra.controller.runtime.expectations import Expectations
 from jobset_infra.controller.runtime.kube import (
     MERGE_PATCH,
@@ -154,6 +154,9 @@ class PlanExecutor:
                 deletes, lambda a, hook: self._delete_job(key, a, outcome, hook), stop=False)
             if errors:
                 raise errors[0]
+        elif kind is DeleteJobs:
+            for collection in (a for a in actions if isinstance(a, DeleteJobs)):
+                await self._delete_jobs(key, collection, outcome)
         elif kind is UpdateJob:
             updates = [a for a in actions if isinstance(a, UpdateJob)]
             await self._parallel(updates, lambda a: self._update_job(a, outcome))
@@ -306,6 +309,21 @@ class PlanExecutor:
             raise
         outcome.writes += 1
 
+    async def _delete_jobs(self, key: Hashable, action: DeleteJobs, outcome: Outcome) -> None:
+        """One deletecollection request; the server deletes each Job the selector picks."""
+        self.expectations.expect(key, self._clock(), deletes=set(action.uids))
+        try:
+            await self.client.delete_collection(
+                JOBS, action.namespace, action.label_selector, propagation=action.propagation,
+                decode=False,  # the list of the Jobs deleted is not used
+            )
+        except ApiError:
+            # none of it may have happened: the next pass sees which Jobs are left
+            for uid in action.uids:
+                self.expectations.observe_delete(key, uid)
+            raise
+        outcome.writes += 1
+
     async def _update_job(self, action: UpdateJob, outcome: Outcome) -> None:
         if action.clear_start_time:
             await self.client.patch(
@@ -399,37 +417,6 @@ class PlanExecutor:
                 counter.labels(**dict(action.labels)).inc()
 
     def _creation_failed(self, manifest: dict[str, Any], reason: str, err: ApiError) -> None:
-        ref = owner_ref(manifest) or _labelled_jobset(manifest)
-        if ref is None:
-            return
-        name = (manifest.get("metadata") or {}).get("name", "")
-        what = {c.JOB_CREATION_FAILED_EVENT: "job", c.PVC_CREATION_FAILED_EVENT: "pvc"}.get(
-            reason, "service"
-        )
-        note = f'{what} "{name}" creation failed with error: {err.message or err}'
-        self.recorder.emit(Event(ref, "Warning", reason, note))
-
-
-def owner_ref(manifest: dict[str, Any]) -> ObjectRef | None:
-    """The JobSet a child manifest belongs to (its controller ownerReference)."""
-    meta = manifest.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("kind") == c.KIND:
-            return ObjectRef(
-                kind=c.KIND,
-                api_version=str(ref.get("apiVersion", c.API_VERSION)),
-                namespace=str(meta.get("namespace", "")),
-                name=str(ref.get("name", "")),
-                uid=str(ref.get("uid", "")),
-            )
-    return None
-
-
-def _labelled_jobset(manifest: dict[str, Any]) -> ObjectRef | None:
-    """The JobSet named by the jobset-name label (a retained PVC has no ownerReference)."""
-    meta = manifest.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(c.JOBSET_NAME_KEY)
-    if not name:
-        return None
-    namespace = str(meta.get("namespace", ""))
-    return ObjectRef(kind=c.KIND, api_version=c.API_VERSION, namespace=namespace, name=name, uid="")
+        event = creation_failed_event(manifest, reason, err.message or str(err))
+        if event is not None:
+            self.recorder.emit(event)

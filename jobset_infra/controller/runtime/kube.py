@@ -18,8 +18,13 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from jobset_infra.api.input_limits import CONTROLLER_LIMITS, LimitError, loads_json
 from jobset_infra.controller.runtime.auth import ClusterAccess
+from jobset_infra.controller.runtime.kube_bodies import (
+    ResponseTooLargeError,
+    delete_options,
+    json_lines,
+    json_or_empty,
+)
 from jobset_infra.controller.runtime.kube_errors import (
     AlreadyExistsError,
     ApiError,
@@ -66,6 +71,10 @@ JSON_PATCH = "application/json-patch+json"
 # spell opened (and TLS-handshook) one connection per parallel lane again: 0.1-0.25 s for 16-50
 # lanes on the benchmark machine, where client-go multiplexes one HTTP/2 connection.
 KEEPALIVE_SECONDS = 60.0
+COLLECTION_TIMEOUT = 65.0
+"""Seconds a deletecollection may take: the API server deletes each object in turn (thousands
+of Jobs take seconds), within its own limit for a request (kube-apiserver's --request-timeout,
+60 s by default)."""
 AnswerHook = Callable[[int, float], None]
 """Told of each attempt's answer: its HTTP status (0: none came) and the seconds it took from
 sending, the client-side rate limiter's wait excluded (what `congestion` judges)."""
@@ -204,15 +213,29 @@ class KubeClient:
     ) -> dict[str, Any]:
         """DELETE; returns the server's answer (`decode` False: {}, see `request`)."""
         self._declare(res, "delete")
-        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if propagation:
-            options["propagationPolicy"] = propagation
         pairs = (("uid", uid), ("resourceVersion", resource_version))
-        preconditions = {k: v for k, v in pairs if v}
-        if preconditions:
-            options["preconditions"] = preconditions
+        options = delete_options(propagation, {k: v for k, v in pairs if v})
         return await self.request("DELETE", res.path(namespace, name), body=options,
                                   on_answer=on_answer, decode=decode)
+
+    async def delete_collection(
+        self,
+        res: Resource,
+        namespace: str,
+        label_selector: str,
+        *,
+        propagation: str | None = "Foreground",
+        decode: bool = True,
+    ) -> dict[str, Any]:
+        """DELETE on the collection (deletecollection): the server deletes every object of
+        `namespace` that `label_selector` picks and answers with them (`decode` False: {})."""
+        if not label_selector:  # an empty selector picks every object of the namespace
+            raise ValueError("delete_collection needs a label selector")
+        self._declare(res, "deletecollection")
+        return await self.request("DELETE", res.path(namespace),
+                                  params={"labelSelector": label_selector},
+                                  body=delete_options(propagation, {}), decode=decode,
+                                  timeout=max(self.request_timeout, COLLECTION_TIMEOUT))
 
     async def watch(
         self,
@@ -252,10 +275,10 @@ class KubeClient:
             ) as resp:
                 self._count(resp.status, "GET")
                 if resp.status >= 400:
-                    raise error_from_status(resp.status, await _json_or_empty(resp), resp.headers)
+                    raise error_from_status(resp.status, await json_or_empty(resp), resp.headers)
                 if on_open is not None:
                     on_open()
-                async for event in _json_lines(resp.content):
+                async for event in json_lines(resp.content):
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise error_from_status(int(status.get("code") or 500), status, {})
@@ -277,11 +300,13 @@ class KubeClient:
         manager: bool = False,
         on_answer: AnswerHook | None = None,
         decode: bool = True,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """One API call with rate limiting, retries and accounting; returns the decoded body.
         `on_answer` hears every attempt's answer (retries included). `decode` False: a
         successful answer's body is read but not decoded and {} returned (an error's still is):
-        a Job's JSON costs about as much CPU to decode as the rest of its write."""
+        a Job's JSON costs about as much CPU to decode as the rest of its write. `timeout`:
+        seconds for each attempt (default `request_timeout`)."""
         query = dict(params or {})
         if manager:
             query["fieldManager"] = FIELD_MANAGER
@@ -292,7 +317,7 @@ class KubeClient:
             try:
                 return await self._once(
                     method, path, query, data=data, content_type=content_type, refresh=refreshed,
-                    on_answer=on_answer, decode=decode,
+                    on_answer=on_answer, decode=decode, timeout=timeout or self.request_timeout,
                 )
             except ForbiddenError as err:
                 if err.code != 401 or refreshed:
@@ -320,6 +345,7 @@ class KubeClient:
         data: bytes | None,
         content_type: str,
         refresh: bool,
+        timeout: float,
         on_answer: AnswerHook | None = None,
         decode: bool = True,
     ) -> dict[str, Any]:
@@ -336,11 +362,11 @@ class KubeClient:
                 params=query,
                 data=data,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.request_timeout),
+                timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 status = resp.status
                 self._count(resp.status, method)
-                payload = await _json_or_empty(resp, decode or resp.status >= 400)
+                payload = await json_or_empty(resp, decode or resp.status >= 400)
                 if resp.status >= 400:
                     raise error_from_status(resp.status, payload, resp.headers)
                 return payload
@@ -380,55 +406,3 @@ class KubeClient:
 
 class _TransportError(ApiError):
     """A connection error or timeout (retried like a 5xx)."""
-
-
-class ResponseTooLargeError(ApiError):
-    """A response or watch event over `input_limits.CONTROLLER_LIMITS` (never read whole)."""
-
-
-def _decoded(data: bytes) -> Any:
-    """JSON within CONTROLLER_LIMITS (size, and depth before the recursive decoder)."""
-    try:
-        return loads_json(data, CONTROLLER_LIMITS)
-    except LimitError as err:
-        raise ResponseTooLargeError(0, "ResponseTooLarge", str(err)) from None
-
-
-async def _json_lines(stream: aiohttp.StreamReader) -> AsyncIterator[dict[str, Any]]:
-    """Newline-delimited JSON objects of up to 64 MiB each (aiohttp's readline caps a line at
-    128 KiB, and a JobSet with large templates and status can be bigger)."""
-    buffer = b""
-    async for chunk in stream.iter_any():
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield _decoded(line)
-        if len(buffer) > CONTROLLER_LIMITS.max_bytes:
-            raise ResponseTooLargeError(
-                0, "ResponseTooLarge", f"a watch event over {CONTROLLER_LIMITS.max_bytes} bytes"
-            )
-    if buffer.strip():
-        yield _decoded(buffer)
-
-
-async def _json_or_empty(resp: aiohttp.ClientResponse, decode: bool = True) -> dict[str, Any]:
-    """The body as a dict ({} when empty, or when not to `decode`: read all the same, so the
-    connection can be reused)."""
-    limit = CONTROLLER_LIMITS.max_bytes
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            raise ResponseTooLargeError(0, "ResponseTooLarge",
-                                        f"a response over {limit} bytes; lower the page size")
-        chunks.append(chunk)
-    data = b"".join(chunks)
-    if not data or not decode:
-        return {}
-    try:
-        value = _decoded(data)
-    except ValueError:
-        return {"message": data[:500].decode("utf-8", "replace")}
-    return value if isinstance(value, dict) else {"value": value}

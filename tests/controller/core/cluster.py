@@ -21,6 +21,7 @@ from jobset_infra.controller.core.types import (
     CreatePVC,
     CreateService,
     DeleteJob,
+    DeleteJobs,
     DeleteJobSet,
     EmitEvent,
     IncrementMetric,
@@ -32,6 +33,7 @@ from jobset_infra.controller.core.types import (
     child_job_from_manifest,
     format_time,
 )
+from jobset_infra.sim.apiserver.selectors import parse_label_selector
 from jobset_infra.testing.jobs import JobBuilder, job_from
 
 T0 = datetime(2026, 5, 1, 8, 0, 0, tzinfo=UTC)
@@ -187,6 +189,16 @@ def _delete_job(state: State, action: DeleteJob, now: datetime) -> State:
     return replace(state, jobs={**state.jobs, action.name: job})
 
 
+def _delete_jobs(state: State, action: DeleteJobs, now: datetime) -> State:
+    """deletecollection: each Job the selector picks, as a DeleteJob of its own."""
+    picks = parse_label_selector(action.label_selector)
+    for name, job in sorted(state.jobs.items()):
+        if picks is None or picks(job):
+            uid = job["metadata"]["uid"]
+            state = _delete_job(state, DeleteJob(action.namespace, name, uid), now)
+    return state
+
+
 def _update_job(state: State, action: UpdateJob) -> State:
     job = state.jobs.get(action.name)
     if job is None:
@@ -219,6 +231,8 @@ def apply_plan(state: State, plan: Plan, now: datetime = T0) -> State:
             state = _create_job(state, action, now)
         elif isinstance(action, DeleteJob):
             state = _delete_job(state, action, now)
+        elif isinstance(action, DeleteJobs):
+            state = _delete_jobs(state, action, now)
         elif isinstance(action, UpdateJob):
             state = _update_job(state, action)
         elif isinstance(action, CreateService):

@@ -14,11 +14,13 @@ import pytest
 from jobset_infra.api import constants as c
 from jobset_infra.api.features import Feature, FeatureGates
 from jobset_infra.controller.core import reconcile
+from jobset_infra.controller.core.previous_attempts import COLLECTION_MIN_JOBS
 from jobset_infra.controller.core.types import (
     CoreConfig,
     CreateJob,
     CreateService,
     DeleteJob,
+    DeleteJobs,
     DeleteJobSet,
     EmitEvent,
     IncrementMetric,
@@ -468,6 +470,20 @@ def test_jobset_restarts_with_restart_jobset_action(restart_job_gate: bool) -> N
         "RestartJobSetFailurePolicyAction",
         "applying RestartJobSet failure policy action" + SUFFIX,
     ) in events(plan)
+
+
+def test_a_large_jobsets_restart_deletes_its_previous_attempt_in_one_request() -> None:
+    n = COLLECTION_MIN_JOBS
+    state = created(make_jobset("big", "default").replicated_job("w", replicas=n)
+                    .failure_policy(max_restarts=1))
+    state = state.with_job("big-w-3", lambda j: j.failed(at=T0))
+    state, _ = step(state)  # the failure policy counts a restart
+    state, plan = step(state)  # the previous attempt goes
+    [collection] = plan.of_type(DeleteJobs)
+    assert (len(collection.uids), plan.of_type(DeleteJob)) == (n, ())
+    assert len(state.deleting()) == n
+    state = settle(state)  # deleted, then created again in the new attempt
+    assert sorted(j["metadata"]["labels"][c.RESTARTS_KEY] for j in state.jobs.values()) == ["1"] * n
 
 
 def test_jobset_restarting_condition_transitions() -> None:

@@ -20,6 +20,7 @@ from jobset_infra.controller.core.types import (
     CreatePVC,
     CreateService,
     DeleteJob,
+    DeleteJobs,
     EmitEvent,
     IncrementMetric,
     ObjectRef,
@@ -48,6 +49,7 @@ class FakeApi:
     fail: dict[str, int] = field(default_factory=dict)  # job name -> HTTP status
     status_code: int = 200
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    queries: list[dict[str, str]] = field(default_factory=list)
     content_types: list[str] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -58,6 +60,7 @@ class FakeApi:
     async def handle(self, request: web.Request) -> web.Response:
         body = json.loads(await request.text() or "null")
         self.requests.append((request.method, request.path, body))
+        self.queries.append(dict(request.query))
         self.content_types.append(request.content_type)
         self.in_flight += 1
         self.arrivals.append(self.in_flight)
@@ -256,6 +259,30 @@ async def test_deletes_are_foreground_with_uid_preconditions(api: Any) -> None:
     assert sorted(b["preconditions"]["uid"] for b in bodies) == ["uid-0", "uid-1"]
     assert all(b["propagationPolicy"] == "Foreground" for b in bodies)
     assert run.expectations.pending_count(KEY) == (0, 2)
+    await run.client.close()
+
+
+async def test_a_collection_delete_is_one_request_and_expects_each_job(api: Any) -> None:
+    fake, url = api
+    run, _ = executor(url)
+    uids = tuple(f"uid-{i}" for i in range(100))
+    outcome = await run.execute(KEY, JOBSET, Plan((DeleteJobs("ns", "sel=x", uids),)))
+    [body] = fake.methods("DELETE")
+    [(method, path, _)] = fake.requests
+    assert (method, path, fake.queries[0]) == ("DELETE", "/apis/batch/v1/namespaces/ns/jobs",
+                                               {"labelSelector": "sel=x"})
+    assert body == {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
+    assert (outcome.writes, run.expectations.pending_count(KEY)) == (1, (0, 100))
+    await run.client.close()
+
+
+async def test_a_refused_collection_delete_expects_none_of_its_jobs(api: Any) -> None:
+    fake, url = api
+    fake.fail[""] = 422  # the DELETE's options name no object
+    run, _ = executor(url)
+    with pytest.raises(InvalidError):
+        await run.execute(KEY, JOBSET, Plan((DeleteJobs("ns", "sel=x", ("u1", "u2")),)))
+    assert run.expectations.pending_count(KEY) == (0, 0)
     await run.client.close()
 
 

@@ -180,6 +180,16 @@ async def test_undeclared_calls_fail_before_any_request(server: Any) -> None:
     assert seen == []
 
 
+async def test_a_collection_delete_without_a_selector_is_refused_before_any_request(
+        server: Any) -> None:
+    url, script, seen = server
+    script += [ok({})]
+    async with client(url) as kube:
+        with pytest.raises(ValueError, match="needs a label selector"):
+            await kube.delete_collection(JOBS, "ns", "")  # it would delete every Job
+    assert seen == []
+
+
 async def test_qps_limits_request_rate(server: Any) -> None:
     url, script, _ = server
     script += [ok({"kind": "Job"})]
@@ -249,19 +259,19 @@ async def test_an_answer_not_to_decode_is_read_whole_and_errors_still_decoded(
     """`decode=False` (the executor's Job deletes, and creates nothing reads): a successful
     answer's body is never decoded (yet read to its end, and the next requests go through);
     an error's body is decoded as always, for its typed error."""
-    import jobset_infra.controller.runtime.kube as kube_module
+    import jobset_infra.controller.runtime.kube_bodies as kube_module
 
     url, script, seen = server
     big = {"kind": "Job", "spec": {"filler": "x" * 200_000}}  # over one read of the body
     script += [ok(big), ok(big), status(409, "AlreadyExists"), ok({"kind": "Job"})]
     decoded: list[int] = []
-    real = kube_module._decoded
+    real = kube_module.decoded
 
     def counting(data: bytes) -> Any:
         decoded.append(len(data))
         return real(data)
 
-    monkeypatch.setattr(kube_module, "_decoded", counting)
+    monkeypatch.setattr(kube_module, "decoded", counting)
     job = {"metadata": {"name": "j", "namespace": "ns"}}
     async with client(url) as kube:
         assert await kube.create(JOBS, job, decode=False) == {}

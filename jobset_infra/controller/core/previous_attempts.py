@@ -48,7 +48,7 @@ def previous_attempt_deletes(
     attempts = sorted({job.restart_attempt for job in selected if job.restart_attempt is not None})
     collection = DeleteJobs(selected[0].namespace,
                             previous_attempts_selector(jobset_uid, attempts),
-                            tuple(job.uid for job in selected), why=_WHY)
+                            tuple(job.uid for job in selected))
     return (collection, *singles)
 
 

@@ -200,7 +200,6 @@ class DeleteJobs:
     label_selector: str
     uids: tuple[str, ...]
     propagation: Literal["Foreground", "Background"] = "Foreground"
-    why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
